@@ -1,0 +1,3 @@
+// Package datasets reads, discovers, downloads and synthesises MNIST-style
+// image classification data and delivers it in batches.
+package datasets

@@ -1,0 +1,456 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Norm is a norm on the points of a finite-dimensional space of dimension Len.
+//
+// Kappa is the smoothness constant κ = B·C² of the space in the sense of the
+// reference paper: there is a norm ‖·‖₊ with ‖x‖ ≤ ‖x‖₊ ≤ C‖x‖ whose square is
+// B-smooth. C returns that C. Methods that need them (the stochastic ones) use
+// both in their sample sizes and confidence bounds.
+//
+// A Norm may hold scratch space, so a single value must not be used from
+// several goroutines at once; Clone returns an independent copy.
+type Norm interface {
+	// Len is the dimension of the points the norm measures.
+	Len() int
+	// Norm returns ‖x‖. It panics if len(x) != Len().
+	Norm(x []float64) float64
+	// Kappa returns the smoothness constant κ of the space.
+	Kappa() float64
+	// C returns the norm-equivalence constant C ≥ 1 of the smooth witness norm.
+	C() float64
+	// Clone returns a copy that shares no scratch space with the receiver.
+	Clone() Norm
+	// String names the norm in the syntax accepted by ParseNorm.
+	String() string
+}
+
+// LP is the ℓp norm (Σ|x_i|^p)^{1/p} on R^d for 2 ≤ p < ∞.
+//
+// Its smoothness constant is κ = min{p − 1, 2 ln d} for d ≥ 3 (Juditsky and
+// Nemirovski 2008, Example 3.2): the witness norm is ℓp itself (C = 1,
+// B = p − 1) when p − 1 ≤ 2 ln d, and ℓr with r = 2 ln d otherwise, for which
+// C = d^{1/r − 1/p} ≤ √e. For d ≤ 2 every norm here is within a factor √2 of
+// ℓ2 and κ = min{p − 1, 2}.
+type LP struct {
+	p float64
+	d int
+}
+
+var _ Norm = LP{}
+
+// NewLP returns the ℓp norm on R^d. It returns an error if p is outside
+// [2, ∞) or d < 1.
+func NewLP(p float64, d int) (LP, error) {
+	if !(p >= 2) || math.IsInf(p, 1) {
+		return LP{}, fmt.Errorf("solver: ℓp norm exponent p = %v out of range [2, ∞)", p)
+	}
+	if d < 1 {
+		return LP{}, fmt.Errorf("solver: ℓp norm dimension d = %d must be positive", d)
+	}
+	return LP{p: p, d: d}, nil
+}
+
+// P returns the exponent p.
+func (n LP) P() float64 { return n.p }
+
+// Len implements Norm.
+func (n LP) Len() int { return n.d }
+
+// Norm implements Norm. It rescales by the largest entry so that it neither
+// overflows nor underflows.
+func (n LP) Norm(x []float64) float64 {
+	checkLen(n.d, x)
+	return lpNorm(x, n.p)
+}
+
+func lpNorm(x []float64, p float64) float64 {
+	scale := 0.0
+	for _, v := range x {
+		if a := math.Abs(v); a > scale || math.IsNaN(a) {
+			scale = a
+		}
+	}
+	if scale == 0 || math.IsNaN(scale) || math.IsInf(scale, 1) {
+		return scale
+	}
+	if p == 2 {
+		s := 0.0
+		for _, v := range x {
+			t := v / scale
+			s += t * t
+		}
+		return scale * math.Sqrt(s)
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Pow(math.Abs(v)/scale, p)
+	}
+	return scale * math.Pow(s, 1/p)
+}
+
+// Kappa implements Norm.
+func (n LP) Kappa() float64 { return lpKappa(n.p, n.d) }
+
+// C implements Norm.
+func (n LP) C() float64 {
+	if n.d < 3 || n.p-1 <= 2*math.Log(float64(n.d)) {
+		return 1
+	}
+	r := 2 * math.Log(float64(n.d))
+	return math.Pow(float64(n.d), 1/r-1/n.p)
+}
+
+func lpKappa(p float64, d int) float64 {
+	if d < 3 {
+		return math.Max(1, math.Min(p-1, 2))
+	}
+	return math.Max(1, math.Min(p-1, 2*math.Log(float64(d))))
+}
+
+// Clone implements Norm.
+func (n LP) Clone() Norm { return n }
+
+// String implements Norm.
+func (n LP) String() string {
+	if n.p == 2 {
+		return "l2"
+	}
+	return "lp:" + strconv.FormatFloat(n.p, 'g', -1, 64)
+}
+
+// LInf is the ℓ∞ norm max_i |x_i| on R^d.
+//
+// ℓ∞ is not itself smooth; the paper treats it as a finite-dimensional space
+// with the equivalent witness norm ℓr, r = 2 ln d, for which
+// ‖x‖∞ ≤ ‖x‖r ≤ d^{1/r}‖x‖∞ = √e‖x‖∞. Kappa reports the constant
+// κ = 2 ln d of Juditsky and Nemirovski (2008, Example 3.2), the p → ∞ limit
+// of the ℓp constant, and C reports √e. For d ≤ 2, κ = 2 and C = √2 (the ℓ2
+// witness).
+type LInf struct {
+	d int
+}
+
+var _ Norm = LInf{}
+
+// NewLInf returns the ℓ∞ norm on R^d. It returns an error if d < 1.
+func NewLInf(d int) (LInf, error) {
+	if d < 1 {
+		return LInf{}, fmt.Errorf("solver: ℓ∞ norm dimension d = %d must be positive", d)
+	}
+	return LInf{d: d}, nil
+}
+
+// Len implements Norm.
+func (n LInf) Len() int { return n.d }
+
+// Norm implements Norm. A NaN entry makes the norm NaN.
+func (n LInf) Norm(x []float64) float64 {
+	checkLen(n.d, x)
+	m := 0.0
+	for _, v := range x {
+		a := math.Abs(v)
+		if a > m {
+			m = a
+		} else if math.IsNaN(a) {
+			return a
+		}
+	}
+	return m
+}
+
+// Kappa implements Norm.
+func (n LInf) Kappa() float64 {
+	if n.d < 3 {
+		return 2
+	}
+	return 2 * math.Log(float64(n.d))
+}
+
+// C implements Norm.
+func (n LInf) C() float64 {
+	if n.d < 3 {
+		return math.Sqrt2
+	}
+	return math.Sqrt(math.E)
+}
+
+// Clone implements Norm.
+func (n LInf) Clone() Norm { return n }
+
+// String implements Norm.
+func (n LInf) String() string { return "linf" }
+
+// Schatten is the Schatten-p norm of a rows×cols matrix stored row-major: the
+// ℓp norm of its singular values, for 2 ≤ p ≤ ∞ (p = 2 is the Frobenius norm,
+// p = ∞ the spectral norm).
+//
+// Its smoothness constant is κ = min{max{2, p − 1}, (2 ln(min{rows, cols} + 2) − 1)·e}
+// (Juditsky and Nemirovski 2008, Example 3.3), and C is taken as √e when the
+// second term is the smaller, 1 otherwise.
+//
+// Values of p other than 2 compute a singular value decomposition (gonum's
+// mat.SVD) in scratch space held by the value: use Clone for each goroutine.
+type Schatten struct {
+	p          float64
+	rows, cols int
+	a          *mat.Dense
+	svd        *mat.SVD
+	sv         []float64
+}
+
+var _ Norm = (*Schatten)(nil)
+
+// NewSchatten returns the Schatten-p norm on rows×cols matrices. It returns an
+// error if p is outside [2, ∞] or a dimension is not positive.
+func NewSchatten(p float64, rows, cols int) (*Schatten, error) {
+	if !(p >= 2) {
+		return nil, fmt.Errorf("solver: Schatten norm exponent p = %v out of range [2, ∞]", p)
+	}
+	if rows < 1 || cols < 1 {
+		return nil, fmt.Errorf("solver: Schatten norm shape %d×%d must be positive", rows, cols)
+	}
+	s := &Schatten{p: p, rows: rows, cols: cols}
+	if p != 2 {
+		s.a = mat.NewDense(rows, cols, nil)
+		s.svd = new(mat.SVD)
+		s.sv = make([]float64, min(rows, cols))
+	}
+	return s, nil
+}
+
+// P returns the exponent p.
+func (n *Schatten) P() float64 { return n.p }
+
+// Dims returns the matrix shape.
+func (n *Schatten) Dims() (rows, cols int) { return n.rows, n.cols }
+
+// Len implements Norm.
+func (n *Schatten) Len() int { return n.rows * n.cols }
+
+// Norm implements Norm.
+func (n *Schatten) Norm(x []float64) float64 {
+	checkLen(n.rows*n.cols, x)
+	if n.p == 2 {
+		return lpNorm(x, 2)
+	}
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return math.Abs(v)
+		}
+	}
+	copy(n.a.RawMatrix().Data, x)
+	if !n.svd.Factorize(n.a, mat.SVDNone) {
+		return math.NaN()
+	}
+	sv := n.svd.Values(n.sv)
+	if math.IsInf(n.p, 1) {
+		return sv[0]
+	}
+	return lpNorm(sv, n.p)
+}
+
+// Kappa implements Norm.
+func (n *Schatten) Kappa() float64 {
+	a := math.Max(2, n.p-1)
+	b := (2*math.Log(float64(min(n.rows, n.cols))+2) - 1) * math.E
+	return math.Min(a, b)
+}
+
+// C implements Norm.
+func (n *Schatten) C() float64 {
+	a := math.Max(2, n.p-1)
+	b := (2*math.Log(float64(min(n.rows, n.cols))+2) - 1) * math.E
+	if b < a {
+		return math.Sqrt(math.E)
+	}
+	return 1
+}
+
+// Clone implements Norm.
+func (n *Schatten) Clone() Norm {
+	c, _ := NewSchatten(n.p, n.rows, n.cols)
+	return c
+}
+
+// String implements Norm.
+func (n *Schatten) String() string {
+	if math.IsInf(n.p, 1) {
+		return "schatten:inf"
+	}
+	return "schatten:" + strconv.FormatFloat(n.p, 'g', -1, 64)
+}
+
+// Aggregate says how Batched combines per-example norms.
+type Aggregate int
+
+const (
+	// AggMax takes the largest per-example norm: the norm of the product space
+	// ℓ∞(E₁, …, E_B). It is the default, so a batch tolerance holds for every
+	// example.
+	AggMax Aggregate = iota
+	// AggMean takes the mean of per-example norms (ℓ1 over examples, scaled);
+	// useful for reporting, not for certificates, since the space is not smooth.
+	AggMean
+)
+
+// Batched is the norm of a batch of Examples independent points, each of
+// dimension Example.Len(), stored one after another. Its value is the
+// aggregate (by default the maximum) of the per-example norms, and Each
+// reports them one by one.
+//
+// For AggMax the product space ℓ∞(E)^B is handled like ℓ∞: its smoothness
+// constant is taken as κ = max{κ_E, 2 ln B}·C_B² with C_B = √e for B ≥ 3
+// (witness ℓ_r(E) with r = max{2, 2 ln B}), a documented convention, not a
+// sharp constant.
+type Batched struct {
+	Example  Norm
+	Examples int
+	Agg      Aggregate
+}
+
+var _ Norm = (*Batched)(nil)
+
+// NewBatched returns the max-aggregated norm of n examples measured by ex.
+func NewBatched(ex Norm, n int) (*Batched, error) {
+	if ex == nil {
+		return nil, fmt.Errorf("solver: Batched example norm is nil")
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("solver: Batched examples = %d must be positive", n)
+	}
+	return &Batched{Example: ex, Examples: n}, nil
+}
+
+// Len implements Norm.
+func (b *Batched) Len() int { return b.Example.Len() * b.Examples }
+
+// Norm implements Norm.
+func (b *Batched) Norm(x []float64) float64 {
+	checkLen(b.Len(), x)
+	d := b.Example.Len()
+	agg := 0.0
+	for i := 0; i < b.Examples; i++ {
+		v := b.Example.Norm(x[i*d : (i+1)*d])
+		if math.IsNaN(v) {
+			return v
+		}
+		switch b.Agg {
+		case AggMean:
+			agg += v / float64(b.Examples)
+		default:
+			agg = math.Max(agg, v)
+		}
+	}
+	return agg
+}
+
+// Each writes the per-example norms of x into dst, which must have length
+// Examples, and returns it. A nil dst is allocated.
+func (b *Batched) Each(dst, x []float64) []float64 {
+	checkLen(b.Len(), x)
+	if dst == nil {
+		dst = make([]float64, b.Examples)
+	}
+	if len(dst) != b.Examples {
+		panic("solver: Batched.Each destination length mismatch")
+	}
+	d := b.Example.Len()
+	for i := range dst {
+		dst[i] = b.Example.Norm(x[i*d : (i+1)*d])
+	}
+	return dst
+}
+
+// Kappa implements Norm.
+func (b *Batched) Kappa() float64 {
+	k := b.Example.Kappa()
+	if b.Examples < 3 {
+		return k * b.C() * b.C()
+	}
+	return math.Max(k, 2*math.Log(float64(b.Examples))) * b.C() * b.C()
+}
+
+// C implements Norm.
+func (b *Batched) C() float64 {
+	if b.Examples == 1 {
+		return b.Example.C()
+	}
+	if b.Examples < 3 {
+		return math.Sqrt2 * b.Example.C()
+	}
+	return math.Sqrt(math.E) * b.Example.C()
+}
+
+// Clone implements Norm.
+func (b *Batched) Clone() Norm {
+	return &Batched{Example: b.Example.Clone(), Examples: b.Examples, Agg: b.Agg}
+}
+
+// String implements Norm. It names the per-example norm.
+func (b *Batched) String() string { return b.Example.String() }
+
+// ParseNorm parses a norm name for points of shape rows×cols (cols = 1 for
+// vectors): "l2", "lp:P" (2 ≤ P < ∞), "linf", "schatten:P" (2 ≤ P, "inf"
+// allowed). ℓp norms treat the matrix as a vector of rows·cols entries.
+func ParseNorm(name string, rows, cols int) (Norm, error) {
+	if rows < 1 || cols < 1 {
+		return nil, fmt.Errorf("solver: norm shape %d×%d must be positive", rows, cols)
+	}
+	kind, arg, hasArg := strings.Cut(strings.ToLower(strings.TrimSpace(name)), ":")
+	parseP := func() (float64, error) {
+		if !hasArg {
+			return 0, fmt.Errorf("solver: norm %q needs an exponent, as in %s:4", name, kind)
+		}
+		if arg == "inf" {
+			return math.Inf(1), nil
+		}
+		p, err := strconv.ParseFloat(arg, 64)
+		if err != nil || math.IsNaN(p) {
+			return 0, fmt.Errorf("solver: norm %q: exponent %q is not a number", name, arg)
+		}
+		return p, nil
+	}
+	switch kind {
+	case "l2":
+		if hasArg {
+			break
+		}
+		return NewLP(2, rows*cols)
+	case "lp":
+		p, err := parseP()
+		if err != nil {
+			return nil, err
+		}
+		if math.IsInf(p, 1) {
+			return NewLInf(rows * cols)
+		}
+		return NewLP(p, rows*cols)
+	case "linf":
+		if hasArg {
+			break
+		}
+		return NewLInf(rows * cols)
+	case "schatten":
+		p, err := parseP()
+		if err != nil {
+			return nil, err
+		}
+		return NewSchatten(p, rows, cols)
+	}
+	return nil, fmt.Errorf("solver: unknown norm %q (want l2, lp:P, linf or schatten:P)", name)
+}
+
+func checkLen(n int, x []float64) {
+	if len(x) != n {
+		panic(fmt.Sprintf("solver: point length %d, norm dimension %d", len(x), n))
+	}
+}

@@ -1,0 +1,43 @@
+package solver
+
+import "fmt"
+
+// Picard is the Banach–Picard iteration x_{k+1} = T(x_k). It converges
+// linearly for contractions and may cycle for nonexpansive maps. It needs a
+// deterministic oracle.
+type Picard struct{}
+
+var (
+	_ Method    = Picard{}
+	_ Validator = Picard{}
+)
+
+// String implements Method.
+func (Picard) String() string { return "picard" }
+
+// Validate implements Validator.
+func (Picard) Validate(p Problem) error { return requireDeterministic("Picard", p) }
+
+// Run implements Method.
+func (Picard) Run(e *Env) error {
+	x := append([]float64(nil), e.X0()...)
+	tx := make([]float64, len(x))
+	for {
+		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
+			return err
+		}
+		if err := e.Record(x, e.Dist(tx, x)); err != nil {
+			return err
+		}
+		x, tx = tx, x
+	}
+}
+
+// requireDeterministic returns an error naming the method if p's oracle is
+// stochastic.
+func requireDeterministic(method string, p Problem) error {
+	if m := p.Oracle.Model(); m != Deterministic {
+		return fmt.Errorf("solver: %s needs a deterministic oracle, Problem.Oracle has model %v (use VRGHAL or a stochastic baseline, or the oracle's exact operator)", method, m)
+	}
+	return nil
+}

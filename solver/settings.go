@@ -1,0 +1,132 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Default values used where a Settings field is zero.
+const (
+	DefaultTol              = 1e-6
+	DefaultMaxIter          = 10000
+	DefaultDivergenceFactor = 1e8
+	DefaultCertDelta        = 0.05
+	DefaultCertBuckets      = 0 // 0: ⌈18 ln(1/δ)⌉ buckets, see CertifySettings
+)
+
+// Settings control a Solve. The zero value of every field selects the
+// documented default, so a nil *Settings and &Settings{} mean the same.
+// Negative or NaN values are errors.
+type Settings struct {
+	// Tol is the residual tolerance ‖T(x) − x‖ ≤ Tol in the problem's norm
+	// (for a Batched norm with AggMax: for every example). Zero means
+	// DefaultTol.
+	Tol float64
+	// Relative makes Tol relative to the residual of the first recorded
+	// iterate (the start point, for every method of this package).
+	Relative bool
+	// MaxIter limits iterations (epochs for VR-GHAL). Zero means DefaultMaxIter.
+	MaxIter int
+	// MaxSamples limits unit samples drawn by the method (not counting the
+	// certificate). Zero means no limit. A method never draws a minibatch that
+	// would exceed it.
+	MaxSamples int64
+	// MaxTime limits the wall time of the method. Zero means no limit.
+	MaxTime time.Duration
+	// DivergenceFactor stops a method with Status Diverged when a residual
+	// exceeds DivergenceFactor times the best one recorded. Zero means
+	// DefaultDivergenceFactor; +Inf disables the check.
+	DivergenceFactor float64
+	// Seed seeds the method's own random draws (minibatch seeds).
+	Seed uint64
+	// Recorder, if not nil, receives every trace point as it is recorded.
+	// An error from it stops the solve with Status Failure.
+	Recorder Recorder
+	// NoTrace keeps Stats.Trace empty (the Recorder still receives points).
+	NoTrace bool
+	// Certify controls the residual certificate computed after the method.
+	Certify CertifySettings
+}
+
+// CertifySettings control the residual certificate.
+type CertifySettings struct {
+	// Skip leaves Result.Certificate nil.
+	Skip bool
+	// Delta is the certificate's failure probability. Zero means
+	// DefaultCertDelta. Must lie in (0, 1).
+	Delta float64
+	// Samples is the number of unit samples per oracle call of a stochastic
+	// certificate. Zero selects a size from the solve (see the certificate
+	// documentation).
+	Samples int
+	// Calls is the number of independent oracle calls of a stochastic
+	// certificate. Zero selects a number from Delta.
+	Calls int
+	// Seed seeds the certificate's samples; it is mixed with Settings.Seed so
+	// that the certificate's samples are independent of the solve's.
+	Seed uint64
+}
+
+// Recorder receives trace points as they are recorded.
+type Recorder interface {
+	Record(TracePoint) error
+}
+
+// RecorderFunc adapts a function to a Recorder.
+type RecorderFunc func(TracePoint) error
+
+// Record implements Recorder.
+func (f RecorderFunc) Record(p TracePoint) error { return f(p) }
+
+// withDefaults validates s and returns a copy with defaults filled in.
+func (s *Settings) withDefaults() (Settings, error) {
+	var c Settings
+	if s != nil {
+		c = *s
+	}
+	switch {
+	case c.Tol < 0 || math.IsNaN(c.Tol) || math.IsInf(c.Tol, 0):
+		return c, fmt.Errorf("solver: Settings.Tol = %v must be positive and finite", c.Tol)
+	case c.MaxIter < 0:
+		return c, fmt.Errorf("solver: Settings.MaxIter = %d must not be negative", c.MaxIter)
+	case c.MaxSamples < 0:
+		return c, fmt.Errorf("solver: Settings.MaxSamples = %d must not be negative", c.MaxSamples)
+	case c.MaxTime < 0:
+		return c, fmt.Errorf("solver: Settings.MaxTime = %v must not be negative", c.MaxTime)
+	case c.DivergenceFactor < 0 || math.IsNaN(c.DivergenceFactor) || (c.DivergenceFactor > 0 && c.DivergenceFactor <= 1):
+		return c, fmt.Errorf("solver: Settings.DivergenceFactor = %v must exceed 1", c.DivergenceFactor)
+	case c.Certify.Delta < 0 || c.Certify.Delta >= 1 || math.IsNaN(c.Certify.Delta):
+		return c, fmt.Errorf("solver: Settings.Certify.Delta = %v outside (0, 1)", c.Certify.Delta)
+	case c.Certify.Samples < 0:
+		return c, fmt.Errorf("solver: Settings.Certify.Samples = %d must not be negative", c.Certify.Samples)
+	case c.Certify.Calls < 0:
+		return c, fmt.Errorf("solver: Settings.Certify.Calls = %d must not be negative", c.Certify.Calls)
+	}
+	if c.Tol == 0 {
+		c.Tol = DefaultTol
+	}
+	if c.MaxIter == 0 {
+		c.MaxIter = DefaultMaxIter
+	}
+	if c.DivergenceFactor == 0 {
+		c.DivergenceFactor = DefaultDivergenceFactor
+	}
+	if c.Certify.Delta == 0 {
+		c.Certify.Delta = DefaultCertDelta
+	}
+	return c, nil
+}
+
+// checkUnit returns an error naming field if v is outside the interval
+// (lo, hi], or (lo, hi) when open is set.
+func checkRange(field string, v, lo, hi float64, openHi bool) error {
+	if math.IsNaN(v) || v <= lo || v > hi || (openHi && v == hi) {
+		r := "]"
+		if openHi {
+			r = ")"
+		}
+		return fmt.Errorf("solver: %s = %v outside (%v, %v%s", field, v, lo, hi, r)
+	}
+	return nil
+}

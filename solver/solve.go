@@ -1,0 +1,312 @@
+package solver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Problem is a fixed-point problem x = T(x): an oracle for T and the norm in
+// which residuals are measured. Oracle.Len() must equal Norm.Len().
+type Problem struct {
+	Oracle Oracle
+	Norm   Norm
+}
+
+// Method is a fixed-point method. Run drives the iteration through the Env,
+// which evaluates the oracle, counts work, enforces the limits of Settings and
+// keeps the returned point. Run returns the error of the Env call that told it
+// to stop (an error for which StopStatus reports true), or any other error for
+// a failure of its own.
+//
+// A Method value holds only settings; Solve may run it from several
+// goroutines at once.
+type Method interface {
+	fmt.Stringer
+	Run(e *Env) error
+}
+
+// Validator is implemented by methods that check their own settings against a
+// problem before Solve starts them.
+type Validator interface {
+	Validate(p Problem) error
+}
+
+// stopError carries a Status out of a method.
+type stopError struct {
+	status Status
+	cause  error
+}
+
+func (s *stopError) Error() string {
+	if s.cause != nil {
+		return fmt.Sprintf("solver: stopped (%v): %v", s.status, s.cause)
+	}
+	return fmt.Sprintf("solver: stopped (%v)", s.status)
+}
+
+func (s *stopError) Unwrap() error { return s.cause }
+
+// StopStatus reports whether err asks a method to stop, and with which Status.
+func StopStatus(err error) (Status, bool) {
+	var s *stopError
+	if errors.As(err, &s) {
+		return s.status, true
+	}
+	return NotTerminated, false
+}
+
+// Env is a method's view of a running solve. Its methods are not safe for
+// concurrent use.
+type Env struct {
+	ctx      context.Context
+	oracle   Oracle
+	norm     Norm
+	settings Settings
+	x0       []float64
+	rng      *rand.Rand
+	start    time.Time
+
+	stats    Stats
+	records  int
+	best     []float64
+	bestRes  float64
+	keepLast bool
+	tolAbs   float64
+	certSize int
+	scratch  []float64
+}
+
+// Context returns the solve's context.
+func (e *Env) Context() context.Context { return e.ctx }
+
+// Oracle returns the problem's oracle.
+func (e *Env) Oracle() Oracle { return e.oracle }
+
+// Norm returns the problem's norm.
+func (e *Env) Norm() Norm { return e.norm }
+
+// Settings returns the solve's settings with defaults filled in.
+func (e *Env) Settings() *Settings { return &e.settings }
+
+// X0 returns the start point. Methods must not modify it.
+func (e *Env) X0() []float64 { return e.x0 }
+
+// Len returns the dimension of the problem.
+func (e *Env) Len() int { return len(e.x0) }
+
+// Seed returns a fresh seed for an oracle Sample, drawn from the stream
+// seeded by Settings.Seed.
+func (e *Env) Seed() uint64 { return e.rng.Uint64() }
+
+// Rand returns the solve's random stream, for methods that make random
+// choices of their own.
+func (e *Env) Rand() *rand.Rand { return e.rng }
+
+// Tol returns the absolute tolerance in force: Settings.Tol, scaled by the
+// first recorded residual when Settings.Relative is set (NaN before it).
+func (e *Env) Tol() float64 { return e.tolAbs }
+
+// Stats returns the work counted so far.
+func (e *Env) Stats() Stats { return e.stats }
+
+// Eval evaluates the oracle at x with Sample s into dst, counting the call
+// and its samples. It returns a stop error when the context is done, the time
+// limit has passed, the sample budget would be exceeded by s.Size, or dst
+// holds NaN or Inf (Status Diverged), and the oracle's own error wrapped
+// otherwise.
+func (e *Env) Eval(dst, x []float64, s Sample) error {
+	if err := e.checkLimits(int64(max(s.Size, 1))); err != nil {
+		return err
+	}
+	n, err := e.oracle.Eval(dst, x, s)
+	e.stats.Calls++
+	e.stats.Samples += int64(n)
+	if err != nil {
+		return fmt.Errorf("solver: oracle evaluation %d: %w", e.stats.Calls, err)
+	}
+	for i, v := range dst {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &stopError{status: Diverged, cause: fmt.Errorf("oracle returned %v at coordinate %d of evaluation %d", v, i, e.stats.Calls)}
+		}
+	}
+	return nil
+}
+
+// CanDraw reports whether n more unit samples fit in the sample budget.
+func (e *Env) CanDraw(n int64) bool {
+	return e.settings.MaxSamples == 0 || e.stats.Samples+n <= e.settings.MaxSamples
+}
+
+func (e *Env) checkLimits(next int64) error {
+	if err := e.ctx.Err(); err != nil {
+		return &stopError{status: Canceled, cause: err}
+	}
+	if e.settings.MaxTime > 0 && time.Since(e.start) > e.settings.MaxTime {
+		return &stopError{status: TimeLimit}
+	}
+	if !e.CanDraw(next) {
+		return &stopError{status: SampleLimit}
+	}
+	return nil
+}
+
+// Stop returns the error that stops the method with Status s, for reasons
+// the Env cannot see (such as Stagnated). cause may be nil.
+func (e *Env) Stop(s Status, cause error) error { return &stopError{status: s, cause: cause} }
+
+// Dist returns ‖a − b‖ in the problem's norm without allocating.
+func (e *Env) Dist(a, b []float64) float64 {
+	for i := range e.scratch {
+		e.scratch[i] = a[i] - b[i]
+	}
+	return e.norm.Norm(e.scratch)
+}
+
+// SuggestCertSamples tells the certificate how many unit samples per call
+// match the accuracy the method reached (for VR-GHAL: the bucket size of its
+// last median-of-means). CertifySettings.Samples, when set, takes precedence.
+func (e *Env) SuggestCertSamples(n int) { e.certSize = n }
+
+// KeepLast makes the Env return the last recorded point instead of the one
+// with the lowest recorded residual. Anytime methods whose guarantee is on
+// their last iterate (VR-GHAL) call it before recording.
+func (e *Env) KeepLast() { e.keepLast = true }
+
+// Record records an iterate x with its residual ‖T(x) − x‖ (exact, or the
+// method's estimate). The first call records the start point (iteration 0);
+// each later call counts one iteration. It keeps x as the returned point when
+// its residual is the lowest so far (or always, after KeepLast), appends to
+// the trace, and returns a stop error when the tolerance is met (Success),
+// the iteration limit is reached, the residual is NaN or has grown past
+// DivergenceFactor times the best one (Diverged), or the Recorder fails.
+func (e *Env) Record(x []float64, residual float64) error {
+	if e.records > 0 {
+		e.stats.Iterations++
+	}
+	e.records++
+	p := TracePoint{Iter: e.stats.Iterations, Calls: e.stats.Calls, Samples: e.stats.Samples, Residual: residual, Elapsed: time.Since(e.start)}
+	if !e.settings.NoTrace {
+		e.stats.Trace = append(e.stats.Trace, p)
+	}
+	if e.settings.Recorder != nil {
+		if err := e.settings.Recorder.Record(p); err != nil {
+			return &stopError{status: Failure, cause: fmt.Errorf("recorder: %w", err)}
+		}
+	}
+	if math.IsNaN(residual) || math.IsInf(residual, 0) {
+		return &stopError{status: Diverged, cause: fmt.Errorf("residual %v at iteration %d", residual, e.stats.Iterations)}
+	}
+	if e.records == 1 && e.settings.Relative {
+		e.tolAbs = e.settings.Tol * residual
+	}
+	switch {
+	case e.keepLast || residual < e.bestRes:
+		if e.best == nil {
+			e.best = make([]float64, len(x))
+		}
+		copy(e.best, x)
+		e.bestRes = residual
+	case residual > e.settings.DivergenceFactor*e.bestRes:
+		return &stopError{status: Diverged, cause: fmt.Errorf("residual %.3g exceeds %.3g times the best %.3g", residual, e.settings.DivergenceFactor, e.bestRes)}
+	}
+	if residual <= e.tolAbs {
+		return &stopError{status: Success}
+	}
+	if e.stats.Iterations >= e.settings.MaxIter {
+		return &stopError{status: IterationLimit}
+	}
+	return nil
+}
+
+// Solve finds a fixed point of p from x0 with method m. It validates its
+// arguments, runs the method, and certifies the residual of the returned
+// point (see Certificate). A nil settings means the defaults.
+//
+// Solve returns an error for invalid arguments and for oracle failures; in
+// the latter case the Result still holds the best point found, with Status
+// Failure. Reaching a limit is not an error: Result.Status says why the
+// method stopped.
+func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m Method) (*Result, error) {
+	switch {
+	case ctx == nil:
+		return nil, errors.New("solver: nil context")
+	case m == nil:
+		return nil, errors.New("solver: nil method")
+	case p.Oracle == nil:
+		return nil, errors.New("solver: Problem.Oracle is nil")
+	case p.Norm == nil:
+		return nil, errors.New("solver: Problem.Norm is nil")
+	case p.Oracle.Len() != p.Norm.Len():
+		return nil, fmt.Errorf("solver: Problem.Oracle.Len() = %d does not match Problem.Norm.Len() = %d", p.Oracle.Len(), p.Norm.Len())
+	case len(x0) != p.Norm.Len():
+		return nil, fmt.Errorf("solver: x0 has length %d, want Problem.Norm.Len() = %d", len(x0), p.Norm.Len())
+	}
+	for i, v := range x0 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("solver: x0[%d] = %v is not finite", i, v)
+		}
+	}
+	s, err := settings.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := m.(Validator); ok {
+		if err := v.Validate(p); err != nil {
+			return nil, err
+		}
+	}
+	runCtx := ctx
+	if s.MaxTime > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, s.MaxTime)
+		defer cancel()
+	}
+	e := &Env{
+		ctx:      runCtx,
+		oracle:   p.Oracle,
+		norm:     p.Norm,
+		settings: s,
+		x0:       x0,
+		rng:      rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15)),
+		start:    time.Now(),
+		bestRes:  math.Inf(1),
+		tolAbs:   s.Tol,
+		scratch:  make([]float64, len(x0)),
+	}
+	if s.Relative {
+		e.tolAbs = math.NaN()
+	}
+	runErr := m.Run(e)
+	res := &Result{Status: NotTerminated, Residual: e.bestRes}
+	var failure error
+	if st, ok := StopStatus(runErr); ok {
+		res.Status = st
+		if st == Canceled && ctx.Err() == nil && s.MaxTime > 0 {
+			res.Status = TimeLimit
+		}
+	} else if runErr != nil {
+		res.Status = Failure
+		failure = runErr
+	} else {
+		res.Status = IterationLimit
+	}
+	if e.best == nil {
+		res.X = append([]float64(nil), x0...)
+	} else {
+		res.X = e.best
+	}
+	res.Stats = e.stats
+	res.Stats.Wall = time.Since(e.start)
+	if !s.Certify.Skip {
+		cert, err := certify(ctx, p, res, &s, e.certSize)
+		if err != nil && failure == nil {
+			failure = fmt.Errorf("solver: certificate: %w", err)
+		}
+		res.Certificate = cert
+	}
+	return res, failure
+}

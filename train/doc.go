@@ -1,0 +1,2 @@
+// Package train trains DEQ classifiers: encoder → DEQ layer → linear readout.
+package train
