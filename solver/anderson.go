@@ -1,0 +1,245 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+)
+
+// Anderson is Anderson acceleration of type II (Anderson 1965; Walker and Ni
+// 2011), a common forward solver of deep equilibrium models (Bai, Kolter and
+// Koltun 2019). With the last c ≤ m iterates x_i and residuals
+// g_i = T(x_i) − x_i it solves the constrained least-squares problem
+//
+//	minimise ‖Σ α_i g_i‖₂² + μ‖α‖₂²  subject to  Σ α_i = 1
+//
+// through its bordered normal equations
+//
+//	[ 0   1ᵀ    ] [ν]   [1]
+//	[ 1   H + μI] [α] = [0],   H_ij = ⟨g_i, g_j⟩,
+//
+// and steps to x ← Σ α_i (x_i + β g_i) = Σ α_i ((1 − β) x_i + β T(x_i)).
+// The ridge is μ = Ridge · tr(H)/c, relative to the scale of the Gram matrix,
+// and the system is solved after dividing H by that scale, by Gaussian
+// elimination with partial pivoting. The Gram matrix is kept up to date
+// incrementally, one row per iteration, so a step costs about 5cn flops
+// besides the evaluation of T.
+//
+// Safeguards: when the small system has a negligible pivot, or the weights α
+// or the new point are not finite, the history is dropped down to the latest
+// pair and the method takes the mixing step x ← x + β g. Memory is bounded by
+// 2mn floats, allocated once.
+//
+// Limitations: the least-squares problem is posed in the Euclidean inner
+// product whatever the problem's norm (the residual test uses the problem's
+// norm), and Anderson carries no convergence guarantee for nonexpansive or
+// nonsmooth maps; on affine maps with enough memory it behaves like GMRES
+// (Walker and Ni 2011) and also finds repelling fixed points. It needs a
+// deterministic oracle.
+type Anderson struct {
+	// Memory is the number m ≥ 1 of past iterates combined; m = 1 is the
+	// mixing iteration x ← x + β g, Krasnoselskii–Mann with α = β. Zero
+	// means 5.
+	Memory int
+	// Ridge is the Tikhonov regularisation of the normal equations, relative
+	// to the mean diagonal of the Gram matrix; it must be positive. Zero
+	// means 1e-4.
+	Ridge float64
+	// Mixing is the damping β ∈ (0, 1]; β = 1 combines the T(x_i) alone.
+	// Zero means 1.
+	Mixing float64
+}
+
+var (
+	_ Method    = Anderson{}
+	_ Validator = Anderson{}
+)
+
+// Defaults of Anderson.
+const (
+	DefaultAndersonMemory = 5
+	DefaultAndersonRidge  = 1e-4
+)
+
+func (m Anderson) params() (memory int, ridge, mixing float64) {
+	memory, ridge, mixing = m.Memory, m.Ridge, m.Mixing
+	if memory == 0 {
+		memory = DefaultAndersonMemory
+	}
+	if ridge == 0 {
+		ridge = DefaultAndersonRidge
+	}
+	if mixing == 0 {
+		mixing = 1
+	}
+	return memory, ridge, mixing
+}
+
+// String implements Method.
+func (Anderson) String() string { return "anderson" }
+
+// Validate implements Validator. It reports a Memory below 1, a Ridge that
+// is not positive and finite, a Mixing outside (0, 1], and a stochastic
+// oracle.
+func (m Anderson) Validate(p Problem) error {
+	memory, ridge, mixing := m.params()
+	if memory < 1 {
+		return fmt.Errorf("solver: Anderson.Memory = %d must be at least 1", memory)
+	}
+	if !(ridge > 0) || math.IsInf(ridge, 1) {
+		return fmt.Errorf("solver: Anderson.Ridge = %v must be positive and finite", ridge)
+	}
+	if err := checkRange("Anderson.Mixing", mixing, 0, 1, false); err != nil {
+		return err
+	}
+	return requireDeterministic("Anderson", p)
+}
+
+// Run implements Method. Each iteration evaluates T once and records the
+// current point with its exact residual.
+func (m Anderson) Run(e *Env) error {
+	memory, ridge, beta := m.params()
+	n := e.Len()
+	xs := make([]float64, memory*n) // ring of iterates x_i
+	gs := make([]float64, memory*n) // ring of residuals g_i
+	gram := make([]float64, memory*memory)
+	ls := newBordered(memory)
+	x := append([]float64(nil), e.X0()...)
+	tx := make([]float64, n)
+	head, count := 0, 0 // next slot; slots in use are 0..count-1
+	for {
+		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
+			return err
+		}
+		xi, gi := xs[head*n:(head+1)*n], gs[head*n:(head+1)*n]
+		copy(xi, x)
+		subInto(gi, tx, x)
+		if err := e.Record(x, e.norm.Norm(gi)); err != nil {
+			return err
+		}
+		count = min(count+1, memory)
+		for j := 0; j < count; j++ {
+			d := dot(gi, gs[j*n:(j+1)*n])
+			gram[head*memory+j], gram[j*memory+head] = d, d
+		}
+		cur := head
+		head = (head + 1) % memory
+		if count > 1 && ls.solve(gram, memory, count, ridge) {
+			for i := range x {
+				x[i] = 0
+			}
+			for j, a := range ls.alpha[:count] {
+				xj, gj := xs[j*n:(j+1)*n], gs[j*n:(j+1)*n]
+				for i := range x {
+					x[i] += a * (xj[i] + beta*gj[i])
+				}
+			}
+			if allFinite(x) {
+				continue
+			}
+		}
+		// Mixing step from the latest pair, which becomes the only one kept.
+		if cur != 0 {
+			copy(xs[:n], xs[cur*n:(cur+1)*n])
+			copy(gs[:n], gs[cur*n:(cur+1)*n])
+			gram[0] = gram[cur*memory+cur]
+		}
+		head, count = 1%memory, 1
+		for i := range x {
+			x[i] = xs[i] + beta*gs[i]
+		}
+	}
+}
+
+// bordered holds the scratch space of Anderson's small linear system.
+type bordered struct {
+	a     []float64 // (c+1)×(c+1) system, row-major with stride memory+1
+	rhs   []float64
+	alpha []float64
+}
+
+func newBordered(memory int) *bordered {
+	k := memory + 1
+	return &bordered{a: make([]float64, k*k), rhs: make([]float64, k), alpha: make([]float64, memory)}
+}
+
+// andersonPivotTol is the smallest pivot accepted, relative to the entries of
+// the scaled system, which are of order one.
+const andersonPivotTol = 1e-13
+
+// solve sets up and solves the bordered normal equations for the first c
+// slots of the memory×memory Gram matrix and reports whether it produced
+// finite weights in b.alpha[:c].
+func (b *bordered) solve(gram []float64, memory, c int, ridge float64) bool {
+	k := c + 1
+	stride := memory + 1
+	scale := 0.0
+	for i := 0; i < c; i++ {
+		scale += gram[i*memory+i]
+	}
+	scale /= float64(c)
+	if !(scale > 0) || math.IsInf(scale, 1) {
+		return false
+	}
+	a := b.a
+	a[0] = 0
+	b.rhs[0] = 1
+	for i := 1; i < k; i++ {
+		a[i], a[i*stride] = 1, 1
+		b.rhs[i] = 0
+		for j := 1; j < k; j++ {
+			a[i*stride+j] = gram[(i-1)*memory+j-1] / scale
+		}
+		a[i*stride+i] += ridge
+	}
+	// Gaussian elimination with partial pivoting.
+	for col := 0; col < k; col++ {
+		p := col
+		for r := col + 1; r < k; r++ {
+			if math.Abs(a[r*stride+col]) > math.Abs(a[p*stride+col]) {
+				p = r
+			}
+		}
+		if !(math.Abs(a[p*stride+col]) > andersonPivotTol) {
+			return false
+		}
+		if p != col {
+			for j := 0; j < k; j++ {
+				a[p*stride+j], a[col*stride+j] = a[col*stride+j], a[p*stride+j]
+			}
+			b.rhs[p], b.rhs[col] = b.rhs[col], b.rhs[p]
+		}
+		piv := a[col*stride+col]
+		for r := col + 1; r < k; r++ {
+			f := a[r*stride+col] / piv
+			if f == 0 {
+				continue
+			}
+			for j := col; j < k; j++ {
+				a[r*stride+j] -= f * a[col*stride+j]
+			}
+			b.rhs[r] -= f * b.rhs[col]
+		}
+	}
+	for i := k - 1; i >= 1; i-- { // back substitution; ν (row 0) is not needed
+		s := b.rhs[i]
+		for j := i + 1; j < k; j++ {
+			s -= a[i*stride+j] * b.alpha[j-1]
+		}
+		b.alpha[i-1] = s / a[i*stride+i]
+	}
+	return allFinite(b.alpha[:c])
+}
+
+// dot returns aᵀb using gonum's vectorised kernel.
+func dot(a, b []float64) float64 { return floats.Dot(a, b) }
+
+func allFinite(x []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,228 @@
+package solver
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+)
+
+// Broyden is the limited-memory "good" Broyden method applied to the root
+// problem g(x) = T(x) − x = 0, as in the forward pass of deep equilibrium
+// models (Bai, Kolter and Koltun 2019). It keeps an approximation
+//
+//	H = −I + Σ_i u_i v_iᵀ
+//
+// of the inverse Jacobian of g (−I is the inverse Jacobian when T is
+// constant), steps x ← x − H g(x) with unit length, and after each step
+// s = Δx, y = Δg applies Broyden's good update written for the inverse
+// (Sherman–Morrison):
+//
+//	u = (s − H y)/(sᵀ H y),  v = Hᵀ s.
+//
+// The pairs (u_i, v_i) live in two preallocated Memory×n matrices used as a
+// ring: when it is full the oldest pair is overwritten, as in the DEQ
+// implementation. A step costs about 6cn flops for c stored pairs, besides the
+// evaluation of T.
+//
+// Safeguards: an update whose denominator sᵀHy is negligible
+// (|sᵀHy| ≤ 1e-12 ‖s‖₂‖Hy‖₂) or whose vectors are not finite is skipped. A
+// step that is zero or not finite clears the memory, so that the next step is
+// the Picard step x ← T(x). When a residual exceeds Protect times the best one
+// recorded, the method clears its memory and restarts from the best point
+// with a Picard step; if that happens again before a new best residual is
+// found, it stops with Status Diverged (a tighter test than
+// Settings.DivergenceFactor). It stops with Status Stagnated when Patience
+// consecutive iterations fail to lower the best residual. The Env returns
+// the best point either way, and Settings.MaxIter bounds everything else, so
+// the method never loops forever.
+//
+// Limitations: no line search; no guarantee beyond the local superlinear
+// convergence of Broyden's method near a root with a nonsingular Jacobian;
+// like Anderson it is a root finder and may converge to repelling fixed
+// points of expansive maps. The inner products are Euclidean whatever the
+// problem's norm. It needs a deterministic oracle.
+type Broyden struct {
+	// Memory is the number of rank-one updates kept. Zero means 30.
+	Memory int
+	// Protect is the factor over the best residual beyond which the method
+	// restarts from the best point, or stops with Status Diverged if it has
+	// already restarted since the last new best. It must exceed 1. Zero
+	// means 1e3.
+	Protect float64
+	// Patience is the number of consecutive iterations without a new best
+	// residual after which the method stops with Status Stagnated. Zero
+	// means 50.
+	Patience int
+}
+
+var (
+	_ Method    = Broyden{}
+	_ Validator = Broyden{}
+)
+
+// Defaults of Broyden.
+const (
+	DefaultBroydenMemory   = 30
+	DefaultBroydenProtect  = 1e3
+	DefaultBroydenPatience = 50
+)
+
+func (m Broyden) params() (memory int, protect float64, patience int) {
+	memory, protect, patience = m.Memory, m.Protect, m.Patience
+	if memory == 0 {
+		memory = DefaultBroydenMemory
+	}
+	if protect == 0 {
+		protect = DefaultBroydenProtect
+	}
+	if patience == 0 {
+		patience = DefaultBroydenPatience
+	}
+	return memory, protect, patience
+}
+
+// String implements Method.
+func (Broyden) String() string { return "broyden" }
+
+// Validate implements Validator. It reports a Memory or Patience below 1, a
+// Protect not above 1 (or NaN), and a stochastic oracle.
+func (m Broyden) Validate(p Problem) error {
+	memory, protect, patience := m.params()
+	switch {
+	case memory < 1:
+		return fmt.Errorf("solver: Broyden.Memory = %d must be at least 1", memory)
+	case !(protect > 1):
+		return fmt.Errorf("solver: Broyden.Protect = %v must exceed 1", protect)
+	case patience < 1:
+		return fmt.Errorf("solver: Broyden.Patience = %d must be at least 1", patience)
+	}
+	return requireDeterministic("Broyden", p)
+}
+
+// broydenDenTol is the relative size below which sᵀHy counts as zero.
+const broydenDenTol = 1e-12
+
+// errStagnated is the cause reported with Status Stagnated.
+var errStagnated = errors.New("no new best residual within Broyden.Patience iterations")
+
+// Run implements Method. Each iteration evaluates T once and records the
+// current point with its exact residual.
+func (m Broyden) Run(e *Env) error {
+	memory, protect, patience := m.params()
+	n := e.Len()
+	us := make([]float64, memory*n)
+	vs := make([]float64, memory*n)
+	x := append([]float64(nil), e.X0()...)
+	g := make([]float64, n)  // g(x)
+	tx := make([]float64, n) // T(x), then g at the new point
+	s := make([]float64, n)  // step, then s − Hy
+	hy := make([]float64, n)
+	v := make([]float64, n)
+	xBest := make([]float64, n)
+	gBest := make([]float64, n)
+	restarted := false            // a protective restart happened since the last new best
+	head, count, stall := 0, 0, 0 // next slot, pairs stored, iterations since the best
+
+	if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
+		return err
+	}
+	subInto(g, tx, x)
+	res := e.norm.Norm(g)
+	if err := e.Record(x, res); err != nil {
+		return err
+	}
+	best := res
+	copy(xBest, x)
+	copy(gBest, g)
+	for {
+		// s = −H g = g − Σ u_i (v_i·g).
+		copy(s, g)
+		for i := 0; i < count; i++ {
+			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
+			axpy(s, -dot(vi, g), ui)
+		}
+		if !allFinite(s) || !anyNonzero(s) {
+			count, head = 0, 0
+			copy(s, g)
+		}
+		for i := range x {
+			x[i] += s[i]
+		}
+		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
+			return err
+		}
+		for i := range tx {
+			tx[i] -= x[i] // g(x_new)
+		}
+		res = e.norm.Norm(tx)
+		if err := e.Record(x, res); err != nil {
+			return err
+		}
+		if res < best {
+			best, stall, restarted = res, 0, false
+			copy(xBest, x)
+			copy(gBest, tx)
+		} else {
+			stall++
+			if stall >= patience {
+				return e.Stop(Stagnated, errStagnated)
+			}
+		}
+		if res > protect*best {
+			if restarted {
+				return e.Stop(Diverged, fmt.Errorf("residual %.3g exceeds Broyden.Protect = %g times the best %.3g again after a restart", res, protect, best))
+			}
+			restarted, count, head = true, 0, 0
+			copy(x, xBest)
+			copy(g, gBest)
+			continue
+		}
+		// y = g_new − g, kept in g; Hy = −y + Σ u_i (v_i·y).
+		for i := range g {
+			g[i] = tx[i] - g[i]
+		}
+		for i := range hy {
+			hy[i] = -g[i]
+		}
+		for i := 0; i < count; i++ {
+			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
+			axpy(hy, dot(vi, g), ui)
+		}
+		den := dot(s, hy)
+		if math.Abs(den) > broydenDenTol*math.Sqrt(dot(s, s))*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
+			// v = Hᵀ s = −s + Σ v_i (u_i·s), then u = (s − Hy)/den in place
+			// of s; both use every stored pair, the oldest included.
+			for i := range v {
+				v[i] = -s[i]
+			}
+			for i := 0; i < count; i++ {
+				ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
+				axpy(v, dot(ui, s), vi)
+			}
+			for i := range s {
+				s[i] = (s[i] - hy[i]) / den
+			}
+			if allFinite(s) && allFinite(v) {
+				copy(us[head*n:(head+1)*n], s)
+				copy(vs[head*n:(head+1)*n], v)
+				head = (head + 1) % memory
+				count = min(count+1, memory)
+			}
+		}
+		copy(g, tx)
+	}
+}
+
+// axpy adds a·x to dst using gonum's vectorised kernel.
+func axpy(dst []float64, a float64, x []float64) { floats.AddScaled(dst, a, x) }
+
+func anyNonzero(x []float64) bool {
+	for _, v := range x {
+		if v != 0 {
+			return true
+		}
+	}
+	return false
+}
