@@ -276,10 +276,8 @@ func (m *mdp) valueIteration(tol float64) []float64 {
 	}
 }
 
-// detMethod is a deterministic method under test. tol is the absolute
-// tolerance it is asked to reach on the contraction tests with Lipschitz
-// constant gamma; Halpern, whose rate is O(1/k) even on contractions, gets a
-// relative tolerance instead (see contractionSettings).
+// detMethod is a deterministic method under test; make returns it for a
+// problem whose Lipschitz constant is gamma (only GHAL uses it, as Gamma).
 type detMethod struct {
 	name string
 	make func(gamma float64) Method

@@ -118,8 +118,8 @@ func (s *Settings) withDefaults() (Settings, error) {
 	return c, nil
 }
 
-// checkUnit returns an error naming field if v is outside the interval
-// (lo, hi], or (lo, hi) when open is set.
+// checkRange returns an error naming field if v is NaN or outside the
+// interval (lo, hi], or (lo, hi) when openHi is set.
 func checkRange(field string, v, lo, hi float64, openHi bool) error {
 	if math.IsNaN(v) || v <= lo || v > hi || (openHi && v == hi) {
 		r := "]"
