@@ -101,10 +101,10 @@ func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 // from policy iteration with exact policy evaluation by LU.
 func newMDP(c Config, _ solver.Norm) (*Problem, error) {
 	if c.Noise != 0 {
-		return nil, fmt.Errorf("problems: Config.Noise = %v: mdp takes its noise from its transitions; leave Noise zero", c.Noise)
+		return nil, configErr("Noise", "%v: mdp takes its noise from its transitions; leave it zero", c.Noise)
 	}
 	if c.Gamma >= 1 {
-		return nil, fmt.Errorf("problems: Config.Gamma = %v: mdp needs a discount γ < 1", c.Gamma)
+		return nil, configErr("Gamma", "%v: mdp needs a discount γ < 1", c.Gamma)
 	}
 	ns, na := c.Dim, c.Actions
 	k := min(ns, mdpBranch)

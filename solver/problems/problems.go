@@ -185,13 +185,28 @@ func lookup(name string) (spec, error) {
 			return s, nil
 		}
 	}
-	return spec{}, fmt.Errorf("problems: Config.Name: unknown problem %q (want %s)", name, strings.Join(Names(), ", "))
+	return spec{}, configErr("Name", "unknown problem %q (want %s)", name, strings.Join(Names(), ", "))
 }
 
-// New builds the problem c describes. It returns an error naming the Config
-// field at fault for an unknown name, a size out of range, a norm the problem
-// does not support, γ outside (0, 1], a negative noise level or a field the
-// problem does not use.
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	// Field is the name of the Config field at fault, such as "Norm".
+	Field string
+	// Reason says what is wrong, starting with the offending value.
+	Reason string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string { return "problems: Config." + e.Field + ": " + e.Reason }
+
+func configErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// New builds the problem c describes. For an unknown name, a size out of
+// range, a norm the problem does not support, γ outside (0, 1], a negative
+// noise level or a field the problem does not use it returns a *ConfigError
+// naming the field at fault.
 func New(c Config) (*Problem, error) {
 	sp, err := lookup(c.Name)
 	if err != nil {
@@ -201,16 +216,16 @@ func New(c Config) (*Problem, error) {
 		c.Dim = sp.DefaultDim
 	}
 	if c.Dim < sp.MinDim || c.Dim > sp.MaxDim {
-		return nil, fmt.Errorf("problems: Config.Dim = %d outside [%d, %d] for %s", c.Dim, sp.MinDim, sp.MaxDim, c.Name)
+		return nil, configErr("Dim", "%d outside [%d, %d] for %s", c.Dim, sp.MinDim, sp.MaxDim, c.Name)
 	}
 	if c.Gamma == 0 {
 		c.Gamma = sp.DefaultGamma
 	}
 	if !(c.Gamma > 0 && c.Gamma <= 1) {
-		return nil, fmt.Errorf("problems: Config.Gamma = %v outside (0, 1]", c.Gamma)
+		return nil, configErr("Gamma", "%v outside (0, 1]", c.Gamma)
 	}
 	if c.Noise < 0 || math.IsNaN(c.Noise) || math.IsInf(c.Noise, 0) {
-		return nil, fmt.Errorf("problems: Config.Noise = %v must be positive and finite", c.Noise)
+		return nil, configErr("Noise", "%v must be positive and finite", c.Noise)
 	}
 	if c.Noise == 0 {
 		c.Noise = sp.DefaultNoise
@@ -220,20 +235,20 @@ func New(c Config) (*Problem, error) {
 			c.Actions = 4
 		}
 		if c.Actions < 1 || c.Actions > 64 {
-			return nil, fmt.Errorf("problems: Config.Actions = %d outside [1, 64]", c.Actions)
+			return nil, configErr("Actions", "%d outside [1, 64]", c.Actions)
 		}
 	} else if c.Actions != 0 {
-		return nil, fmt.Errorf("problems: Config.Actions = %d applies only to mdp, not %s", c.Actions, c.Name)
+		return nil, configErr("Actions", "%d: applies only to mdp, not %s", c.Actions, c.Name)
 	}
 	if c.Name == "averaged" {
 		if c.Terms == 0 {
 			c.Terms = 64
 		}
 		if c.Terms < 1 || c.Terms > 1<<16 {
-			return nil, fmt.Errorf("problems: Config.Terms = %d outside [1, 65536]", c.Terms)
+			return nil, configErr("Terms", "%d outside [1, 65536]", c.Terms)
 		}
 	} else if c.Terms != 0 {
-		return nil, fmt.Errorf("problems: Config.Terms = %d applies only to averaged, not %s", c.Terms, c.Name)
+		return nil, configErr("Terms", "%d: applies only to averaged, not %s", c.Terms, c.Name)
 	}
 	if c.Norm == "" {
 		c.Norm = sp.DefaultNorm
@@ -241,10 +256,10 @@ func New(c Config) (*Problem, error) {
 	rows, cols := sp.shape(c)
 	norm, err := solver.ParseNorm(c.Norm, rows, cols)
 	if err != nil {
-		return nil, fmt.Errorf("problems: Config.Norm: %w", err)
+		return nil, configErr("Norm", "%s", strings.TrimPrefix(err.Error(), "solver: "))
 	}
 	if !supports(sp.Norms, norm) {
-		return nil, fmt.Errorf("problems: Config.Norm = %q not supported by %s (supports %s)", c.Norm, c.Name, strings.Join(sp.Norms, ", "))
+		return nil, configErr("Norm", "%q not supported by %s (supports %s)", c.Norm, c.Name, strings.Join(sp.Norms, ", "))
 	}
 	p, err := sp.build(c, norm)
 	if err != nil {

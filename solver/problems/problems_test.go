@@ -586,7 +586,10 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Name: "averaged", Terms: -2}, "Config.Terms"},
 	} {
 		_, err := New(tc.cfg)
-		require.ErrorContains(t, err, tc.want, "%+v", tc.cfg)
+		require.ErrorContains(t, err, tc.want+":", "%+v", tc.cfg)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, tc.want, "Config."+ce.Field)
 	}
 }
 
