@@ -113,10 +113,10 @@ func (m MinibatchKM) Run(e *Env) error {
 		if !det {
 			size = blBatch(float64(m0), k, q, maxB)
 		}
-		e.SuggestCertSamples(size)
 		if err := e.Eval(tx, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 			return err
 		}
+		e.SuggestCertSamples(size)
 		if err := e.Record(x, e.Dist(tx, x)); err != nil {
 			return err
 		}
@@ -206,10 +206,10 @@ func (m StochasticHalpern) Run(e *Env) error {
 		if !det {
 			size = blBatch(c/(eps*eps), k, q, maxB)
 		}
-		e.SuggestCertSamples(size)
 		if err := e.Eval(tx, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 			return err
 		}
+		e.SuggestCertSamples(size)
 		if err := e.Record(x, e.Dist(tx, x)); err != nil {
 			return err
 		}
@@ -307,10 +307,10 @@ func (m PAGEHalpern) Run(e *Env) error {
 	if !det {
 		size = blBatch(c1, 0, 1, maxB)
 	}
-	e.SuggestCertSamples(size)
 	if err := e.Eval(est, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 		return err
 	}
+	e.SuggestCertSamples(size)
 	if err := e.Record(x, e.Dist(est, x)); err != nil {
 		return err
 	}
@@ -325,10 +325,10 @@ func (m PAGEHalpern) Run(e *Env) error {
 			if !det {
 				size = blBatch(c1, k, 1, maxB)
 			}
-			e.SuggestCertSamples(size)
 			if err := e.Eval(est, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 				return err
 			}
+			e.SuggestCertSamples(size)
 		} else {
 			d := e.Dist(x, prev)
 			size = 1
