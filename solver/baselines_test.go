@@ -337,3 +337,43 @@ func ExampleStochasticHalpern() {
 	// Output:
 	// stochastic-halpern: Success, true residual < 0.1: true
 }
+
+// TestBaselineLoopAllocationFree: with NoTrace and no certificate, the
+// allocations of a solve do not grow with the number of iterations.
+func TestBaselineLoopAllocationFree(t *testing.T) {
+	p, err := problems.New(problems.Config{Name: "affine", Dim: 16, Gamma: 0.9, Seed: 1})
+	require.NoError(t, err)
+	for _, bc := range baselineCases() {
+		m := bc.method(p, 1e-3)
+		allocs := func(iters int) float64 {
+			s := &solver.Settings{Tol: 1e-12, MaxIter: iters, NoTrace: true, Certify: solver.CertifySettings{Skip: true}}
+			return testing.AllocsPerRun(5, func() {
+				if _, err := solver.Solve(context.Background(), p.OracleProblem(), p.X0, s, m); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		require.Equal(t, allocs(20), allocs(400), bc.name)
+	}
+}
+
+func BenchmarkBaselineMinibatchKM(b *testing.B)       { benchmarkBaseline(b, 0) }
+func BenchmarkBaselineStochasticHalpern(b *testing.B) { benchmarkBaseline(b, 1) }
+func BenchmarkBaselinePAGEHalpern(b *testing.B)       { benchmarkBaseline(b, 2) }
+
+// benchmarkBaseline times 100 iterations of baselineCases()[i] on a
+// 64-dimensional Gaussian affine problem.
+func benchmarkBaseline(b *testing.B, i int) {
+	p, err := problems.New(problems.Config{Name: "affine", Dim: 64, Gamma: 0.9, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := baselineCases()[i].method(p, 1e-2)
+	s := &solver.Settings{Tol: 1e-12, MaxIter: 100, NoTrace: true, Certify: solver.CertifySettings{Skip: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := solver.Solve(context.Background(), p.OracleProblem(), p.X0, s, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
