@@ -17,8 +17,9 @@ import (
 // tolerance, not that the true residual did. Result.Certificate, computed by
 // Solve from fresh samples, is the bound to rely on. All three keep their
 // last iterate (Env.KeepLast) rather than the one with the lowest noisy
-// estimate, whose selection would be biased towards lucky draws, and suggest
-// their last minibatch size to the certificate.
+// estimate, whose selection would be biased towards lucky draws. Each
+// suggests a certificate minibatch size (Env.SuggestCertSamples), documented
+// per method.
 
 // DefaultMaxBatch caps the minibatch of the stochastic baselines when their
 // MaxBatch field is zero.
@@ -40,7 +41,7 @@ const DefaultMaxBatch = 1 << 22
 // the minibatch that also makes the step. It is biased upward on average
 // (E‖τ − x‖ ≥ ‖T(x) − x‖ by Jensen's inequality) but a single value can fall
 // below the true residual by up to ‖τ(x_k; B_k) − T(x_k)‖, of order
-// σ/√|B_k|.
+// σ/√|B_k|. The certificate's suggested minibatch is the last |B_k|.
 //
 // With a constant batch (FixedBatch) and constant step the iterates settle in
 // a noise ball of radius of order σ/√Batch rather than converging. On a
@@ -143,7 +144,10 @@ func (m MinibatchKM) Run(e *Env) error {
 // order ε. The paper's analysis of general norms uses faster-growing batches
 // (BatchPower > 1).
 //
-// Residual estimate: ‖τ(x_k; B_k) − x_k‖, as for MinibatchKM.
+// Residual estimate: ‖τ(x_k; B_k) − x_k‖, as for MinibatchKM. The
+// certificate's suggested minibatch is ⌈C/ε²⌉ (capped at MaxBatch), whose
+// standard error is of order ε when C is of order σ²; the later, larger
+// batches grow with k only because Halpern iteration accumulates their errors.
 //
 // Anchoring slows Halpern iteration on contractions to an O(1/k) rate; the
 // method targets nonexpansive maps. On a deterministic oracle every minibatch
@@ -201,6 +205,9 @@ func (m StochasticHalpern) Run(e *Env) error {
 	x := append([]float64(nil), x0...)
 	tx := make([]float64, len(x))
 	e.KeepLast()
+	if !det {
+		e.SuggestCertSamples(blBatch(c/(eps*eps), 0, 0, maxB))
+	}
 	for k := 0; ; k++ {
 		size := 1
 		if !det {
@@ -209,7 +216,6 @@ func (m StochasticHalpern) Run(e *Env) error {
 		if err := e.Eval(tx, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 			return err
 		}
-		e.SuggestCertSamples(size)
 		if err := e.Record(x, e.Dist(tx, x)); err != nil {
 			return err
 		}
@@ -242,7 +248,10 @@ func (m StochasticHalpern) Run(e *Env) error {
 // (model LipschitzInExpectation or stronger); Validate rejects others.
 //
 // Residual estimate: ‖T̃_k − x_k‖, from the recursive estimator; its error
-// accumulates over the differences since the last refresh.
+// accumulates over the differences since the last refresh. The certificate's
+// suggested minibatch is ⌈C1/ε²⌉ (capped at MaxBatch), whose standard error is
+// of order ε when C1 is of order σ²; the refresh batches carry an extra factor
+// k+1 only because refreshes become rarer.
 type PAGEHalpern struct {
 	// Eps is the target accuracy ε of the minibatch schedules. Zero means the
 	// absolute tolerance in force (Settings.Tol); with Settings.Relative, Eps
@@ -306,11 +315,11 @@ func (m PAGEHalpern) Run(e *Env) error {
 	size := 1
 	if !det {
 		size = blBatch(c1, 0, 1, maxB)
+		e.SuggestCertSamples(size)
 	}
 	if err := e.Eval(est, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 		return err
 	}
-	e.SuggestCertSamples(size)
 	if err := e.Record(x, e.Dist(est, x)); err != nil {
 		return err
 	}
@@ -328,7 +337,6 @@ func (m PAGEHalpern) Run(e *Env) error {
 			if err := e.Eval(est, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 				return err
 			}
-			e.SuggestCertSamples(size)
 		} else {
 			d := e.Dist(x, prev)
 			size = 1
