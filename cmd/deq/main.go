@@ -1,13 +1,25 @@
-// Command deq trains, evaluates and benchmarks deep equilibrium models and
-// solves fixed-point problems with certified stochastic solvers.
+// Command deq solves fixed-point problems with certified stochastic solvers
+// and, as the project grows, trains and evaluates deep equilibrium models.
+//
+// Usage:
+//
+//	deq solve --list
+//	deq solve --problem affine --solver minibatch-km --norm linf --eps 0.05 --json
+//
+// Exit status: 0 on success, 1 when a command fails while running, 2 for a
+// usage error (a bad flag, a missing one, or a combination that makes no
+// sense); errors are printed as one line on standard error.
 package main
 
 import (
-	"fmt"
+	"context"
 	"os"
+	"os/signal"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "deq: no commands yet")
-	os.Exit(2)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/solver"
+	"github.com/deqgo/deq/solver/problems"
+)
+
+// runCmd runs the command line in-process and returns its exit status,
+// standard output and standard error.
+func runCmd(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// decodeOne decodes exactly one JSON object from s.
+func decodeOne(t *testing.T, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	var m map[string]any
+	require.NoError(t, dec.Decode(&m))
+	require.False(t, dec.More(), "more than one JSON value in %q", s)
+	return m
+}
+
+func TestSolveJSONExact(t *testing.T) {
+	code, out, errOut := runCmd("solve", "--problem", "affine", "--solver", "picard", "--norm", "linf",
+		"--dim", "12", "--gamma", "0.5", "--eps", "1e-8", "--delta", "0.1", "--seed", "4", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, errOut)
+	m := decodeOne(t, out)
+	for _, k := range []string{"problem", "solver", "norm", "status", "oracle_calls", "samples", "residual",
+		"fixed_point_error", "certificate", "wall_seconds", "oracle"} {
+		require.Contains(t, m, k)
+	}
+	require.Equal(t, "affine", m["problem"])
+	require.Equal(t, "picard", m["solver"])
+	require.Equal(t, "linf", m["norm"])
+	require.Equal(t, "exact", m["oracle"])
+	require.Equal(t, "Success", m["status"])
+	require.Equal(t, m["oracle_calls"], m["samples"])
+	// An exact solve that succeeds guarantees ‖T(x̂) − x̂‖ ≤ ε and, for a
+	// γ-contraction, ‖x̂ − x*‖ ≤ ε/(1 − γ); the certificate is exact.
+	require.LessOrEqual(t, m["residual"].(float64), 1e-8)
+	require.LessOrEqual(t, m["fixed_point_error"].(float64), 1e-8/(1-0.5))
+	cert := m["certificate"].(map[string]any)
+	require.Equal(t, "exact", cert["rule"])
+	require.InDelta(t, m["residual"].(float64), cert["bound"].(float64), 1e-15)
+}
+
+func TestSolveJSONStochastic(t *testing.T) {
+	code, out, errOut := runCmd("solve", "--problem", "affine", "--solver", "minibatch-km", "--dim", "8",
+		"--gamma", "0.5", "--noise", "0.5", "--eps", "0.05", "--delta", "0.1", "--seed", "2", "--json")
+	require.Equal(t, 0, code, errOut)
+	m := decodeOne(t, out)
+	require.Equal(t, "stochastic", m["oracle"])
+	require.Equal(t, "samplewise-lipschitz", m["model"])
+	require.Greater(t, m["samples"].(float64), m["oracle_calls"].(float64))
+	cert := m["certificate"].(map[string]any)
+	require.Equal(t, 0.1, cert["delta"])
+	require.Greater(t, cert["samples"].(float64), 0.0)
+	require.Equal(t, "Success", m["status"])
+	// The solver stops on its estimate ≤ ε; the true residual may exceed ε
+	// by the minibatch noise, but not by a factor 2 here (fixed seed).
+	require.LessOrEqual(t, m["residual"].(float64), 0.1)
+}
+
+// TestSolveEveryRegisteredSolver runs every solver of the registry, so that
+// entries added later are exercised too.
+func TestSolveEveryRegisteredSolver(t *testing.T) {
+	for _, s := range solverRegistry() {
+		t.Run(s.name, func(t *testing.T) {
+			code, out, errOut := runCmd("solve", "--problem", "affine", "--solver", s.name, "--dim", "6",
+				"--gamma", "0.5", "--noise", "0.2", "--eps", "0.05", "--max-iter", "2000", "--json")
+			require.Equal(t, 0, code, errOut)
+			m := decodeOne(t, out)
+			require.Equal(t, s.name, m["solver"])
+			want := "exact"
+			if s.stochastic {
+				want = "stochastic"
+			}
+			require.Equal(t, want, m["oracle"])
+			require.NotEqual(t, "Failure", m["status"])
+		})
+	}
+}
+
+func TestSolveRegistryConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	p, err := problems.New(problems.Config{Name: "affine", Dim: 4})
+	require.NoError(t, err)
+	for _, s := range solverRegistry() {
+		require.False(t, seen[s.name], "duplicate %s", s.name)
+		seen[s.name] = true
+		require.NotEmpty(t, s.summary)
+		if !s.stochastic {
+			require.Equal(t, solver.Deterministic, s.needs, s.name)
+		}
+		m, err := s.build(solverOptions{Eps: 0.1, Delta: 0.05, Problem: p})
+		require.NoError(t, err)
+		require.Equal(t, s.name, m.String(), "registry name and method name agree")
+	}
+}
+
+func TestSolveList(t *testing.T) {
+	code, out, errOut := runCmd("solve", "--list")
+	require.Equal(t, 0, code, errOut)
+	for _, p := range problems.List() {
+		require.Contains(t, out, p.Name)
+		require.Contains(t, out, p.Summary)
+	}
+	for _, s := range solverNames() {
+		require.Contains(t, out, s)
+	}
+	for _, n := range []string{"l2", "lp:P", "linf", "schatten:P"} {
+		require.Contains(t, out, "\n"+n+" ")
+	}
+}
+
+func TestSolveSummary(t *testing.T) {
+	code, out, errOut := runCmd("solve", "--problem", "mdp", "--solver", "picard", "--dim", "5", "--eps", "1e-6")
+	require.Equal(t, 0, code, errOut)
+	for _, s := range []string{"problem  ", "mdp in linf", "status  ", "Success", "residual", "‖x − x*‖", "certificate"} {
+		require.Contains(t, out, s)
+	}
+}
+
+func TestSolveUsageErrors(t *testing.T) {
+	with := func(extra ...string) []string {
+		return append([]string{"solve", "--problem", "affine", "--solver", "picard"}, extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"solve", "--solver", "picard"}, "--problem"},
+		{[]string{"solve", "--problem", "affine"}, "--solver"},
+		{[]string{"solve", "--problem", "nope", "--solver", "picard"}, "--problem"},
+		{[]string{"solve", "--problem", "affine", "--solver", "nope"}, "--solver"},
+		{with("--eps", "0"), "--eps"},
+		{with("--eps", "-1e-3"), "--eps"},
+		{with("--eps", "abc"), "--eps"},
+		{with("--delta", "0"), "--delta"},
+		{with("--delta", "1"), "--delta"},
+		{with("--delta", "1.5"), "--delta"},
+		{with("--norm", "schatten:2"), "--norm"},
+		{with("--norm", "l7"), "--norm"},
+		{with("--dim", "0x"), "--dim"},
+		{with("--dim", "100000"), "--dim"},
+		{with("--gamma", "1.5"), "--gamma"},
+		{with("--noise", "-1"), "--noise"},
+		{with("--max-samples", "-4"), "--max-samples"},
+		{with("--max-iter", "-1"), "--max-iter"},
+		{with("--timeout", "-1s"), "--timeout"},
+		{with("--bogus"), "--bogus"},
+		{[]string{"solve", "--problem", "affine-switch", "--solver", "page-halpern"}, "--solver"},
+		{[]string{"solve", "--problem", "mdp", "--solver", "picard", "--noise", "1"}, "--noise"},
+		{[]string{"solve", "--problem", "mdp", "--solver", "picard", "--norm", "l2"}, "--norm"},
+	} {
+		code, out, errOut := runCmd(tc.args...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		require.Empty(t, out, tc.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		require.True(t, strings.HasPrefix(errOut, "deq: "), errOut)
+		require.Contains(t, errOut, tc.flag, tc.args)
+		require.NotContains(t, errOut, "goroutine", "no panic trace")
+	}
+	code, _, errOut := runCmd("solve", "stray")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "stray")
+}

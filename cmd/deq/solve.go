@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deqgo/deq/solver"
+	"github.com/deqgo/deq/solver/problems"
+)
+
+// solveFlags are the flags of `deq solve`.
+type solveFlags struct {
+	list       bool
+	problem    string
+	solver     string
+	norm       string
+	dim        int
+	gamma      float64
+	noise      float64
+	eps        float64
+	delta      float64
+	seed       uint64
+	maxSamples int64
+	maxIter    int
+	timeout    time.Duration
+	json       bool
+}
+
+func newSolveCmd() *cobra.Command {
+	var f solveFlags
+	cmd := &cobra.Command{
+		Use:   "solve --problem P --solver S [flags]",
+		Short: "Solve a fixed-point problem of the suite and report its true residual",
+		Long: `Solve builds a problem of the suite (package solver/problems), runs a solver
+on it and reports the true residual ‖T(x̂) − x̂‖ from the exact operator, the
+distance to the exact fixed point and the solver's residual certificate.
+Deterministic solvers run on the exact operator, stochastic ones on the
+problem's stochastic oracle. --seed seeds both the problem and the solver.
+A run that stops on a limit still succeeds (exit status 0): its status says why
+it stopped.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.list {
+				return printList(cmd.OutOrStdout())
+			}
+			job, err := f.prepare()
+			if err != nil {
+				return err
+			}
+			rep, err := job.run(cmd.Context())
+			if err != nil {
+				return runtimeError{err}
+			}
+			if f.json {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			return writeSummary(cmd.OutOrStdout(), rep)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.list, "list", false, "list the problems, solvers and norms, and exit")
+	fl.StringVar(&f.problem, "problem", "", "problem of the suite (see --list)")
+	fl.StringVar(&f.solver, "solver", "", "solver (see --list)")
+	fl.StringVar(&f.norm, "norm", "", "norm: l2, lp:P, linf or schatten:P (default: the problem's)")
+	fl.IntVar(&f.dim, "dim", 0, "problem size: dimension, matrix side or number of states (0: the problem's default)")
+	fl.Float64Var(&f.gamma, "gamma", 0, "Lipschitz constant γ of T in (0, 1] (0: the problem's default)")
+	fl.Float64Var(&f.noise, "noise", 0, "noise level σ > 0 (0: the problem's default)")
+	fl.Float64Var(&f.eps, "eps", 1e-2, "residual tolerance ε > 0 (stochastic solvers compare their estimate with it)")
+	fl.Float64Var(&f.delta, "delta", solver.DefaultCertDelta, "failure probability δ ∈ (0, 1) of the certificate")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the problem and of the solver")
+	fl.Int64Var(&f.maxSamples, "max-samples", 0, "budget of unit samples, the certificate's excluded (0: none)")
+	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the solver package default)")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "wall-time limit of the solve (0: none)")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of a summary")
+	return cmd
+}
+
+// configFlag returns the flag that sets a problems.Config field, or "" for
+// fields the command does not expose.
+func configFlag(field string) string {
+	switch field {
+	case "Name":
+		return "--problem"
+	case "Dim":
+		return "--dim"
+	case "Norm":
+		return "--norm"
+	case "Gamma":
+		return "--gamma"
+	case "Noise":
+		return "--noise"
+	}
+	return ""
+}
+
+// solveJob is a validated solve.
+type solveJob struct {
+	flags   solveFlags
+	entry   solverEntry
+	problem *problems.Problem
+	method  solver.Method
+}
+
+// prepare checks the flags and builds the problem and method. Every error it
+// returns is a usage error naming a flag.
+func (f solveFlags) prepare() (*solveJob, error) {
+	switch {
+	case f.problem == "":
+		return nil, usagef("--problem is required (one of %s)", strings.Join(problems.Names(), ", "))
+	case f.solver == "":
+		return nil, usagef("--solver is required (one of %s)", strings.Join(solverNames(), ", "))
+	case !(f.eps > 0) || math.IsInf(f.eps, 1):
+		return nil, usagef("--eps = %v must be positive and finite", f.eps)
+	case !(f.delta > 0 && f.delta < 1):
+		return nil, usagef("--delta = %v must lie in (0, 1)", f.delta)
+	case f.maxSamples < 0:
+		return nil, usagef("--max-samples = %d must not be negative", f.maxSamples)
+	case f.maxIter < 0:
+		return nil, usagef("--max-iter = %d must not be negative", f.maxIter)
+	case f.timeout < 0:
+		return nil, usagef("--timeout = %v must not be negative", f.timeout)
+	}
+	entry, ok := lookupSolver(f.solver)
+	if !ok {
+		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solverNames(), ", "))
+	}
+	p, err := problems.New(problems.Config{Name: f.problem, Dim: f.dim, Norm: f.norm, Gamma: f.gamma, Noise: f.noise, Seed: f.seed})
+	if err != nil {
+		var ce *problems.ConfigError
+		if errors.As(err, &ce) && configFlag(ce.Field) != "" {
+			return nil, usagef("%s: %s", configFlag(ce.Field), ce.Reason)
+		}
+		return nil, runtimeError{err}
+	}
+	if entry.stochastic && p.Model < entry.needs {
+		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.name, entry.needs, p.Name, p.Model)
+	}
+	m, err := entry.build(solverOptions{Eps: f.eps, Delta: f.delta, Problem: p})
+	if err != nil {
+		return nil, usagef("--solver %s: %v", entry.name, err)
+	}
+	return &solveJob{flags: f, entry: entry, problem: p, method: m}, nil
+}
+
+// number is a float64 that encodes NaN and ±Inf as JSON null.
+type number float64
+
+// MarshalJSON implements json.Marshaler.
+func (n number) MarshalJSON() ([]byte, error) {
+	v := float64(n)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// certReport is the certificate part of a solveReport.
+type certReport struct {
+	Bound    number `json:"bound"`
+	Estimate number `json:"estimate"`
+	Delta    number `json:"delta"`
+	Samples  int64  `json:"samples"`
+	Calls    int64  `json:"calls"`
+	Rule     string `json:"rule"`
+}
+
+// solveReport is what `deq solve --json` prints.
+type solveReport struct {
+	Problem string `json:"problem"`
+	Solver  string `json:"solver"`
+	Norm    string `json:"norm"`
+	// Oracle is "exact" for deterministic solvers, "stochastic" otherwise.
+	Oracle string `json:"oracle"`
+	// Model is the oracle model the solver saw.
+	Model string `json:"model"`
+	Dim   int    `json:"dim"`
+	// Len is the number of coordinates of a point.
+	Len   int    `json:"len"`
+	Gamma number `json:"gamma"`
+	Noise number `json:"noise"`
+	Sigma number `json:"sigma"`
+	Seed  uint64 `json:"seed"`
+	Eps   number `json:"eps"`
+	Delta number `json:"delta"`
+	// Status says why the solver stopped.
+	Status      string `json:"status"`
+	Iterations  int    `json:"iterations"`
+	OracleCalls int64  `json:"oracle_calls"`
+	Samples     int64  `json:"samples"`
+	// Residual is the true ‖T(x̂) − x̂‖ from the exact operator.
+	Residual number `json:"residual"`
+	// ResidualEstimate is the solver's own value of the residual.
+	ResidualEstimate number `json:"residual_estimate"`
+	// FixedPointError is ‖x̂ − x*‖, null when x* is unknown.
+	FixedPointError *number     `json:"fixed_point_error"`
+	Certificate     *certReport `json:"certificate"`
+	// WallSeconds is the time of the whole solve, certificate included;
+	// SolveSeconds the method's part of it.
+	WallSeconds  float64 `json:"wall_seconds"`
+	SolveSeconds float64 `json:"solve_seconds"`
+}
+
+// run solves and measures the result against the exact operator.
+func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
+	p, f := j.problem, j.flags
+	sp, oracle := p.ExactProblem(), "exact"
+	if j.entry.stochastic {
+		sp, oracle = p.OracleProblem(), "stochastic"
+	}
+	s := &solver.Settings{
+		Tol:        f.eps,
+		MaxIter:    f.maxIter,
+		MaxSamples: f.maxSamples,
+		MaxTime:    f.timeout,
+		Seed:       f.seed,
+		NoTrace:    true,
+		Certify:    solver.CertifySettings{Delta: f.delta},
+	}
+	start := time.Now()
+	res, err := solver.Solve(ctx, sp, p.X0, s, j.method)
+	wall := time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.Residual(res.X)
+	if err != nil {
+		return nil, err
+	}
+	rep := &solveReport{
+		Problem: p.Name, Solver: j.entry.name, Norm: p.Norm.String(), Oracle: oracle, Model: sp.Oracle.Model().String(),
+		Dim: p.Config.Dim, Len: len(p.X0), Gamma: number(p.Gamma), Noise: number(p.Config.Noise), Sigma: number(p.Sigma),
+		Seed: f.seed, Eps: number(f.eps), Delta: number(f.delta),
+		Status: res.Status.String(), Iterations: res.Stats.Iterations, OracleCalls: res.Stats.Calls, Samples: res.Stats.Samples,
+		Residual: number(r), ResidualEstimate: number(res.Residual), WallSeconds: wall.Seconds(), SolveSeconds: res.Stats.Wall.Seconds(),
+	}
+	if e, ok := p.FixedPointError(res.X); ok {
+		n := number(e)
+		rep.FixedPointError = &n
+	}
+	if c := res.Certificate; c != nil {
+		rep.Certificate = &certReport{Bound: number(c.Bound), Estimate: number(c.Estimate), Delta: number(c.Delta), Samples: c.Samples, Calls: c.Calls, Rule: c.Rule}
+	}
+	return rep, nil
+}
+
+func writeJSON(w io.Writer, rep *solveReport) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return runtimeError{err}
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func writeSummary(w io.Writer, r *solveReport) error {
+	fpe := "unknown"
+	if r.FixedPointError != nil {
+		fpe = fmt.Sprintf("%.4g", float64(*r.FixedPointError))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "problem\t%s in %s, dim %d, γ %g, noise %g, seed %d\n", r.Problem, r.Norm, r.Dim, float64(r.Gamma), float64(r.Noise), r.Seed)
+	fmt.Fprintf(tw, "solver\t%s on the %s oracle (%s)\n", r.Solver, r.Oracle, r.Model)
+	fmt.Fprintf(tw, "status\t%s after %d iterations, %d oracle calls, %d samples, %.3g s\n", r.Status, r.Iterations, r.OracleCalls, r.Samples, r.WallSeconds)
+	fmt.Fprintf(tw, "residual\t%.4g (true, exact T; target %g); solver's estimate %.4g\n", float64(r.Residual), float64(r.Eps), float64(r.ResidualEstimate))
+	fmt.Fprintf(tw, "‖x − x*‖\t%s\n", fpe)
+	if c := r.Certificate; c != nil {
+		fmt.Fprintf(tw, "certificate\t‖T(x) − x‖ ≤ %.4g with probability ≥ %g (%s, %d calls, %d samples)\n", float64(c.Bound), 1-float64(c.Delta), c.Rule, c.Calls, c.Samples)
+	}
+	return tw.Flush()
+}
+
+// printList prints the problems, solvers and norms.
+func printList(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBLEM (--problem)\tMODEL\tNORMS\tDIM\tGAMMA\tNOISE\tSUMMARY")
+	for _, p := range problems.List() {
+		noise := strconv.FormatFloat(p.DefaultNoise, 'g', -1, 64)
+		if p.DefaultNoise == 0 {
+			noise = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%d [%d, %d]\t%g\t%s\t%s\n", p.Name, p.Model, strings.Join(p.Norms, " "), p.DefaultDim, p.MinDim, p.MaxDim, p.DefaultGamma, noise, p.Summary)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "SOLVER (--solver)\tORACLE\tNEEDS\tSUMMARY")
+	for _, s := range solverRegistry() {
+		oracle, needs := "exact", "-"
+		if s.stochastic {
+			oracle, needs = "stochastic", s.needs.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.name, oracle, needs, s.summary)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "NORM (--norm)\tMEANING")
+	fmt.Fprintln(tw, "l2\tEuclidean norm (Frobenius norm of a matrix point)")
+	fmt.Fprintln(tw, "lp:P\tℓp norm, 2 < P < ∞")
+	fmt.Fprintln(tw, "linf\tmaximum norm ℓ∞")
+	fmt.Fprintln(tw, "schatten:P\tSchatten-p norm of a matrix point, 2 ≤ P ≤ ∞ (schatten:inf is the spectral norm)")
+	return tw.Flush()
+}

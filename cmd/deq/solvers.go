@@ -1,0 +1,102 @@
+package main
+
+import (
+	"github.com/deqgo/deq/solver"
+	"github.com/deqgo/deq/solver/problems"
+)
+
+// solverOptions are what a solver constructor may read: the flags of
+// `deq solve` and the problem being solved.
+type solverOptions struct {
+	// Eps is --eps, the residual tolerance (also Settings.Tol).
+	Eps float64
+	// Delta is --delta, the certificate's failure probability.
+	Delta float64
+	// Problem is the suite problem: its Gamma, Sigma and Model.
+	Problem *problems.Problem
+}
+
+// solverEntry describes one solver of the command line.
+type solverEntry struct {
+	// name is the value of --solver.
+	name string
+	// summary is the one-line description --list prints.
+	summary string
+	// stochastic solvers run on the problem's stochastic oracle; the others
+	// run on its exact operator (the JSON says "oracle": "exact").
+	stochastic bool
+	// needs is the weakest oracle model a stochastic solver accepts.
+	needs solver.Model
+	// build returns the configured method.
+	build func(o solverOptions) (solver.Method, error)
+}
+
+// solverRegistry returns the solvers of `deq solve`, in the order --list
+// prints them.
+//
+// TO ADD, one entry each, as their branches are merged:
+//
+//	deterministic (stochastic: false, needs: solver.Deterministic):
+//	  "km"       solver.KrasnoselskiiMann
+//	  "halpern"  solver.Halpern
+//	  "ghal"     solver.GHAL
+//	  "anderson" solver.Anderson
+//	  "broyden"  solver.Broyden
+//	stochastic (stochastic: true, needs: the weakest model it documents):
+//	  "vrghal"   solver.VRGHAL, configured from o.Problem.Gamma, o.Eps, o.Delta
+//
+// Nothing else in the command needs to change: flag checks, the exact/oracle
+// choice, the model check and the report are driven by these fields.
+func solverRegistry() []solverEntry {
+	return []solverEntry{
+		{
+			name:    "picard",
+			summary: "Banach–Picard iteration x ← T(x) (exact operator)",
+			needs:   solver.Deterministic,
+			build:   func(solverOptions) (solver.Method, error) { return solver.Picard{}, nil },
+		},
+		{
+			name:       "minibatch-km",
+			summary:    "minibatch stochastic Krasnoselskii–Mann, α = 0.5, batch (k+1)²",
+			stochastic: true,
+			needs:      solver.BoundedVariance,
+			build:      func(solverOptions) (solver.Method, error) { return solver.MinibatchKM{}, nil },
+		},
+		{
+			name:       "stochastic-halpern",
+			summary:    "stochastic Halpern, batch ⌈σ²(k+1)/ε²⌉ (Bravo–Contreras 2024)",
+			stochastic: true,
+			needs:      solver.BoundedVariance,
+			build: func(o solverOptions) (solver.Method, error) {
+				return solver.StochasticHalpern{C: o.Problem.Sigma * o.Problem.Sigma}, nil
+			},
+		},
+		{
+			name:       "page-halpern",
+			summary:    "Halpern with PAGE variance reduction, C1 = σ², C2 = γ² (Cai et al. 2022)",
+			stochastic: true,
+			needs:      solver.LipschitzInExpectation,
+			build: func(o solverOptions) (solver.Method, error) {
+				return solver.PAGEHalpern{C1: o.Problem.Sigma * o.Problem.Sigma, C2: o.Problem.Gamma * o.Problem.Gamma}, nil
+			},
+		},
+	}
+}
+
+// lookupSolver returns the registry entry named name.
+func lookupSolver(name string) (solverEntry, bool) {
+	for _, s := range solverRegistry() {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return solverEntry{}, false
+}
+
+func solverNames() []string {
+	var out []string
+	for _, s := range solverRegistry() {
+		out = append(out, s.name)
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+// Package problems is a suite of stochastic fixed-point problems x = T(x) with
+// known answers, for the tests, benchmarks and command line of package solver.
+//
+// Every problem is built by New from a Config (name, size, norm, Lipschitz
+// constant γ, noise level and seed) and is deterministic given the Config: the
+// construction and every oracle evaluation draw from private PCG streams, never
+// from a global generator. Each Problem carries
+//
+//   - an Oracle, a solver.Oracle that also implements solver.Exact, whose
+//     Eval(dst, x, Sample{Seed, Size}) averages Size unit samples drawn from the
+//     stream Seed (the same Sample at two points reuses the same randomness);
+//   - the Norm of the space, the Lipschitz constant Gamma of T in that norm and
+//     the strongest oracle Model that holds;
+//   - the start point X0, the FixedPoint computed independently of any method
+//     (a gonum LU solve for the affine problems, policy iteration for the
+//     Markov decision processes) and the noise scale Sigma.
+//
+// # The problems
+//
+// List describes them. In short:
+//
+//   - "affine", "affine-t", "affine-switch": T(x) = Ax + b on R^d with A built
+//     so that its induced norm in the requested norm is γ, plus additive noise:
+//     Gaussian, Student-t with 2.5 degrees of freedom (finite variance, heavy
+//     tails), or Gaussian noise whose sign flips across a hyperplane through
+//     the fixed point (unbiased with bounded variance, but not Lipschitz in
+//     expectation).
+//   - "matrix": X ↦ AXB + C on n×n matrices in a Schatten-p norm, with
+//     ‖A‖op‖B‖op = γ and Gaussian noise.
+//   - "averaged": random averaged maps τ(x; i) = γ S_i x + b_i, with S_i a
+//     signed permutation, i uniform over a finite family; every τ(·; i) is
+//     γ-Lipschitz in every ℓp norm.
+//   - "shift": the nonexpansive (default γ = 1) map T(x) = γRx + b with R the
+//     signed cyclic shift, an isometry of every ℓp norm with a unique fixed
+//     point, plus Gaussian noise; Picard iteration does not converge on it.
+//   - "mdp": the ℓ∞ Bellman optimality operator on Q-functions of a random
+//     discounted Markov decision process, accessed through a generative model.
+//
+// # Norms and γ
+//
+// A problem supports the norms in which its γ is known, listed by List and
+// Problem.Norms: ℓ2 and ℓp (2 < p < ∞) and ℓ∞ for the vector problems except
+// the MDP (ℓ∞ only), Schatten-p (and ℓ2 = Frobenius) for "matrix". For
+// "affine" in ℓ2, γ is the spectral norm of A; in ℓ∞ the maximum absolute row
+// sum; in ℓp, 2 < p < ∞, A has maximum absolute row sum and column sum both
+// equal to γ, so Gamma is the Riesz–Thorin bound
+// ‖A‖p ≤ ‖A‖1^{1/p}‖A‖∞^{1−1/p} = γ, an upper bound that random signs make
+// loose.
+//
+// # Limitations
+//
+// The affine problems store A densely and compute the fixed point with an
+// O(d³) LU factorisation, so Dim is capped at 1000 (32 for "matrix", whose
+// fixed point solves an n²×n² system, and 500 states for "mdp"). Student-t
+// noise sums at most StudentTExactDraws honest draws per coordinate; beyond
+// that the sum of the remaining draws is replaced by a Gaussian of equal
+// variance, which keeps the mean and variance exact but thins the tails. A
+// Problem holds scratch space and is not safe for concurrent use; build one
+// per goroutine (construction is deterministic).
+package problems
