@@ -34,16 +34,10 @@ type solverEntry struct {
 // solverRegistry returns the solvers of `deq solve`, in the order --list
 // prints them.
 //
-// TO ADD, one entry each, as their branches are merged:
+// TO ADD as its branch is merged (stochastic: true, needs: the weakest model
+// it documents):
 //
-//	deterministic (stochastic: false, needs: solver.Deterministic):
-//	  "km"       solver.KrasnoselskiiMann
-//	  "halpern"  solver.Halpern
-//	  "ghal"     solver.GHAL
-//	  "anderson" solver.Anderson
-//	  "broyden"  solver.Broyden
-//	stochastic (stochastic: true, needs: the weakest model it documents):
-//	  "vrghal"   solver.VRGHAL, configured from o.Problem.Gamma, o.Eps, o.Delta
+//	"vrghal"   solver.VRGHAL, configured from o.Problem.Gamma, o.Eps, o.Delta
 //
 // Nothing else in the command needs to change: flag checks, the exact/oracle
 // choice, the model check and the report are driven by these fields.
@@ -54,6 +48,38 @@ func solverRegistry() []solverEntry {
 			summary: "Banach–Picard iteration x ← T(x) (exact operator)",
 			needs:   solver.Deterministic,
 			build:   func(solverOptions) (solver.Method, error) { return solver.Picard{}, nil },
+		},
+		{
+			name:    "km",
+			summary: "Krasnoselskii–Mann x ← (1−α)x + αT(x), α = 1/2 (exact operator)",
+			needs:   solver.Deterministic,
+			build:   func(solverOptions) (solver.Method, error) { return solver.KrasnoselskiiMann{}, nil },
+		},
+		{
+			name:    "halpern",
+			summary: "Halpern iteration, λ_k = 1/(k+2) (exact operator)",
+			needs:   solver.Deterministic,
+			build:   func(solverOptions) (solver.Method, error) { return solver.Halpern{}, nil },
+		},
+		{
+			name:    "ghal",
+			summary: "gradual Halpern (GHAL) with γ̄ = the problem's γ, β = 1/2 (exact operator)",
+			needs:   solver.Deterministic,
+			build: func(o solverOptions) (solver.Method, error) {
+				return solver.GHAL{Gamma: o.Problem.Gamma}, nil
+			},
+		},
+		{
+			name:    "anderson",
+			summary: "Anderson acceleration, memory 5, ridge 1e-4 (exact operator)",
+			needs:   solver.Deterministic,
+			build:   func(solverOptions) (solver.Method, error) { return solver.Anderson{}, nil },
+		},
+		{
+			name:    "broyden",
+			summary: "limited-memory Broyden, memory 30 (exact operator)",
+			needs:   solver.Deterministic,
+			build:   func(solverOptions) (solver.Method, error) { return solver.Broyden{}, nil },
 		},
 		{
 			name:       "minibatch-km",
