@@ -66,7 +66,7 @@ func TestCertifyCoverage(t *testing.T) {
 				require.Equal(t, delta, c.Delta)
 				calls := int64(MoMBuckets(delta))
 				require.Equal(t, calls, c.Calls)
-				truth := trueResidual(o, norm, res.X)
+				truth := vrTrueResidual(o, norm, res.X)
 				if truth > c.Bound {
 					fails++
 				}
@@ -78,7 +78,7 @@ func TestCertifyCoverage(t *testing.T) {
 			slices.Sort(ratio)
 			t.Logf("%d/%d bounds below the true residual; median Bound/true %.2f, median (Bound − true)/s %.2f",
 				fails, runs, ratio[runs/2], slack[runs/2])
-			require.LessOrEqual(t, float64(fails)/runs, delta+binomialSlack(delta, runs))
+			require.LessOrEqual(t, float64(fails)/runs, delta+vrBinomialSlack(delta, runs))
 			require.LessOrEqual(t, slack[runs/2], 9*math.Sqrt(3))
 		})
 	}
@@ -101,7 +101,7 @@ func TestCertifyNotVacuous(t *testing.T) {
 			res, err := Solve(context.Background(), p, make([]float64, d),
 				&Settings{MaxIter: 2, Seed: seed, Certify: CertifySettings{Skip: true}}, VRGHAL{Gamma: 0.8, SampleScale: 0.01})
 			require.NoError(t, err)
-			truth := trueResidual(o, norm, res.X)
+			truth := vrTrueResidual(o, norm, res.X)
 			n := int(math.Ceil(math.Pow(20*o.s*math.Sqrt(d)/truth, 2)))
 			s := Settings{Seed: seed, Certify: CertifySettings{Delta: DefaultCertDelta, Samples: n}}
 			c, err := certify(context.Background(), p, res, &s, 0)
@@ -199,6 +199,6 @@ func TestCertifyScaleTermIsNeeded(t *testing.T) {
 		}
 	}
 	t.Logf("%d/%d trials outside r* + √(3V̂), %d outside r*", fails, trials, radiusFails)
-	require.LessOrEqual(t, float64(fails)/trials, DefaultCertDelta+binomialSlack(DefaultCertDelta, trials))
+	require.LessOrEqual(t, float64(fails)/trials, DefaultCertDelta+vrBinomialSlack(DefaultCertDelta, trials))
 	require.Greater(t, float64(radiusFails)/trials, 0.5)
 }

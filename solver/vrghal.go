@@ -247,9 +247,13 @@ func (c *vrConfig) epochPlan(k int, rPrev float64) (vrEpoch, error) {
 	p := vrEpoch{k: k, eps: c.eps0 * bk, lambdaBar: c.lambda0 * bk, delta: c.delta0() * bk}
 	p.lambda = p.lambdaBar / (1 + p.lambdaBar)
 	p.rho = c.gamma * (1 - p.lambda)
+	// ln((1 − λ)γ̄) via log1p for small λ; it is 0 once λ_k underflows.
+	rate := math.Log1p(-p.lambda) + math.Log(c.gamma)
+	if rate == 0 {
+		return p, fmt.Errorf("epoch %d needs infinitely many inner steps (λ_k underflows)", k)
+	}
 	var err error
-	// ln((1 − λ)γ̄) via log1p for small λ.
-	if p.steps, err = drawCount(math.Log(c.beta)/(math.Log1p(-p.lambda)+math.Log(c.gamma)), "J_k inner steps", k); err != nil {
+	if p.steps, err = drawCount(math.Log(c.beta)/rate, "J_k inner steps", k); err != nil {
 		return p, err
 	}
 	if p.mom, err = c.momPlan(k); err != nil {

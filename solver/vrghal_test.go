@@ -185,8 +185,8 @@ type vrExactOracle interface {
 	Exact
 }
 
-// trueResidual returns ‖T(x) − x‖ from the exact operator.
-func trueResidual(o vrExactOracle, norm Norm, x []float64) float64 {
+// vrTrueResidual returns ‖T(x) − x‖ from the exact operator.
+func vrTrueResidual(o vrExactOracle, norm Norm, x []float64) float64 {
 	tx := make([]float64, len(x))
 	if err := o.EvalExact(tx, x); err != nil {
 		panic(err)
@@ -206,11 +206,11 @@ func vrNorm(t testing.TB, linf bool, d int) Norm {
 	return n
 }
 
-// binomialSlack is 3 standard deviations of a failure fraction with
+// vrBinomialSlack is 3 standard deviations of a failure fraction with
 // probability p over n independent runs.
-func binomialSlack(p float64, n int) float64 { return 3 * math.Sqrt(p*(1-p)/float64(n)) }
+func vrBinomialSlack(p float64, n int) float64 { return 3 * math.Sqrt(p*(1-p)/float64(n)) }
 
-func modelPtr(m Model) *Model { return &m }
+func vrModelPtr(m Model) *Model { return &m }
 
 func TestVRGHALSettingsErrors(t *testing.T) {
 	o := newVRAffine(1, 3, 0.5, false, 0.1, vrGaussian, LipschitzInExpectation)
@@ -230,9 +230,9 @@ func TestVRGHALSettingsErrors(t *testing.T) {
 		{VRGHAL{SampleScale: math.Inf(1)}, "VRGHAL.SampleScale"},
 		{VRGHAL{Eps0: -1}, "VRGHAL.Eps0"},
 		{VRGHAL{Lambda0: -2}, "VRGHAL.Lambda0"},
-		{VRGHAL{Model: modelPtr(SamplewiseLipschitz)}, "VRGHAL.Model"},
-		{VRGHAL{Model: modelPtr(Deterministic)}, "VRGHAL.Model"},
-		{VRGHAL{Model: modelPtr(Model(9))}, "VRGHAL.Model"},
+		{VRGHAL{Model: vrModelPtr(SamplewiseLipschitz)}, "VRGHAL.Model"},
+		{VRGHAL{Model: vrModelPtr(Deterministic)}, "VRGHAL.Model"},
+		{VRGHAL{Model: vrModelPtr(Model(9))}, "VRGHAL.Model"},
 	} {
 		err := tc.m.Validate(p)
 		require.ErrorContains(t, err, tc.field, "%+v", tc.m)
@@ -241,7 +241,7 @@ func TestVRGHALSettingsErrors(t *testing.T) {
 	}
 	// Zero values are the defaults; weaker models than the oracle's and the
 	// boundary γ̄ = 1 are allowed.
-	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: modelPtr(BoundedVariance)}, {Model: modelPtr(LipschitzInExpectation)}} {
+	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: vrModelPtr(BoundedVariance)}, {Model: vrModelPtr(LipschitzInExpectation)}} {
 		require.NoError(t, m.Validate(p))
 	}
 	c, err := VRGHAL{}.config(LipschitzInExpectation)
@@ -334,9 +334,14 @@ func TestVRGHALSchedule(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, p.copies)
 
-	// Sizes beyond 2^62 are refused, not wrapped around.
+	// Sizes beyond 2^62 are refused, not wrapped around, as are epochs whose
+	// λ_k underflows.
 	_, err = def.epochPlan(40, 1)
-	require.ErrorContains(t, err, "epoch 40")
+	require.ErrorContains(t, err, "epoch 40 needs a bucket size")
+	det := def
+	det.model = Deterministic
+	_, err = det.epochPlan(2000, 1)
+	require.ErrorContains(t, err, "epoch 2000 needs infinitely many inner steps")
 }
 
 // vrCase is a convergence test problem.
@@ -389,14 +394,14 @@ func TestVRGHALReachesEps(t *testing.T) {
 				res, err := Solve(context.Background(), Problem{Oracle: o, Norm: norm}, make([]float64, o.Len()),
 					&Settings{Tol: eps / 2, MaxIter: 14, Seed: seed, Certify: CertifySettings{Skip: true}}, m)
 				require.NoError(t, err)
-				r := trueResidual(o, norm, res.X)
+				r := vrTrueResidual(o, norm, res.X)
 				worst = max(worst, r)
 				if r > eps {
 					fails++
 				}
 			}
 			t.Logf("%d/%d runs above ε = %v; worst true residual %.4g", fails, runs, eps, worst)
-			require.LessOrEqual(t, float64(fails)/runs, delta+binomialSlack(delta, runs))
+			require.LessOrEqual(t, float64(fails)/runs, delta+vrBinomialSlack(delta, runs))
 		})
 	}
 }
@@ -411,7 +416,7 @@ func TestVRGHALSamplesFollowSchedule(t *testing.T) {
 	for _, model := range []Model{BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz} {
 		var total [2]int64
 		for i, scale := range []float64{1, 0.1} {
-			m := VRGHAL{Gamma: 0.9, Model: modelPtr(model), SampleScale: scale}
+			m := VRGHAL{Gamma: 0.9, Model: vrModelPtr(model), SampleScale: scale}
 			res, err := Solve(context.Background(), p, make([]float64, vrDim), &Settings{Tol: 1e-12, MaxIter: 4, Seed: 5}, m)
 			require.NoError(t, err)
 			require.Equal(t, IterationLimit, res.Status)
@@ -460,7 +465,7 @@ func TestVRGHALAnytimeStops(t *testing.T) {
 	full := solve(context.Background(), Settings{MaxIter: 4})
 	require.Equal(t, IterationLimit, full.Status)
 	two := solve(context.Background(), Settings{MaxIter: 2})
-	require.Equal(t, untimed(full.Stats.Trace[:3]), untimed(two.Stats.Trace), "the runs share their first epochs")
+	require.Equal(t, vrUntimed(full.Stats.Trace[:3]), vrUntimed(two.Stats.Trace), "the runs share their first epochs")
 
 	// A budget that ends within epoch 3: no sample of it is drawn, and the
 	// result is epoch 2's point.
@@ -500,11 +505,11 @@ func TestVRGHALAnytimeStops(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Success, early.Status)
 	require.LessOrEqual(t, early.Stats.Iterations, 2)
-	require.Equal(t, untimed(full.Stats.Trace[:early.Stats.Iterations+1]), untimed(early.Stats.Trace))
+	require.Equal(t, vrUntimed(full.Stats.Trace[:early.Stats.Iterations+1]), vrUntimed(early.Stats.Trace))
 }
 
-// untimed returns a copy of a trace without its wall times.
-func untimed(tr []TracePoint) []TracePoint {
+// vrUntimed returns a copy of a trace without its wall times.
+func vrUntimed(tr []TracePoint) []TracePoint {
 	tr = slices.Clone(tr)
 	for i := range tr {
 		tr[i].Elapsed = 0
@@ -547,13 +552,13 @@ func TestVRGHALDeterministic(t *testing.T) {
 	require.InDeltaSlice(t, x, res.X, 1e-12)
 	require.Equal(t, int64(calls), res.Stats.Calls)
 	require.Equal(t, int64(calls), res.Stats.Samples)
-	require.InDelta(t, trueResidual(a, norm, res.X), res.Residual, 1e-12)
+	require.InDelta(t, vrTrueResidual(a, norm, res.X), res.Residual, 1e-12)
 	require.Equal(t, "exact", res.Certificate.Rule)
 	require.InDelta(t, res.Residual, res.Certificate.Bound, 1e-12)
 
 	// Assuming a weaker model spends the stochastic sample sizes.
 	weak, err := Solve(context.Background(), Problem{Oracle: a, Norm: norm}, x0, &Settings{MaxIter: 1, Certify: CertifySettings{Skip: true}},
-		VRGHAL{Model: modelPtr(BoundedVariance)})
+		VRGHAL{Model: vrModelPtr(BoundedVariance)})
 	require.NoError(t, err)
 	require.Greater(t, weak.Stats.Calls, int64(79))
 }
@@ -619,11 +624,11 @@ func TestVRGHALSamplesGrowAsTolShrinks(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, Success, res.Status, "ε = %v seed %d", eps, seed)
 			if prev != nil {
-				require.Equal(t, untimed(prev.Stats.Trace), untimed(res.Stats.Trace[:len(prev.Stats.Trace)]))
+				require.Equal(t, vrUntimed(prev.Stats.Trace), vrUntimed(res.Stats.Trace[:len(prev.Stats.Trace)]))
 			}
 			prev = res
 			rows[i].samples = append(rows[i].samples, float64(res.Stats.Samples))
-			rows[i].truth = append(rows[i].truth, trueResidual(o, p.Norm, res.X))
+			rows[i].truth = append(rows[i].truth, vrTrueResidual(o, p.Norm, res.X))
 			rows[i].bound = append(rows[i].bound, res.Certificate.Bound)
 		}
 	}
