@@ -42,7 +42,11 @@ import (
 // for every finite-variance oracle without a known variance bound (Bahadur
 // and Savage 1956), so some such assumption is unavoidable; with very heavy
 // tails and few samples per call, V̂ underestimates V more often. Coverage is
-// measured in certify_test.go on Gaussian and Student-t noise.
+// measured in certify_test.go on Gaussian, Student-t and lognormal noise.
+//
+// With fewer calls than ⌈18 ln(1/δ)⌉ (CertifySettings.Calls, or the minimum
+// of 3), the Certificate reports the larger failure probability exp(−k/18)
+// that k calls support.
 //
 // For a Batched norm, PerExample[i] bounds example i: its own ‖τ̂ − x̂‖ plus
 // r* + √(3V̂), multiplied by the number of examples for AggMean (a
@@ -85,7 +89,7 @@ func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested
 	rng := rand.New(rand.NewPCG(s.Seed^0x6a09e667f3bcc909, s.Certify.Seed^0xbb67ae8584caa73b))
 	data := make([]float64, k*n)
 	taus := make([][]float64, k)
-	c := &Certificate{Delta: delta, Rule: "mom-empirical-scale"}
+	c := &Certificate{Delta: max(delta, math.Exp(-float64(k)/18)), Rule: "mom-empirical-scale"}
 	for i := range taus {
 		if err := ctx.Err(); err != nil {
 			return nil, err

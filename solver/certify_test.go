@@ -133,6 +133,7 @@ func TestCertifyBatchedPerExample(t *testing.T) {
 		c, err := certify(context.Background(), Problem{Oracle: o, Norm: b}, res, &s, 0)
 		require.NoError(t, err)
 		require.Len(t, c.PerExample, 2)
+		require.Equal(t, 0.05, c.Delta)
 		slack := c.Bound - c.Estimate
 		require.Greater(t, slack, 0.0)
 		if agg == AggMean {
@@ -201,4 +202,25 @@ func TestCertifyScaleTermIsNeeded(t *testing.T) {
 	t.Logf("%d/%d trials outside r* + √(3V̂), %d outside r*", fails, trials, radiusFails)
 	require.LessOrEqual(t, float64(fails)/trials, DefaultCertDelta+vrBinomialSlack(DefaultCertDelta, trials))
 	require.Greater(t, float64(radiusFails)/trials, 0.5)
+}
+
+func TestCertifyDeltaFollowsCalls(t *testing.T) {
+	// k calls support failure probability exp(−k/18) at best.
+	o := &vrShiftNoise{shift: []float64{1, 0}, s: 0.1}
+	l2, _ := NewLP(2, 2)
+	res := &Result{X: make([]float64, 2)}
+	for _, tc := range []struct {
+		calls int
+		want  float64
+	}{{0, 0.05}, {54, 0.05}, {18, math.Exp(-1)}, {1, math.Exp(-3.0 / 18)}} {
+		s := Settings{Certify: CertifySettings{Delta: 0.05, Samples: 10, Calls: tc.calls}}
+		c, err := certify(context.Background(), Problem{Oracle: o, Norm: l2}, res, &s, 0)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, c.Delta, "calls %d", tc.calls)
+		want := int64(max(tc.calls, 3))
+		if tc.calls == 0 {
+			want = 54 // ⌈18 ln 20⌉
+		}
+		require.Equal(t, want, c.Calls)
+	}
 }
