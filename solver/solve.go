@@ -265,21 +265,7 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		runCtx, cancel = context.WithTimeout(ctx, s.MaxTime)
 		defer cancel()
 	}
-	e := &Env{
-		ctx:      runCtx,
-		oracle:   p.Oracle,
-		norm:     p.Norm,
-		settings: s,
-		x0:       x0,
-		rng:      rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15)),
-		start:    time.Now(),
-		bestRes:  math.Inf(1),
-		tolAbs:   s.Tol,
-		scratch:  make([]float64, len(x0)),
-	}
-	if s.Relative {
-		e.tolAbs = math.NaN()
-	}
+	e := newEnv(runCtx, p, x0, s)
 	runErr := m.Run(e)
 	res := &Result{Status: NotTerminated, Residual: e.bestRes}
 	var failure error
@@ -309,4 +295,25 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		res.Certificate = cert
 	}
 	return res, failure
+}
+
+// newEnv returns the Env of a solve of p from x0 under settings s (defaults
+// filled in), starting its clock.
+func newEnv(ctx context.Context, p Problem, x0 []float64, s Settings) *Env {
+	e := &Env{
+		ctx:      ctx,
+		oracle:   p.Oracle,
+		norm:     p.Norm,
+		settings: s,
+		x0:       x0,
+		rng:      rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15)),
+		start:    time.Now(),
+		bestRes:  math.Inf(1),
+		tolAbs:   s.Tol,
+		scratch:  make([]float64, len(x0)),
+	}
+	if s.Relative {
+		e.tolAbs = math.NaN()
+	}
+	return e
 }

@@ -1,0 +1,107 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// MoMBuckets returns the number of buckets k = ⌈18 ln(1/δ)⌉ of a
+// median-of-means estimate with failure probability δ (Hsu and Sabato 2016,
+// Proposition 9; the reference paper, Proposition "MoME-final"). It panics if
+// δ is outside (0, 1).
+//
+// With k such buckets, each of which lies within ε of the mean with
+// probability at least 2/3, the selection of MedianOfMeans lies within 3ε of
+// the mean (more sharply: within its radius plus ε) with probability at least
+// 1 − δ. The paper obtains the 2/3 from Chebyshev's inequality with buckets of
+// n = ⌈27/ε²⌉ unit samples, for an error of ε·√κ·σ.
+func MoMBuckets(delta float64) int {
+	if !(delta > 0 && delta < 1) {
+		panic(fmt.Sprintf("solver: MoMBuckets δ = %v outside (0, 1)", delta))
+	}
+	return max(1, int(math.Ceil(18*math.Log(1/delta))))
+}
+
+// MedianOfMeansWork returns the length of the scratch space MedianOfMeans
+// needs for k means of dimension n: k² distances, k sorted distances and one
+// difference vector.
+func MedianOfMeansWork(k, n int) int { return k*k + k + n }
+
+// MedianOfMeans selects among the bucket means the median-of-means estimate
+// of Hsu and Sabato (2016), Algorithm MoME of the reference paper, in the
+// norm of the space. For each mean η_i let
+//
+//	r_i = min{r ≥ 0 : #{j : ‖η_j − η_i‖ ≤ r} > k/2},
+//
+// the smallest radius of a ball around η_i holding more than half of the k
+// means (η_i itself included). MedianOfMeans returns the index i of the mean
+// with the smallest r_i, the lowest such index on ties, and its radius r_i,
+// and copies η_i into dst unless dst is nil.
+//
+// work is scratch space of length at least MedianOfMeansWork(len(means),
+// norm.Len()); a nil work is allocated. MedianOfMeans makes O(k²) norm
+// evaluations and, given work, allocates nothing. It panics if means is
+// empty or a length does not match norm.Len(). The means must be finite.
+func MedianOfMeans(dst []float64, means [][]float64, norm Norm, work []float64) (index int, radius float64) {
+	k, n := len(means), norm.Len()
+	if k == 0 {
+		panic("solver: MedianOfMeans of no means")
+	}
+	if dst != nil && len(dst) != n {
+		panic(fmt.Sprintf("solver: MedianOfMeans destination length %d, norm dimension %d", len(dst), n))
+	}
+	need := MedianOfMeansWork(k, n)
+	if work == nil {
+		work = make([]float64, need)
+	}
+	if len(work) < need {
+		panic(fmt.Sprintf("solver: MedianOfMeans work length %d, need %d", len(work), need))
+	}
+	dist, row, diff := work[:k*k], work[k*k:k*k+k], work[k*k+k:need]
+	momDistances(dist, means, norm, diff)
+	index, radius = momSelect(dist, k, row)
+	if dst != nil {
+		copy(dst, means[index])
+	}
+	return index, radius
+}
+
+// momDistances fills the symmetric k×k matrix dist with the pairwise
+// distances ‖η_i − η_j‖ of the k = len(means) means, using diff (length
+// norm.Len()) as scratch.
+func momDistances(dist []float64, means [][]float64, norm Norm, diff []float64) {
+	k := len(means)
+	for i := range k {
+		dist[i*k+i] = 0
+		for j := i + 1; j < k; j++ {
+			subInto(diff, means[i], means[j])
+			d := norm.Norm(diff)
+			dist[i*k+j], dist[j*k+i] = d, d
+		}
+	}
+}
+
+// momSelect returns the Hsu–Sabato selection among k points given their
+// symmetric k×k distance matrix: the index i minimising r_i, the
+// (⌊k/2⌋+1)-th smallest distance from point i (itself included), the lowest
+// such i on ties, and r_i. row (length k) is scratch.
+func momSelect(dist []float64, k int, row []float64) (int, float64) {
+	need := k/2 + 1 // more than k/2 points, the point itself included
+	best, bestR := 0, math.Inf(1)
+	for i := range k {
+		copy(row, dist[i*k:(i+1)*k])
+		slices.Sort(row)
+		if r := row[need-1]; r < bestR {
+			best, bestR = i, r
+		}
+	}
+	return best, bestR
+}
+
+// subInto sets dst = a − b.
+func subInto(dst, a, b []float64) {
+	for i := range dst {
+		dst[i] = a[i] - b[i]
+	}
+}

@@ -1,0 +1,482 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+)
+
+// VRGHAL is the variance-reduced gradual Halpern algorithm, Algorithm 1
+// ("VR-GHAL") of the reference paper, for fixed points of a γ-Lipschitz
+// operator T, γ ≤ 1, known only through a stochastic oracle, with residuals,
+// variances and Lipschitz constants all measured in the problem's norm.
+//
+// # Algorithm
+//
+// VR-GHAL runs epochs k = 1, 2, …, K (K = Settings.MaxIter) from x̂₀ = x0.
+// With ε_k = βε_{k−1}, λ̄_k = βλ̄_{k−1}, λ_k = λ̄_k/(1 + λ̄_k),
+// δ₀ = (1 − β)δ/β and δ_k = βδ_{k−1}, epoch k runs
+//
+//	J_k = ⌈ln β / ln((1 − λ_k)γ̄)⌉
+//
+// anchored steps y_{j+1} = λ_k y₀ + (1 − λ_k)T̃_j from y₀ = x̂_{k−1} and sets
+// x̂_k = y_{J_k}. The estimate T̃_0 of T(y₀) is a median-of-means estimate
+// (MedianOfMeans) made when y₀ was reached, and later estimates follow the
+// recursion of eq. "VR-estimator",
+//
+//	T̃_j = T̃_{j−1} + (1/n_k) Σ_{ℓ=1}^{n_k} Cl(Δ^{(ℓ)}),  Δ^{(ℓ)} = τ(y_j; ξ₁) − τ(y_{j−1}; ξ₂),
+//
+// where each Δ^{(ℓ)} averages a minibatch of m_{k,j} unit samples, Cl clips
+// it at γ̄‖y_j − y_{j−1}‖ (ClipDifference), and ξ₁ = ξ₂ (one Sample at both
+// points) when the assumed model is LipschitzInExpectation or
+// SamplewiseLipschitz, independent seeds under BoundedVariance. After the
+// epoch, a median-of-means estimate T̃_{k,0} of T(x̂_k) with parameters
+// (ε_{k+1}/2, δ_{k+1}/2) — ⌈18 ln(2/δ_{k+1})⌉ buckets of ⌈108/ε_{k+1}²⌉ unit
+// samples (Proposition "MoME-final") — gives the estimated residual
+// R̃_k = ‖T̃_{k,0} − x̂_k‖; the first one, at x̂₀, uses (βε₀/2, βδ₀/2).
+//
+// The sizes of epoch k depend on R̃_{k−1} and ρ_k = γ̄(1 − λ_k):
+//
+//	n_k = max{1, ⌈2(1 − λ_k)γ̄R̃_{k−1} ln(4/δ_k) / (3ε_k)⌉}     (Theorem "master")
+//	m_{k,j} = ⌈4J_k²/ε_k²⌉                 BoundedVariance       (Lemma "mkj-general")
+//	m_{k,j} = ⌈4R̃_{k−1}²/(ε_k²(1 − ρ_k)²)⌉  LipschitzInExpectation (Lemma "samples-exp-Lip")
+//	m_{k,j} = ⌈4R̃_{k−1}²/(ε_k²(1 − ρ_k))⌉   SamplewiseLipschitz   (Corollary "samplewise-Lipschitz")
+//
+// SampleScale multiplies the unit-sample sizes m_{k,j} and the bucket sizes
+// before rounding up; it leaves the counts (J_k, n_k, buckets) alone. The
+// schedules use no smoothness constant: κ and σ enter only the guarantee.
+// For a Deterministic model, every estimate is a single exact evaluation:
+// one call at each epoch start and n_k = m_{k,j} = 1, with T(y_{j−1}) reused,
+// so that an inner step costs one evaluation.
+//
+// # Guarantee
+//
+// By the Master Theorem, if T is γ-Lipschitz with γ ≤ γ̄ ≤ 1, the oracle is
+// unbiased with E‖τ(x; ξ) − T(x)‖² ≤ σ² and satisfies the assumed model, then
+// on one event of probability at least 1 − δ the residual ‖T(x̂_k) − x̂_k‖
+// decreases nearly geometrically (as β^k·poly(k)) for every k at once
+// (anytime). On that event R̃_k is within (ε_{k+1}/2)√κσ of the true
+// residual (κ of the Norm); the Result's Certificate bounds it
+// independently.
+//
+// # Stopping
+//
+// The run stops after K epochs (IterationLimit), when R̃_k ≤ Settings.Tol
+// (Success: the estimated residual, not a bound), before an epoch whose
+// requested samples would not fit in Settings.MaxSamples (SampleLimit; no
+// sample of that epoch is drawn), on context cancellation or time limit,
+// whichever comes first. The method is anytime: it records x̂₀ and then every
+// completed epoch's x̂_k with R̃_k, and Result.X is the last recorded point,
+// whatever interrupts the epoch after it. It suggests the last bucket size to
+// the certificate.
+//
+// # Limitations
+//
+// The paper's constants are conservative and its sample sizes grow
+// geometrically: the bucket size by 1/β² per epoch, m_{k,j} under
+// BoundedVariance by up to 1/β⁴ (J_k ∝ 1/λ_k for γ̄ = 1), so each epoch costs
+// several times the previous one; bound runs with Tol, MaxIter or
+// MaxSamples, and use SampleScale < 1 to trade the guarantee's constants for
+// speed. The budget checks count requested sizes; an oracle over a finite sum
+// may consume fewer (it may cap a request at its size). An epoch whose sizes
+// exceed 2⁶² stops the run with SampleLimit. The median-of-means keeps all
+// bucket means, ⌈18 ln(2/δ_{k+1})⌉ vectors of Norm.Len() values, and computes
+// their pairwise distances. The estimate T̃_{J_k} that Algorithm 1 computes in
+// the last inner step enters only the analysis, so it is not computed.
+// If γ̄ is below the true Lipschitz constant, clipping biases the estimates
+// and the guarantee is lost.
+type VRGHAL struct {
+	// Beta is the factor β ∈ (0, 1) by which ε_k, λ̄_k and δ_k shrink each
+	// epoch. Zero means 1/2.
+	Beta float64
+	// Delta is the failure probability δ ∈ (0, 1) of the whole run. Zero
+	// means 0.05.
+	Delta float64
+	// Gamma is the Lipschitz bound γ̄ ∈ (0, 1] of T used for the inner
+	// steps and the clipping. It must be at least T's Lipschitz constant in
+	// the problem's norm. Zero means 1 (nonexpansive T).
+	Gamma float64
+	// Eps0 is the initial accuracy scale ε₀ > 0. Zero means 1.
+	Eps0 float64
+	// Lambda0 is the initial anchoring scale λ̄₀ > 0. Zero means 1.
+	Lambda0 float64
+	// Model is the oracle model to assume. Nil means Problem.Oracle's own
+	// Model(); assuming a stronger model than the oracle declares is an
+	// error, a weaker one is allowed.
+	Model *Model
+	// SampleScale multiplies every unit-sample size (bucket sizes and
+	// minibatches m_{k,j}). Zero means 1, the paper's constants.
+	SampleScale float64
+}
+
+var (
+	_ Method    = VRGHAL{}
+	_ Validator = VRGHAL{}
+)
+
+// Defaults of the VRGHAL fields.
+const (
+	defaultVRBeta    = 0.5
+	defaultVRDelta   = 0.05
+	defaultVRGamma   = 1
+	defaultVREps0    = 1
+	defaultVRLambda0 = 1
+	defaultVRScale   = 1
+)
+
+// maxDraw is the largest unit-sample size or count VR-GHAL requests.
+const maxDraw = 1 << 62
+
+// String implements Method.
+func (VRGHAL) String() string { return "vr-ghal" }
+
+// Validate implements Validator. It checks the settings and that Model is
+// not stronger than the oracle's.
+func (v VRGHAL) Validate(p Problem) error {
+	_, err := v.config(p.Oracle.Model())
+	return err
+}
+
+// vrConfig holds the settings of a VRGHAL with defaults filled in and the
+// model resolved against the oracle's.
+type vrConfig struct {
+	beta, delta, gamma, eps0, lambda0, scale float64
+	model                                    Model
+}
+
+// config validates v and resolves it against an oracle of model om.
+func (v VRGHAL) config(om Model) (vrConfig, error) {
+	c := vrConfig{
+		beta: orDefault(v.Beta, defaultVRBeta), delta: orDefault(v.Delta, defaultVRDelta),
+		gamma: orDefault(v.Gamma, defaultVRGamma), eps0: orDefault(v.Eps0, defaultVREps0),
+		lambda0: orDefault(v.Lambda0, defaultVRLambda0), scale: orDefault(v.SampleScale, defaultVRScale),
+		model: om,
+	}
+	if err := checkRange("VRGHAL.Beta", c.beta, 0, 1, true); err != nil {
+		return c, err
+	}
+	if err := checkRange("VRGHAL.Delta", c.delta, 0, 1, true); err != nil {
+		return c, err
+	}
+	if err := checkRange("VRGHAL.Gamma", c.gamma, 0, 1, false); err != nil {
+		return c, err
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Eps0", c.eps0}, {"Lambda0", c.lambda0}, {"SampleScale", c.scale}} {
+		if !(f.v > 0) || math.IsInf(f.v, 1) {
+			return c, fmt.Errorf("solver: VRGHAL.%s = %v must be positive and finite", f.name, f.v)
+		}
+	}
+	if v.Model != nil {
+		m := *v.Model
+		switch {
+		case m < BoundedVariance || m > Deterministic:
+			return c, fmt.Errorf("solver: VRGHAL.Model = %v is not an oracle model", m)
+		case m > om:
+			return c, fmt.Errorf("solver: VRGHAL.Model = %v assumes more than Problem.Oracle declares (%v)", m, om)
+		}
+		c.model = m
+	}
+	return c, nil
+}
+
+// orDefault returns def for a zero v and v otherwise.
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// vrMoM sizes one median-of-means estimate with accuracy parameter eps and
+// failure probability delta: buckets oracle calls of size unit samples each.
+type vrMoM struct {
+	eps, delta    float64
+	buckets, size int
+}
+
+// vrEpoch is the schedule of epoch k ≥ 1 of VR-GHAL.
+type vrEpoch struct {
+	k                             int
+	eps, lambdaBar, lambda, delta float64 // ε_k, λ̄_k, λ_k, δ_k
+	rho                           float64 // ρ_k = γ̄(1 − λ_k)
+	steps                         int     // J_k
+	copies                        int     // n_k
+	batch                         int     // m_{k,j}, the same for every j
+	evals                         int     // oracle calls per copy: 2, or 1 for a deterministic model
+	mom                           vrMoM   // the estimate at x̂_k
+}
+
+// drawCount returns max{1, ⌈x⌉} for a count of samples, calls or steps, and
+// an error naming what if x exceeds maxDraw (or is NaN). The ceiling forgives
+// a relative rounding error of 1e-12, so that a formula whose exact value is
+// an integer (⌈576⌉, computed as 576.0000000000002) rounds to it.
+func drawCount(x float64, what string, k int) (int, error) {
+	if !(x <= maxDraw) {
+		return 0, fmt.Errorf("epoch %d needs %s = %.3g, more than VR-GHAL can request (2^62)", k, what, x)
+	}
+	return max(1, int(math.Ceil(x*(1-1e-12)))), nil
+}
+
+// momPlan sizes the median-of-means estimate at x̂_k (k ≥ 0): accuracy
+// ε_{k+1}/2 and failure probability δ_{k+1}/2, that is ⌈18 ln(2/δ_{k+1})⌉
+// buckets of ⌈SampleScale·27/(ε_{k+1}/2)²⌉ samples, or one exact call for a
+// deterministic model.
+func (c *vrConfig) momPlan(k int) (vrMoM, error) {
+	b := math.Pow(c.beta, float64(k+1))
+	m := vrMoM{eps: c.eps0 * b / 2, delta: c.delta0() * b / 2, buckets: 1, size: 1}
+	if c.model == Deterministic {
+		return m, nil
+	}
+	if !(m.delta > 0) {
+		return m, fmt.Errorf("epoch %d: failure probability δ_k underflows", k)
+	}
+	var err error
+	m.buckets = MoMBuckets(m.delta)
+	m.size, err = drawCount(c.scale*27/(m.eps*m.eps), "a bucket size", k)
+	return m, err
+}
+
+// delta0 returns δ₀ = (1 − β)δ/β.
+func (c *vrConfig) delta0() float64 { return (1 - c.beta) * c.delta / c.beta }
+
+// epochPlan returns the schedule of epoch k ≥ 1 given R̃_{k−1}.
+func (c *vrConfig) epochPlan(k int, rPrev float64) (vrEpoch, error) {
+	bk := math.Pow(c.beta, float64(k))
+	p := vrEpoch{k: k, eps: c.eps0 * bk, lambdaBar: c.lambda0 * bk, delta: c.delta0() * bk}
+	p.lambda = p.lambdaBar / (1 + p.lambdaBar)
+	p.rho = c.gamma * (1 - p.lambda)
+	// ln((1 − λ)γ̄) via log1p for small λ; it is 0 once λ_k underflows.
+	rate := math.Log1p(-p.lambda) + math.Log(c.gamma)
+	if rate == 0 {
+		return p, fmt.Errorf("epoch %d needs infinitely many inner steps (λ_k underflows)", k)
+	}
+	var err error
+	if p.steps, err = drawCount(math.Log(c.beta)/rate, "J_k inner steps", k); err != nil {
+		return p, err
+	}
+	if p.mom, err = c.momPlan(k); err != nil {
+		return p, err
+	}
+	if c.model == Deterministic {
+		p.copies, p.batch, p.evals = 1, 1, 1
+		return p, nil
+	}
+	p.evals = 2
+	if p.copies, err = drawCount(2*(1-p.lambda)*c.gamma*rPrev*math.Log(4/p.delta)/(3*p.eps), "n_k copies", k); err != nil {
+		return p, err
+	}
+	var m float64
+	switch c.model {
+	case BoundedVariance:
+		j := float64(p.steps)
+		m = 4 * j * j / (p.eps * p.eps)
+	case LipschitzInExpectation:
+		m = 4 * rPrev * rPrev / (p.eps * p.eps * (1 - p.rho) * (1 - p.rho))
+	default: // SamplewiseLipschitz
+		m = 4 * rPrev * rPrev / (p.eps * p.eps * (1 - p.rho))
+	}
+	p.batch, err = drawCount(c.scale*m, "a minibatch m_{k,j}", k)
+	return p, err
+}
+
+// samples returns the unit samples epoch p requests: J_k − 1 inner steps of
+// n_k copies of evals minibatches, and the closing median-of-means.
+func (p *vrEpoch) samples() float64 {
+	return float64(p.steps-1)*float64(p.copies)*float64(p.evals)*float64(p.batch) + p.mom.samples()
+}
+
+// samples returns the unit samples the estimate requests.
+func (m vrMoM) samples() float64 { return float64(m.buckets) * float64(m.size) }
+
+// Run implements Method.
+func (v VRGHAL) Run(e *Env) error {
+	c, err := v.config(e.Oracle().Model())
+	if err != nil {
+		return err
+	}
+	return newVRRun(e, c).run()
+}
+
+// vrRun is the state of one VR-GHAL run. All buffers are allocated once,
+// except the bucket means, which grow with the epochs' bucket counts.
+type vrRun struct {
+	e     *Env
+	c     vrConfig
+	norm  Norm
+	det   bool // deterministic model: exact evaluations, T(y_{j−1}) reused
+	multi bool // multi-query model: one Sample at both points of a difference
+
+	xhat, t0    []float64 // x̂ of the last completed epoch and T̃_{k,0}
+	y0, tt      []float64 // anchor y₀ and running estimate T̃_j
+	yPrev, yCur []float64 // y_{j−1}, y_j
+	tau1, tau2  []float64 // oracle outputs; tau2 holds T(y_{j−1}) when det
+	acc         []float64 // sum of clipped differences
+	means       [][]float64
+	momWork     []float64
+	residual    float64 // R̃ of xhat
+}
+
+func newVRRun(e *Env, c vrConfig) *vrRun {
+	n := e.Len()
+	buf := make([]float64, 9*n)
+	next := func() []float64 {
+		s := buf[:n:n]
+		buf = buf[n:]
+		return s
+	}
+	return &vrRun{
+		e: e, c: c, norm: e.Norm(),
+		det:   c.model == Deterministic,
+		multi: c.model == LipschitzInExpectation || c.model == SamplewiseLipschitz,
+		xhat:  next(), t0: next(), y0: next(), tt: next(), yPrev: next(), yCur: next(),
+		tau1: next(), tau2: next(), acc: next(),
+	}
+}
+
+// fits reports whether need more requested samples fit in the budget.
+func (r *vrRun) fits(need float64) bool {
+	return need <= maxDraw && r.e.CanDraw(int64(need))
+}
+
+func (r *vrRun) run() error {
+	e := r.e
+	e.KeepLast()
+	copy(r.xhat, e.X0())
+	m0, err := r.c.momPlan(0)
+	if err != nil {
+		return e.Stop(SampleLimit, err)
+	}
+	if !r.fits(m0.samples()) {
+		return e.Stop(SampleLimit, nil)
+	}
+	if err := r.mome(r.t0, r.xhat, m0); err != nil {
+		return err
+	}
+	if err := r.record(m0); err != nil {
+		return err
+	}
+	for k := 1; ; k++ {
+		p, err := r.c.epochPlan(k, r.residual)
+		if err != nil {
+			return e.Stop(SampleLimit, err)
+		}
+		if !r.fits(p.samples()) {
+			return e.Stop(SampleLimit, nil)
+		}
+		if err := r.epoch(&p); err != nil {
+			return err
+		}
+		if err := r.record(p.mom); err != nil {
+			return err
+		}
+	}
+}
+
+// record computes R̃ = ‖T̃_{k,0} − x̂_k‖ and records the completed epoch.
+func (r *vrRun) record(m vrMoM) error {
+	r.residual = r.e.Dist(r.t0, r.xhat)
+	r.e.SuggestCertSamples(m.size)
+	return r.e.Record(r.xhat, r.residual)
+}
+
+// epoch runs epoch p.k from x̂_{k−1} = r.xhat with T̃_{k−1,0} = r.t0 and
+// leaves x̂_k in r.xhat and T̃_{k,0} in r.t0. It allocates nothing once the
+// bucket storage is large enough.
+func (r *vrRun) epoch(p *vrEpoch) error {
+	copy(r.y0, r.xhat)
+	copy(r.tt, r.t0)
+	copy(r.yPrev, r.y0)
+	if r.det {
+		copy(r.tau2, r.t0) // T(y₀), exact
+	}
+	lam := p.lambda
+	for j := 1; ; j++ {
+		for i, a := range r.y0 {
+			r.yCur[i] = lam*a + (1-lam)*r.tt[i]
+		}
+		if j == p.steps {
+			break
+		}
+		if err := r.step(p, r.c.gamma*r.e.Dist(r.yCur, r.yPrev)); err != nil {
+			return err
+		}
+		r.yPrev, r.yCur = r.yCur, r.yPrev
+	}
+	if err := r.mome(r.t0, r.yCur, p.mom); err != nil {
+		return err
+	}
+	r.xhat, r.yCur = r.yCur, r.xhat
+	return nil
+}
+
+// step updates T̃_j = T̃_{j−1} + (1/n_k)Σ_ℓ Cl(Δ^{(ℓ)}) for y_j = r.yCur and
+// y_{j−1} = r.yPrev, clipping at radius = γ̄‖y_j − y_{j−1}‖.
+func (r *vrRun) step(p *vrEpoch, radius float64) error {
+	e := r.e
+	if r.det {
+		if err := e.Eval(r.tau1, r.yCur, Sample{Size: 1}); err != nil {
+			return err
+		}
+		subInto(r.acc, r.tau1, r.tau2)
+		ClipDifference(r.acc, r.acc, radius, r.norm)
+		for i, v := range r.acc {
+			r.tt[i] += v
+		}
+		r.tau1, r.tau2 = r.tau2, r.tau1 // tau2 = T(y_j) for the next step
+		return nil
+	}
+	clear(r.acc)
+	for range p.copies {
+		s1 := Sample{Seed: e.Seed(), Size: p.batch}
+		s2 := s1
+		if !r.multi {
+			s2.Seed = e.Seed()
+		}
+		if err := e.Eval(r.tau1, r.yCur, s1); err != nil {
+			return err
+		}
+		if err := e.Eval(r.tau2, r.yPrev, s2); err != nil {
+			return err
+		}
+		subInto(r.tau1, r.tau1, r.tau2)
+		ClipDifference(r.tau1, r.tau1, radius, r.norm)
+		for i, v := range r.tau1 {
+			r.acc[i] += v
+		}
+	}
+	inv := 1 / float64(p.copies)
+	for i, v := range r.acc {
+		r.tt[i] += inv * v
+	}
+	return nil
+}
+
+// mome writes into dst the median-of-means estimate of T(x) sized by m:
+// m.buckets independent oracle calls of m.size unit samples, combined by
+// MedianOfMeans.
+func (r *vrRun) mome(dst, x []float64, m vrMoM) error {
+	r.growBuckets(m.buckets)
+	means := r.means[:m.buckets]
+	for _, b := range means {
+		if err := r.e.Eval(b, x, Sample{Seed: r.e.Seed(), Size: m.size}); err != nil {
+			return err
+		}
+	}
+	MedianOfMeans(dst, means, r.norm, r.momWork)
+	return nil
+}
+
+// growBuckets makes room for k bucket means, allocating only the missing
+// ones (the count grows by about 18 ln(1/β) per epoch).
+func (r *vrRun) growBuckets(k int) {
+	if k <= len(r.means) {
+		return
+	}
+	n := r.e.Len()
+	for len(r.means) < k {
+		r.means = append(r.means, make([]float64, n))
+	}
+	r.momWork = make([]float64, MedianOfMeansWork(k, n))
+}

@@ -1,0 +1,644 @@
+package solver
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Test-only oracles with exactly known operators T.
+
+// vrNoise selects the additive noise of a vrAffine oracle.
+type vrNoise int
+
+const (
+	vrGaussian  vrNoise = iota // standard Gaussian per coordinate
+	vrStudentT                 // Student-t with 2.5 degrees of freedom (finite variance 5, infinite fourth moment)
+	vrLognormal                // e^g − e^{1/2}, g standard Gaussian: skewed, variance (e − 1)e
+)
+
+// vrAffine is the oracle τ(x; ξ) = A x + b + s·ζ̄ of T(x) = A x + b on R^d,
+// where ζ̄ averages Size independent noise vectors of the stream Seed. For
+// Gaussian noise it draws the average directly (N(0, I/Size)), so large
+// sizes cost O(d); Student-t and lognormal noise cost O(Size·d). The noise does not depend
+// on x, so the same Sample at two points gives differences A(x − y): the
+// oracle is samplewise Lipschitz, and model says what it declares.
+type vrAffine struct {
+	d     int
+	a, b  []float64 // A row-major, b
+	s     float64
+	noise vrNoise
+	model Model
+	pcg   rand.PCG
+	rng   *rand.Rand
+	t     distuv.StudentsT
+}
+
+// newVRAffine returns a vrAffine on R^d with a random A of Lipschitz constant
+// gamma in the ℓ2 (linf false) or ℓ∞ (linf true) operator norm and a random
+// b of norm 1.
+func newVRAffine(seed uint64, d int, gamma float64, linf bool, s float64, noise vrNoise, model Model) *vrAffine {
+	rng := rand.New(rand.NewPCG(seed, 17))
+	m := mat.NewDense(d, d, nil)
+	for i := range d {
+		for j := range d {
+			m.Set(i, j, rng.NormFloat64())
+		}
+	}
+	ord := 2.0
+	if linf {
+		ord = math.Inf(1)
+	}
+	m.Scale(gamma/mat.Norm(m, ord), m)
+	b := make([]float64, d)
+	for i := range b {
+		b[i] = rng.NormFloat64()
+	}
+	nb := mat.Norm(mat.NewVecDense(d, b), ord)
+	for i := range b {
+		b[i] /= nb
+	}
+	o := &vrAffine{d: d, a: m.RawMatrix().Data, b: b, s: s, noise: noise, model: model}
+	o.rng = rand.New(&o.pcg)
+	o.t = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 2.5, Src: &o.pcg}
+	return o
+}
+
+func (o *vrAffine) Len() int     { return o.d }
+func (o *vrAffine) Model() Model { return o.model }
+
+func (o *vrAffine) EvalExact(dst, x []float64) error {
+	for i := range o.d {
+		v := o.b[i]
+		for j, xj := range x {
+			v += o.a[i*o.d+j] * xj
+		}
+		dst[i] = v
+	}
+	return nil
+}
+
+func (o *vrAffine) Eval(dst, x []float64, s Sample) (int, error) {
+	n := max(s.Size, 1)
+	o.EvalExact(dst, x)
+	if o.model == Deterministic {
+		return 1, nil
+	}
+	o.pcg.Seed(s.Seed, 0x5851f42d4c957f2d)
+	switch o.noise {
+	case vrGaussian:
+		f := o.s / math.Sqrt(float64(n))
+		for i := range dst {
+			dst[i] += f * o.rng.NormFloat64()
+		}
+	case vrStudentT, vrLognormal:
+		for i := range dst {
+			sum := 0.0
+			for range n {
+				if o.noise == vrStudentT {
+					sum += o.t.Rand()
+				} else {
+					sum += math.Exp(o.rng.NormFloat64()) - math.Exp(0.5)
+				}
+			}
+			dst[i] += o.s * sum / float64(n)
+		}
+	}
+	return n, nil
+}
+
+// vrShift is a samplewise nonexpansive oracle on R^d: a random signed cyclic
+// shift with random damping plus Gaussian noise,
+//
+//	τ(x; ξ)_i = σ_i (1 − 2c_i u_ξ) x_{i+1 mod d} + b_i + s·g_{ξ,i},
+//
+// with u_ξ ~ Bernoulli(1/2), g_ξ standard Gaussian, σ_i = ±1 and c_i ∈
+// [0, 1), c_0 = 0. Each map τ(·; ξ) is a permutation times a diagonal with
+// entries in [−1, 1], so it is 1-Lipschitz in every ℓp norm, and so is
+// T(x)_i = σ_i(1 − c_i)x_{i+1} + b_i, with Lipschitz constant exactly 1
+// (c_0 = 0) and a unique fixed point (the cycle product is below 1). The
+// average of Size samples uses ū = Binomial(Size, 1/2)/Size and
+// ḡ ~ N(0, I/Size), both exact.
+type vrShift struct {
+	d         int
+	sign, c   []float64
+	b         []float64
+	s         float64
+	pcg       rand.PCG
+	rng       *rand.Rand
+	bernoulli distuv.Binomial
+}
+
+func newVRShift(seed uint64, d int, cmax, s float64) *vrShift {
+	rng := rand.New(rand.NewPCG(seed, 29))
+	o := &vrShift{d: d, sign: make([]float64, d), c: make([]float64, d), b: make([]float64, d), s: s}
+	for i := range d {
+		o.sign[i] = 1
+		if rng.IntN(2) == 0 {
+			o.sign[i] = -1
+		}
+		if i > 0 {
+			o.c[i] = cmax * (0.2 + 0.8*rng.Float64())
+		}
+		o.b[i] = 2*rng.Float64() - 1
+	}
+	o.rng = rand.New(&o.pcg)
+	o.bernoulli = distuv.Binomial{P: 0.5, Src: &o.pcg}
+	return o
+}
+
+func (o *vrShift) Len() int     { return o.d }
+func (o *vrShift) Model() Model { return SamplewiseLipschitz }
+
+func (o *vrShift) apply(dst, x []float64, u float64) {
+	for i := range o.d {
+		dst[i] = o.sign[i]*(1-2*o.c[i]*u)*x[(i+1)%o.d] + o.b[i]
+	}
+}
+
+func (o *vrShift) EvalExact(dst, x []float64) error {
+	o.apply(dst, x, 0.5)
+	return nil
+}
+
+func (o *vrShift) Eval(dst, x []float64, s Sample) (int, error) {
+	n := max(s.Size, 1)
+	o.pcg.Seed(s.Seed, 0x2545f4914f6cdd1d)
+	o.bernoulli.N = float64(n)
+	o.apply(dst, x, o.bernoulli.Rand()/float64(n))
+	f := o.s / math.Sqrt(float64(n))
+	for i := range dst {
+		dst[i] += f * o.rng.NormFloat64()
+	}
+	return n, nil
+}
+
+// vrExactOracle is an Oracle that also knows T.
+type vrExactOracle interface {
+	Oracle
+	Exact
+}
+
+// vrTrueResidual returns ‖T(x) − x‖ from the exact operator.
+func vrTrueResidual(o vrExactOracle, norm Norm, x []float64) float64 {
+	tx := make([]float64, len(x))
+	if err := o.EvalExact(tx, x); err != nil {
+		panic(err)
+	}
+	subInto(tx, tx, x)
+	return norm.Norm(tx)
+}
+
+func vrNorm(t testing.TB, linf bool, d int) Norm {
+	if linf {
+		n, err := NewLInf(d)
+		require.NoError(t, err)
+		return n
+	}
+	n, err := NewLP(2, d)
+	require.NoError(t, err)
+	return n
+}
+
+// vrBinomialSlack is 3 standard deviations of a failure fraction with
+// probability p over n independent runs.
+func vrBinomialSlack(p float64, n int) float64 { return 3 * math.Sqrt(p*(1-p)/float64(n)) }
+
+func vrModelPtr(m Model) *Model { return &m }
+
+func TestVRGHALSettingsErrors(t *testing.T) {
+	o := newVRAffine(1, 3, 0.5, false, 0.1, vrGaussian, LipschitzInExpectation)
+	p := Problem{Oracle: o, Norm: vrNorm(t, false, 3)}
+	for _, tc := range []struct {
+		m     VRGHAL
+		field string
+	}{
+		{VRGHAL{Delta: 1}, "VRGHAL.Delta"},
+		{VRGHAL{Delta: -0.1}, "VRGHAL.Delta"},
+		{VRGHAL{Delta: math.NaN()}, "VRGHAL.Delta"},
+		{VRGHAL{Gamma: 1.01}, "VRGHAL.Gamma"},
+		{VRGHAL{Gamma: -1}, "VRGHAL.Gamma"},
+		{VRGHAL{Beta: 1}, "VRGHAL.Beta"},
+		{VRGHAL{Beta: -0.5}, "VRGHAL.Beta"},
+		{VRGHAL{SampleScale: -1}, "VRGHAL.SampleScale"},
+		{VRGHAL{SampleScale: math.Inf(1)}, "VRGHAL.SampleScale"},
+		{VRGHAL{Eps0: -1}, "VRGHAL.Eps0"},
+		{VRGHAL{Lambda0: -2}, "VRGHAL.Lambda0"},
+		{VRGHAL{Model: vrModelPtr(SamplewiseLipschitz)}, "VRGHAL.Model"},
+		{VRGHAL{Model: vrModelPtr(Deterministic)}, "VRGHAL.Model"},
+		{VRGHAL{Model: vrModelPtr(Model(9))}, "VRGHAL.Model"},
+	} {
+		err := tc.m.Validate(p)
+		require.ErrorContains(t, err, tc.field, "%+v", tc.m)
+		_, err = Solve(context.Background(), p, make([]float64, 3), nil, tc.m)
+		require.ErrorContains(t, err, tc.field, "%+v", tc.m)
+	}
+	// Zero values are the defaults; weaker models than the oracle's and the
+	// boundary γ̄ = 1 are allowed.
+	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: vrModelPtr(BoundedVariance)}, {Model: vrModelPtr(LipschitzInExpectation)}} {
+		require.NoError(t, m.Validate(p))
+	}
+	c, err := VRGHAL{}.config(LipschitzInExpectation)
+	require.NoError(t, err)
+	require.Equal(t, vrConfig{beta: 0.5, delta: 0.05, gamma: 1, eps0: 1, lambda0: 1, scale: 1, model: LipschitzInExpectation}, c)
+}
+
+func TestVRGHALSchedule(t *testing.T) {
+	// Hand-computed from the paper's formulas (values in the comments).
+	def, err := VRGHAL{}.config(BoundedVariance)
+	require.NoError(t, err)
+	m0, err := def.momPlan(0)
+	require.NoError(t, err)
+	// MoME(βε₀/2, βδ₀/2) = (0.25, 0.0125): ⌈18 ln 80⌉ = ⌈78.88⌉, ⌈27/0.25²⌉.
+	require.Equal(t, vrMoM{eps: 0.25, delta: 0.0125, buckets: 79, size: 432}, m0)
+
+	// Epoch 1 with defaults and R̃₀ = 2: ε₁ = 1/2, λ̄₁ = 1/2, λ₁ = 1/3,
+	// δ₁ = 0.025, ρ₁ = 2/3, J₁ = ⌈ln ½ / ln ⅔⌉ = ⌈1.71⌉ = 2,
+	// n₁ = ⌈2·⅔·2·ln 160/1.5⌉ = ⌈9.02⌉ = 10, closing MoME (0.125, 0.00625):
+	// ⌈18 ln 160⌉ = ⌈91.35⌉ buckets of ⌈27/0.125²⌉.
+	for _, tc := range []struct {
+		model  Model
+		copies int
+		batch  int
+	}{
+		{BoundedVariance, 10, 64},         // ⌈4·2²/0.25⌉
+		{LipschitzInExpectation, 10, 576}, // ⌈4·4/(0.25·(1/3)²)⌉
+		{SamplewiseLipschitz, 10, 192},    // ⌈4·4/(0.25·(1/3))⌉
+		{Deterministic, 1, 1},
+	} {
+		c := def
+		c.model = tc.model
+		p, err := c.epochPlan(1, 2)
+		require.NoError(t, err)
+		require.Equal(t, 1, p.k)
+		require.Equal(t, 0.5, p.eps)
+		require.Equal(t, 0.5, p.lambdaBar)
+		require.InDelta(t, 1.0/3, p.lambda, 1e-15)
+		require.InDelta(t, 0.025, p.delta, 1e-17)
+		require.InDelta(t, 2.0/3, p.rho, 1e-15)
+		require.Equal(t, 2, p.steps)
+		require.Equal(t, tc.copies, p.copies, "%v", tc.model)
+		require.Equal(t, tc.batch, p.batch, "%v", tc.model)
+		if tc.model == Deterministic {
+			require.Equal(t, 1, p.evals)
+			require.Equal(t, vrMoM{eps: 0.125, delta: 0.00625, buckets: 1, size: 1}, p.mom)
+			continue
+		}
+		require.Equal(t, 2, p.evals)
+		require.Equal(t, vrMoM{eps: 0.125, delta: 0.00625, buckets: 92, size: 1728}, p.mom)
+		// Requested samples: (J−1)·n·2·m + buckets·size.
+		require.Equal(t, float64(1*10*2*tc.batch+92*1728), p.samples())
+	}
+
+	// Contractive, SampleScale ½: β = ½, δ = 0.1, γ̄ = 0.8, epoch 3, R̃₂ = 0.4.
+	// ε₃ = λ̄₃ = 1/8, λ₃ = 1/9, δ₃ = 0.0125, ρ₃ = 0.8·8/9 = 0.7111,
+	// J₃ = ⌈ln ½ / ln 0.7111⌉ = ⌈2.03⌉ = 3,
+	// n₃ = ⌈2·(8/9)·0.8·0.4·ln 320/0.375⌉ = ⌈8.75⌉ = 9, closing MoME
+	// (1/32, 0.003125): ⌈18 ln 320⌉ = ⌈103.83⌉ buckets of ⌈½·27·32²⌉.
+	half, err := VRGHAL{Delta: 0.1, Gamma: 0.8, SampleScale: 0.5}.config(SamplewiseLipschitz)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		model Model
+		batch int
+	}{
+		{BoundedVariance, 1152},       // ⌈½·4·3²·64⌉
+		{LipschitzInExpectation, 246}, // ⌈½·4·0.16·64/0.2889²⌉ = ⌈245.40⌉
+		{SamplewiseLipschitz, 71},     // ⌈½·4·0.16·64/0.2889⌉ = ⌈70.89⌉
+	} {
+		c := half
+		c.model = tc.model
+		p, err := c.epochPlan(3, 0.4)
+		require.NoError(t, err)
+		require.Equal(t, 3, p.steps)
+		require.Equal(t, 9, p.copies)
+		require.Equal(t, tc.batch, p.batch, "%v", tc.model)
+		require.Equal(t, vrMoM{eps: 1.0 / 32, delta: 0.003125, buckets: 104, size: 13824}, p.mom)
+	}
+
+	// γ̄(1 − λ_k) ≤ β: one inner step, no difference estimates.
+	c, err := VRGHAL{Gamma: 0.5}.config(BoundedVariance)
+	require.NoError(t, err)
+	p, err := c.epochPlan(2, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, p.steps)
+	require.Equal(t, p.mom.samples(), p.samples())
+
+	// R̃ = 0 (a fixed point): sizes are at least 1.
+	p, err = def.epochPlan(1, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, p.copies)
+
+	// Sizes beyond 2^62 are refused, not wrapped around, as are epochs whose
+	// λ_k underflows.
+	_, err = def.epochPlan(40, 1)
+	require.ErrorContains(t, err, "epoch 40 needs a bucket size")
+	det := def
+	det.model = Deterministic
+	_, err = det.epochPlan(2000, 1)
+	require.ErrorContains(t, err, "epoch 2000 needs infinitely many inner steps")
+}
+
+// vrCase is a convergence test problem.
+type vrCase struct {
+	name string
+	linf bool
+	make func(seed uint64, linf bool) vrExactOracle
+	m    VRGHAL
+}
+
+const vrDim = 5
+
+var vrCases = []vrCase{
+	// (a) Contractive affine map (γ = 0.8) with Gaussian noise, assuming only
+	// bounded variance (independent seeds at the two points).
+	{"affine-bounded-variance-l2", false, func(s uint64, linf bool) vrExactOracle {
+		return newVRAffine(s, vrDim, 0.8, linf, 0.3, vrGaussian, BoundedVariance)
+	}, VRGHAL{Gamma: 0.8}},
+	{"affine-bounded-variance-linf", true, func(s uint64, linf bool) vrExactOracle {
+		return newVRAffine(s, vrDim, 0.8, linf, 0.3, vrGaussian, BoundedVariance)
+	}, VRGHAL{Gamma: 0.8}},
+	// The same, Lipschitz in expectation, with a tenth of the paper's sample
+	// sizes.
+	{"affine-lipschitz-l2-scale0.1", false, func(s uint64, linf bool) vrExactOracle {
+		return newVRAffine(s, vrDim, 0.8, linf, 0.3, vrGaussian, LipschitzInExpectation)
+	}, VRGHAL{Gamma: 0.8, SampleScale: 0.1}},
+	// (b) Samplewise nonexpansive random maps (γ = 1, γ̄ = 1).
+	{"shift-samplewise-l2", false, func(s uint64, _ bool) vrExactOracle { return newVRShift(s, vrDim+1, 0.1, 0.3) }, VRGHAL{}},
+	{"shift-samplewise-linf", true, func(s uint64, _ bool) vrExactOracle { return newVRShift(s, vrDim+1, 0.1, 0.3) }, VRGHAL{}},
+}
+
+func TestVRGHALReachesEps(t *testing.T) {
+	// Each run stops once its estimated residual R̃_k ≤ ε/2 (or after 14
+	// epochs); the true residual must be ≤ ε in at least a fraction 1 − δ of
+	// the runs, up to three binomial standard deviations.
+	const (
+		eps   = 0.01
+		delta = 0.05
+		runs  = 30
+	)
+	for _, tc := range vrCases {
+		t.Run(tc.name, func(t *testing.T) {
+			fails := 0
+			var worst float64
+			for seed := range uint64(runs) {
+				o := tc.make(seed, tc.linf)
+				norm := vrNorm(t, tc.linf, o.Len())
+				m := tc.m
+				m.Delta = delta
+				res, err := Solve(context.Background(), Problem{Oracle: o, Norm: norm}, make([]float64, o.Len()),
+					&Settings{Tol: eps / 2, MaxIter: 14, Seed: seed, Certify: CertifySettings{Skip: true}}, m)
+				require.NoError(t, err)
+				r := vrTrueResidual(o, norm, res.X)
+				worst = max(worst, r)
+				if r > eps {
+					fails++
+				}
+			}
+			t.Logf("%d/%d runs above ε = %v; worst true residual %.4g", fails, runs, eps, worst)
+			require.LessOrEqual(t, float64(fails)/runs, delta+vrBinomialSlack(delta, runs))
+		})
+	}
+}
+
+func TestVRGHALSamplesFollowSchedule(t *testing.T) {
+	// The Gaussian oracle consumes exactly the requested sizes, so the
+	// samples and calls between trace points must be those of the schedule
+	// computed from the recorded R̃_{k−1}: (J_k − 1)·n_k·2 calls of m_{k,j}
+	// and the closing median-of-means.
+	o := newVRAffine(3, vrDim, 0.9, false, 0.3, vrGaussian, SamplewiseLipschitz)
+	p := Problem{Oracle: o, Norm: vrNorm(t, false, vrDim)}
+	for _, model := range []Model{BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz} {
+		var total [2]int64
+		for i, scale := range []float64{1, 0.1} {
+			m := VRGHAL{Gamma: 0.9, Model: vrModelPtr(model), SampleScale: scale}
+			res, err := Solve(context.Background(), p, make([]float64, vrDim), &Settings{Tol: 1e-12, MaxIter: 4, Seed: 5}, m)
+			require.NoError(t, err)
+			require.Equal(t, IterationLimit, res.Status)
+			tr := res.Stats.Trace
+			require.Len(t, tr, 5)
+			c, err := m.config(o.Model())
+			require.NoError(t, err)
+			m0, err := c.momPlan(0)
+			require.NoError(t, err)
+			require.Equal(t, int64(m0.samples()), tr[0].Samples)
+			require.Equal(t, int64(m0.buckets), tr[0].Calls)
+			for k := 1; k < len(tr); k++ {
+				plan, err := c.epochPlan(k, tr[k-1].Residual)
+				require.NoError(t, err)
+				require.Equal(t, int64(plan.samples()), tr[k].Samples-tr[k-1].Samples, "%v scale %v epoch %d", model, scale, k)
+				require.Equal(t, int64((plan.steps-1)*plan.copies*2+plan.mom.buckets), tr[k].Calls-tr[k-1].Calls)
+			}
+			require.Equal(t, tr[4].Samples, res.Stats.Samples)
+			require.Equal(t, res.Residual, tr[4].Residual)
+			require.Equal(t, res.Certificate.Samples, int64(res.Certificate.Calls)*int64(c.mustMoM(t, 4).size),
+				"the certificate uses the last bucket size")
+			total[i] = res.Stats.Samples
+		}
+		require.Less(t, float64(total[1]), 0.2*float64(total[0]), "SampleScale 0.1 draws about a tenth")
+	}
+}
+
+func (c *vrConfig) mustMoM(t *testing.T, k int) vrMoM {
+	m, err := c.momPlan(k)
+	require.NoError(t, err)
+	return m
+}
+
+func TestVRGHALAnytimeStops(t *testing.T) {
+	o := newVRShift(7, vrDim, 0.1, 0.3)
+	p := Problem{Oracle: o, Norm: vrNorm(t, true, vrDim)}
+	x0 := make([]float64, vrDim)
+	m := VRGHAL{SampleScale: 0.05}
+	solve := func(ctx context.Context, s Settings) *Result {
+		s.Seed, s.Tol = 11, 1e-12
+		s.Certify.Skip = true
+		res, err := Solve(ctx, p, x0, &s, m)
+		require.NoError(t, err)
+		return res
+	}
+	full := solve(context.Background(), Settings{MaxIter: 4})
+	require.Equal(t, IterationLimit, full.Status)
+	two := solve(context.Background(), Settings{MaxIter: 2})
+	require.Equal(t, vrUntimed(full.Stats.Trace[:3]), vrUntimed(two.Stats.Trace), "the runs share their first epochs")
+
+	// A budget that ends within epoch 3: no sample of it is drawn, and the
+	// result is epoch 2's point.
+	lim := solve(context.Background(), Settings{MaxIter: 4, MaxSamples: full.Stats.Trace[3].Samples - 1})
+	require.Equal(t, SampleLimit, lim.Status)
+	require.Equal(t, 2, lim.Stats.Iterations)
+	require.Equal(t, full.Stats.Trace[2].Samples, lim.Stats.Samples)
+	require.Equal(t, two.X, lim.X)
+	require.Equal(t, two.Residual, lim.Residual)
+
+	// A budget smaller than the first median-of-means: x0 comes back
+	// unrecorded.
+	lim = solve(context.Background(), Settings{MaxSamples: 10})
+	require.Equal(t, SampleLimit, lim.Status)
+	require.Equal(t, x0, lim.X)
+	require.Zero(t, lim.Stats.Samples)
+	require.True(t, math.IsInf(lim.Residual, 1))
+
+	// Cancellation after epoch 2 is recorded returns epoch 2's point.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	canceled := solve(ctx, Settings{MaxIter: 4, Recorder: RecorderFunc(func(p TracePoint) error {
+		if p.Iter == 2 {
+			cancel()
+		}
+		return nil
+	})})
+	require.Equal(t, Canceled, canceled.Status)
+	require.Equal(t, 2, canceled.Stats.Iterations)
+	require.Equal(t, two.X, canceled.X)
+
+	// A smaller tolerance extends the same trajectory: the larger
+	// tolerance's trace is a prefix.
+	require.Equal(t, full.X, solve(context.Background(), Settings{MaxIter: 4}).X, "runs are reproducible")
+	tol := full.Stats.Trace[2].Residual
+	early, err := Solve(context.Background(), p, x0, &Settings{Seed: 11, Tol: tol, MaxIter: 4, Certify: CertifySettings{Skip: true}}, m)
+	require.NoError(t, err)
+	require.Equal(t, Success, early.Status)
+	require.LessOrEqual(t, early.Stats.Iterations, 2)
+	require.Equal(t, vrUntimed(full.Stats.Trace[:early.Stats.Iterations+1]), vrUntimed(early.Stats.Trace))
+}
+
+// vrUntimed returns a copy of a trace without its wall times.
+func vrUntimed(tr []TracePoint) []TracePoint {
+	tr = slices.Clone(tr)
+	for i := range tr {
+		tr[i].Elapsed = 0
+	}
+	return tr
+}
+
+func TestVRGHALDeterministic(t *testing.T) {
+	// With an exact oracle VR-GHAL is the gradual Halpern iteration with the
+	// paper's schedule: one evaluation per inner step and one per epoch
+	// start. Compare with a direct implementation (no clipping occurs, since
+	// ‖A‖ = 0.9 < γ̄ = 1).
+	a := newVRAffine(5, vrDim, 0.9, false, 0, vrGaussian, Deterministic)
+	f := Func{N: vrDim, F: func(dst, x []float64) { a.EvalExact(dst, x) }}
+	norm := vrNorm(t, false, vrDim)
+	x0 := []float64{1, -1, 2, 0, 0.5}
+	const epochs = 6
+	res, err := Solve(context.Background(), Problem{Oracle: f, Norm: norm}, x0, &Settings{Tol: 1e-14, MaxIter: epochs}, VRGHAL{})
+	require.NoError(t, err)
+	require.Equal(t, IterationLimit, res.Status)
+
+	x := slices.Clone(x0)
+	tx := make([]float64, vrDim)
+	calls := 1
+	lbar := 1.0
+	for range epochs {
+		lbar /= 2
+		lam := lbar / (1 + lbar)
+		steps := int(math.Ceil(math.Log(0.5) / math.Log(1-lam)))
+		calls += steps
+		y := slices.Clone(x)
+		for range steps {
+			a.EvalExact(tx, y)
+			for i := range y {
+				y[i] = lam*x[i] + (1-lam)*tx[i]
+			}
+		}
+		x = y
+	}
+	require.InDeltaSlice(t, x, res.X, 1e-12)
+	require.Equal(t, int64(calls), res.Stats.Calls)
+	require.Equal(t, int64(calls), res.Stats.Samples)
+	require.InDelta(t, vrTrueResidual(a, norm, res.X), res.Residual, 1e-12)
+	require.Equal(t, "exact", res.Certificate.Rule)
+	require.InDelta(t, res.Residual, res.Certificate.Bound, 1e-12)
+
+	// Assuming a weaker model spends the stochastic sample sizes.
+	weak, err := Solve(context.Background(), Problem{Oracle: a, Norm: norm}, x0, &Settings{MaxIter: 1, Certify: CertifySettings{Skip: true}},
+		VRGHAL{Model: vrModelPtr(BoundedVariance)})
+	require.NoError(t, err)
+	require.Greater(t, weak.Stats.Calls, int64(79))
+}
+
+func TestVRGHALEpochAllocs(t *testing.T) {
+	epoch := vrEpochRunner(t, 16, 3)
+	require.Zero(t, testing.AllocsPerRun(5, epoch))
+}
+
+func BenchmarkVRGHALEpoch(b *testing.B) { benchVRGHALEpoch(b, 64, 3) }
+
+func benchVRGHALEpoch(b *testing.B, d, k int) {
+	epoch := vrEpochRunner(b, d, k)
+	b.ReportAllocs()
+	for b.Loop() {
+		epoch()
+	}
+}
+
+// vrEpochRunner returns a function that runs epoch k of VR-GHAL on a
+// d-dimensional Gaussian affine problem, from the same start each call.
+func vrEpochRunner(tb testing.TB, d, k int) func() {
+	o := newVRAffine(1, d, 0.9, false, 0.3, vrGaussian, SamplewiseLipschitz)
+	p := Problem{Oracle: o, Norm: vrNorm(tb, false, d)}
+	s, err := (&Settings{NoTrace: true}).withDefaults()
+	require.NoError(tb, err)
+	e := newEnv(context.Background(), p, make([]float64, d), s)
+	c, err := VRGHAL{Gamma: 0.9, SampleScale: 1e-3}.config(o.Model())
+	require.NoError(tb, err)
+	r := newVRRun(e, c)
+	m, err := c.momPlan(k - 1)
+	require.NoError(tb, err)
+	require.NoError(tb, r.mome(r.t0, r.xhat, m))
+	x, tx := slices.Clone(r.xhat), slices.Clone(r.t0)
+	plan, err := c.epochPlan(k, e.Dist(tx, x))
+	require.NoError(tb, err)
+	require.Greater(tb, plan.steps, 1)
+	return func() {
+		copy(r.xhat, x)
+		copy(r.t0, tx)
+		if err := r.epoch(&plan); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func TestVRGHALSamplesGrowAsTolShrinks(t *testing.T) {
+	// Anytime: on a fixed seed, a smaller tolerance continues the same
+	// trajectory, so the trace for Tol = ε is a prefix of the trace for
+	// Tol = ε/2 and samples never decrease. The log shows the sample
+	// complexity on the samplewise nonexpansive problem in ℓ2 (medians over
+	// the seeds).
+	const seeds = 5
+	epsilons := []float64{0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001}
+	type row struct{ samples, truth, bound []float64 }
+	rows := make([]row, len(epsilons))
+	for seed := range uint64(seeds) {
+		o := newVRShift(seed, vrDim+1, 0.1, 0.3)
+		p := Problem{Oracle: o, Norm: vrNorm(t, false, o.Len())}
+		var prev *Result
+		for i, eps := range epsilons {
+			res, err := Solve(context.Background(), p, make([]float64, o.Len()), &Settings{Tol: eps / 2, MaxIter: 14, Seed: seed}, VRGHAL{})
+			require.NoError(t, err)
+			require.Equal(t, Success, res.Status, "ε = %v seed %d", eps, seed)
+			if prev != nil {
+				require.Equal(t, vrUntimed(prev.Stats.Trace), vrUntimed(res.Stats.Trace[:len(prev.Stats.Trace)]))
+			}
+			prev = res
+			rows[i].samples = append(rows[i].samples, float64(res.Stats.Samples))
+			rows[i].truth = append(rows[i].truth, vrTrueResidual(o, p.Norm, res.X))
+			rows[i].bound = append(rows[i].bound, res.Certificate.Bound)
+		}
+	}
+	median := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	t.Logf("%8s %12s %12s %12s", "ε", "samples", "true res.", "cert. bound")
+	for i, eps := range epsilons {
+		t.Logf("%8g %12.3g %12.3g %12.3g", eps, median(rows[i].samples), median(rows[i].truth), median(rows[i].bound))
+	}
+}
