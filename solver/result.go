@@ -96,6 +96,8 @@ type Result struct {
 	Residual float64
 	Status   Status
 	Stats    Stats
-	// Certificate is nil only when Settings.Certify.Skip is set.
+	// Certificate is nil when Settings.Certify.Skip is set, and for a
+	// stochastic oracle when the context was done before the certificate's
+	// samples could be drawn (Status Canceled).
 	Certificate *Certificate
 }

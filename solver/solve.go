@@ -287,8 +287,18 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 	}
 	res.Stats = e.stats
 	res.Stats.Wall = time.Since(e.start)
-	if !s.Certify.Skip {
-		cert, err := certify(ctx, p, res, &s, e.certSize)
+	// A canceled solve still gets the exact certificate of a deterministic
+	// oracle (one evaluation), but draws no stochastic certificate samples.
+	// A cancellation during the stochastic certificate leaves it nil too.
+	certCtx := ctx
+	if p.Oracle.Model() == Deterministic {
+		certCtx = context.WithoutCancel(ctx)
+	}
+	if !s.Certify.Skip && certCtx.Err() == nil {
+		cert, err := certify(certCtx, p, res, &s, e.certSize)
+		if err != nil && ctx.Err() != nil {
+			cert, err = nil, nil
+		}
 		if err != nil && failure == nil {
 			failure = fmt.Errorf("solver: certificate: %w", err)
 		}

@@ -127,7 +127,7 @@ const (
 const maxDraw = 1 << 62
 
 // String implements Method.
-func (VRGHAL) String() string { return "vr-ghal" }
+func (VRGHAL) String() string { return "vrghal" }
 
 // Validate implements Validator. It checks the settings and that Model is
 // not stronger than the oracle's.

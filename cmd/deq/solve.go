@@ -20,20 +20,21 @@ import (
 
 // solveFlags are the flags of `deq solve`.
 type solveFlags struct {
-	list       bool
-	problem    string
-	solver     string
-	norm       string
-	dim        int
-	gamma      float64
-	noise      float64
-	eps        float64
-	delta      float64
-	seed       uint64
-	maxSamples int64
-	maxIter    int
-	timeout    time.Duration
-	json       bool
+	list        bool
+	problem     string
+	solver      string
+	norm        string
+	dim         int
+	gamma       float64
+	noise       float64
+	eps         float64
+	delta       float64
+	seed        uint64
+	maxSamples  int64
+	maxIter     int
+	sampleScale float64
+	timeout     time.Duration
+	json        bool
 }
 
 func newSolveCmd() *cobra.Command {
@@ -77,6 +78,7 @@ it stopped.`,
 	fl.Float64Var(&f.noise, "noise", 0, "noise level σ > 0 (0: the problem's default)")
 	fl.Float64Var(&f.eps, "eps", 1e-2, "residual tolerance ε > 0 (stochastic solvers compare their estimate with it)")
 	fl.Float64Var(&f.delta, "delta", solver.DefaultCertDelta, "failure probability δ ∈ (0, 1) of the certificate")
+	fl.Float64Var(&f.sampleScale, "sample-scale", 1, "vrghal: multiplier on the paper's sample sizes (> 0; 1 = the paper's constants)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the problem and of the solver")
 	fl.Int64Var(&f.maxSamples, "max-samples", 0, "budget of unit samples, the certificate's excluded (0: none)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the solver package default)")
@@ -123,6 +125,8 @@ func (f solveFlags) prepare() (*solveJob, error) {
 		return nil, usagef("--eps = %v must be positive and finite", f.eps)
 	case !(f.delta > 0 && f.delta < 1):
 		return nil, usagef("--delta = %v must lie in (0, 1)", f.delta)
+	case !(f.sampleScale > 0) || math.IsInf(f.sampleScale, 1):
+		return nil, usagef("--sample-scale = %v must be positive and finite", f.sampleScale)
 	case f.maxSamples < 0:
 		return nil, usagef("--max-samples = %d must not be negative", f.maxSamples)
 	case f.maxIter < 0:
@@ -145,7 +149,7 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	if entry.stochastic && p.Model < entry.needs {
 		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.name, entry.needs, p.Name, p.Model)
 	}
-	m, err := entry.build(solverOptions{Eps: f.eps, Delta: f.delta, Problem: p})
+	m, err := entry.build(solverOptions{Eps: f.eps, Delta: f.delta, SampleScale: f.sampleScale, Problem: p})
 	if err != nil {
 		return nil, usagef("--solver %s: %v", entry.name, err)
 	}
@@ -218,7 +222,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		sp, oracle = p.OracleProblem(), "stochastic"
 	}
 	s := &solver.Settings{
-		Tol:        f.eps,
+		Tol:        f.eps * tolScale(j.entry),
 		MaxIter:    f.maxIter,
 		MaxSamples: f.maxSamples,
 		MaxTime:    f.timeout,
@@ -306,4 +310,12 @@ func printList(w io.Writer) error {
 	fmt.Fprintln(tw, "linf\tmaximum norm ℓ∞")
 	fmt.Fprintln(tw, "schatten:P\tSchatten-p norm of a matrix point, 2 ≤ P ≤ ∞ (schatten:inf is the spectral norm)")
 	return tw.Flush()
+}
+
+// tolScale returns the factor between --eps and Settings.Tol for a solver.
+func tolScale(e solverEntry) float64 {
+	if e.tolScale == 0 {
+		return 1
+	}
+	return e.tolScale
 }

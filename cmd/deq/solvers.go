@@ -10,8 +10,11 @@ import (
 type solverOptions struct {
 	// Eps is --eps, the residual tolerance (also Settings.Tol).
 	Eps float64
-	// Delta is --delta, the certificate's failure probability.
+	// Delta is --delta, the certificate's failure probability (also VR-GHAL's δ).
 	Delta float64
+	// SampleScale is --sample-scale, VR-GHAL's multiplier on the paper's
+	// sample sizes.
+	SampleScale float64
 	// Problem is the suite problem: its Gamma, Sigma and Model.
 	Problem *problems.Problem
 }
@@ -27,20 +30,16 @@ type solverEntry struct {
 	stochastic bool
 	// needs is the weakest oracle model a stochastic solver accepts.
 	needs solver.Model
+	// tolScale multiplies --eps to give Settings.Tol (zero means 1).
+	// VR-GHAL stops when its estimated residual is at most ε/2, leaving the
+	// other half of ε for the estimate's error.
+	tolScale float64
 	// build returns the configured method.
 	build func(o solverOptions) (solver.Method, error)
 }
 
 // solverRegistry returns the solvers of `deq solve`, in the order --list
 // prints them.
-//
-// TO ADD as its branch is merged (stochastic: true, needs: the weakest model
-// it documents):
-//
-//	"vrghal"   solver.VRGHAL, configured from o.Problem.Gamma, o.Eps, o.Delta
-//
-// Nothing else in the command needs to change: flag checks, the exact/oracle
-// choice, the model check and the report are driven by these fields.
 func solverRegistry() []solverEntry {
 	return []solverEntry{
 		{
@@ -80,6 +79,16 @@ func solverRegistry() []solverEntry {
 			summary: "limited-memory Broyden, memory 30 (exact operator)",
 			needs:   solver.Deterministic,
 			build:   func(solverOptions) (solver.Method, error) { return solver.Broyden{}, nil },
+		},
+		{
+			name:       "vrghal",
+			summary:    "VR-GHAL (variance-reduced gradual Halpern), γ̄ = the problem's γ, δ = --delta, β = 1/2; stops at estimated residual ε/2",
+			stochastic: true,
+			needs:      solver.BoundedVariance,
+			tolScale:   0.5,
+			build: func(o solverOptions) (solver.Method, error) {
+				return solver.VRGHAL{Gamma: o.Problem.Gamma, Delta: o.Delta, SampleScale: o.SampleScale}, nil
+			},
 		},
 		{
 			name:       "minibatch-km",
