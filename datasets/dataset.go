@@ -102,7 +102,9 @@ func (d *Dataset) Split(n int, seed uint64) (train, val *Dataset, err error) {
 	for i := range perm {
 		perm[i] = i
 	}
-	rand.New(rand.NewPCG(seed, streamSplit)).Shuffle(len(perm), func(i, j int) {
+	var pcg rand.PCG
+	seedPCG(&pcg, seed, streamSplit, 0)
+	rand.New(&pcg).Shuffle(len(perm), func(i, j int) {
 		perm[i], perm[j] = perm[j], perm[i]
 	})
 	vi, ti := perm[:n], perm[n:]

@@ -57,12 +57,12 @@ func ExampleOpen() {
 	}
 	// Output:
 	// 900 100 200
-	// X 128×784, one-hot 128×10, first label 2
 	// X 128×784, one-hot 128×10, first label 6
-	// X 128×784, one-hot 128×10, first label 6
+	// X 128×784, one-hot 128×10, first label 5
+	// X 128×784, one-hot 128×10, first label 7
 	// X 128×784, one-hot 128×10, first label 2
 	// X 128×784, one-hot 128×10, first label 3
-	// X 128×784, one-hot 128×10, first label 4
-	// X 128×784, one-hot 128×10, first label 2
+	// X 128×784, one-hot 128×10, first label 8
+	// X 128×784, one-hot 128×10, first label 9
 	// X 4×784, one-hot 4×10, first label 3
 }

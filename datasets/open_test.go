@@ -397,6 +397,12 @@ func TestDownload(t *testing.T) {
 		if e := dirEntries(t, filepath.Join(o.CacheDir, MNIST)); !slices.Equal(e, []string{StandardFiles[0] + ".gz"}) {
 			t.Errorf("cache holds %v, want only the verified training images", e)
 		}
+		// A later Fetch completes the set, downloading only what is missing.
+		o.Checksums = checksums
+		before := srv.requests
+		if _, err := Fetch(ctx, MNIST, o); err != nil || srv.requests-before != 3 {
+			t.Errorf("completing the set: %v after %d requests, want 3", err, srv.requests-before)
+		}
 	})
 
 	t.Run("server error", func(t *testing.T) {
