@@ -1,3 +1,104 @@
 // Package datasets reads, discovers, downloads and synthesises MNIST-style
 // image classification data and delivers it in batches.
+//
+// # IDX files
+//
+// ReadImages and ReadLabels (and their File variants) decode the IDX format
+// of MNIST and its relatives: a magic number (0x00000803 for images,
+// 0x00000801 for labels), big-endian uint32 dimensions and unsigned-byte
+// payload. Files may be raw or gzipped; compression is recognised by the
+// first two bytes (1f 8b), not by the name. Nothing malformed is loaded:
+// wrong magic, zero dimensions, a payload shorter or longer than the header
+// declares, a corrupt gzip stream, a label outside [0, classes), images and
+// labels of different counts, or a header declaring more than
+// ReadOptions.MaxBytes are all errors that name the file and match
+// ErrFormat. A header is checked against the file size (raw) or the most
+// the compressed size can expand to (gzip) before anything is allocated,
+// and otherwise memory grows only with the bytes actually read, so a lying
+// header cannot make the reader allocate gigabytes.
+//
+// # Finding data
+//
+// Open(ctx, spec, opts) loads a training and a test set (plus an optional
+// validation split and normalisation, see Options):
+//
+//   - "fashion-mnist" is found where Debian's dataset-fashion-mnist package
+//     installs it (/usr/share/datasets/fashion-mnist) or in the cache;
+//   - "mnist" and "kmnist" are found in the same places (usually the
+//     cache);
+//   - "synthetic" generates digits (below);
+//   - "" means MNIST if installed and the synthetic digits otherwise;
+//   - anything else is a directory holding the four StandardFiles.
+//
+// The cache is os.UserCacheDir()/deq unless the DEQ_CACHE_DIR environment
+// variable (read through Options.Getenv) or Options.CacheDir says otherwise.
+// Nothing is ever downloaded implicitly: Options.Download (or Fetch) fetches
+// a missing known data set from its published mirror or Options.BaseURL.
+// Every downloaded file is checked against its published MD5 checksum,
+// embedded in the package, or against Options.Checksums (MD5 or SHA-256),
+// and written atomically: streamed to a temporary file in the cache
+// directory, synced, and renamed into place only when the checksum matches.
+// The embedded checksums are those published by the data sets' authors and
+// torchvision; they could not be verified against the files offline, which
+// is why they can be overridden. Debian's Fashion-MNIST files are
+// recompressed (their checksums differ from the published ones), so files
+// found installed are validated as IDX files but not checksummed.
+//
+// # Synthetic digits
+//
+// A Synthesizer renders 28×28 greyscale digits 0–9 from the ten Go fonts
+// (golang.org/x/image/font/gofont: regular, medium, bold, their italics and
+// the mono faces) with random rotation (±15°), scale (0.75–1.1 of a 20-pixel
+// height), aspect change, shear, translation (±2.5 px), stroke thickening
+// or thinning, blur, ink intensity and Gaussian noise (DefaultJitter).
+// Image i of seed s depends on (s, i) alone, through a PCG generator seeded
+// from a hash of both, so any number of images can be generated, in
+// parallel, reproducibly. Generation takes about 30 µs per image on one
+// core (BenchmarkSynthetic reports the extrapolated time for 60000:
+// 1.7 s on one core of an AMD EPYC of the development machine, about half
+// that on two).
+//
+// The jitter is calibrated to make the task neither trivial nor hopeless.
+// Measured with the classifiers of classifier_test.go (minibatch SGD with
+// momentum on globally standardised pixels):
+//
+//	softmax regression, 10000 train / 2000 test, 15 epochs: 0.861 (seeds 2, 3: 0.871, 0.862)
+//	softmax regression, 60000 train / 10000 test, 15 epochs: 0.888
+//	784-128-10 ReLU MLP, 10000 train / 2000 test, 4 epochs:  0.990 (seeds 2, 3: 0.992, 0.992)
+//	784-128-10 ReLU MLP, 60000 train / 10000 test, 5 epochs: 0.9985
+//
+// so a linear model sits near 86–89% while a small non-linear model exceeds
+// 99%: room for a DEQ to show what it adds. The first and third lines are
+// asserted (bands [0.80, 0.92] and ≥ 0.98) by
+//
+//	go test -run 'TestSyntheticLinearBaseline|TestSyntheticMLP' -v ./datasets/
+//
+// The digits are cleaner and more uniform than handwriting: being drawn
+// from ten typefaces, they lack the variety of writers, and accuracy on
+// them does not predict accuracy on MNIST.
+//
+// # Batching
+//
+// A Dataset holds N images as float64 rows (Rows·Cols pixels, scaled to
+// [0, 1]) and their labels; Split holds out a seeded validation set, Head
+// and Subset select images, and a Normalizer fitted on the training set
+// (global or per-pixel mean and standard deviation) standardises every
+// set. A Batcher delivers minibatches as gonum *mat.Dense matrices (images
+// and one-hot labels) plus label and index slices, all preallocated and
+// reused: Reset and Next allocate nothing (BenchmarkBatcherNext, with
+// -benchmem, reports 0 allocs/op). Shuffling is seeded per epoch. The last
+// partial batch of an epoch is delivered (with fewer rows) unless
+// BatchOptions.DropLast is set.
+//
+// # Limitations
+//
+//   - Only unsigned-byte IDX files (type 0x08) are read, the type of every
+//     MNIST-style data set; other IDX element types are rejected.
+//   - A Dataset holds float64 pixels: MNIST's 60000 training images take
+//     376 MB.
+//   - Checksums of files already in the cache are not re-verified (they
+//     were verified when downloaded); files found installed are validated
+//     but never checksummed.
+//   - Find treats an unreadable data set directory as absent, so the
+//     default spec "" then falls back to the synthetic digits.
 package datasets
