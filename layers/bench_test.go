@@ -74,3 +74,20 @@ func BenchmarkWideForwardSampled(b *testing.B)  { benchOp(b, benchWide(), "eval"
 func BenchmarkWideVJPHidden(b *testing.B)       { benchOp(b, benchWide(), "vjp-hidden", 0) }
 func BenchmarkWideVJPHiddenSample(b *testing.B) { benchOp(b, benchWide(), "vjp-hidden", benchSample) }
 func BenchmarkWideVJP(b *testing.B)             { benchOp(b, benchWide(), "vjp", 0) }
+
+// benchProject times Project of a 128-hidden dense cell whose W is pushed
+// off the constraint before every call.
+func benchProject(b *testing.B, norm string) {
+	c := mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: 1, Lipschitz: Constraint{Norm: norm}, Seed: 1}))
+	w := c.W().Data()
+	b.ReportAllocs()
+	for b.Loop() {
+		w[0] += 1
+		if err := c.Project(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDenseProjectL2(b *testing.B)   { benchProject(b, "l2") }
+func BenchmarkDenseProjectLInf(b *testing.B) { benchProject(b, "linf") }

@@ -67,16 +67,19 @@ const MaxCachedSamples = 8
 // SetInput, and it also computes vector–Jacobian products from gorgonia
 // graphs built once per shape.
 //
-// Eval and EvalExact use a gonum path that allocates nothing per call and
-// computes the same expression as the graph; EvalGraph runs the graph's
-// forward pass. For a cell that averages M terms, a Sample of Size m < M
+// Eval and EvalExact use a gonum path that computes the same expression as
+// the graph and allocates nothing itself (gonum's matrix multiply allocates
+// a few small objects for its goroutines when it runs in parallel on large
+// batches); EvalGraph runs the graph's forward pass. For a cell that averages M terms, a Sample of Size m < M
 // draws m term indices uniformly with replacement from
 // rand.NewPCG(Seed, ·), so the same Sample at two points uses the same
 // terms; Size ≥ M evaluates the exact average and reports M samples.
 // Deterministic cells ignore the Sample and report one sample.
 //
-// Methods panic if a slice has the wrong length and return an error if
-// SetInput has not been called or a Sample size is not positive.
+// SetInput caches the input's contribution (such as xU + b), so it must be
+// called again after the parameters change. Methods panic if a slice has
+// the wrong length and return an error if SetInput has not been called or a
+// Sample size is not positive.
 type Evaluator interface {
 	solver.Oracle
 	solver.Exact

@@ -100,6 +100,18 @@ func TestVJPMatchesFiniteDifferences(t *testing.T) {
 	for _, tc := range smallCells() {
 		t.Run(tc.name, func(t *testing.T) {
 			e, x, z, g := setup(t, tc, 2)
+			// Build the graphs, then change every parameter in place: the
+			// graphs must see the new values (they share the storage).
+			require.NoError(t, e.VJP(nil, nil, z, g))
+			_, err := e.VJPHidden(make([]float64, len(z)), z, g, solver.Sample{Seed: 1, Size: e.Terms()})
+			require.NoError(t, err)
+			rng := rand.New(rand.NewPCG(77, 77))
+			for _, p := range tc.cell.Params() {
+				for i := range p.Data() {
+					p.Data()[i] += 0.1 * rng.NormFloat64()
+				}
+			}
+			require.NoError(t, e.SetInput(x))
 			f := make([]float64, e.Len())
 			// φ(z, x, θ) = ⟨g, f(z, x; θ)⟩ evaluated by the gonum path.
 			phi := func() float64 {
@@ -448,4 +460,20 @@ func ExampleDense() {
 	fmt.Printf("bound %.2f, residual below 1e-12: %v\n", cell.Bound(), res < 1e-12)
 	// Output:
 	// bound 0.50, residual below 1e-12: true
+}
+
+func TestEvalDoesNotAllocate(t *testing.T) {
+	// Below the sizes at which gonum's matrix multiply goes parallel (and
+	// allocates for its goroutines), the forward path allocates nothing.
+	for _, tc := range smallCells() {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, z, _ := setup(t, tc, 7)
+			dst := make([]float64, len(z))
+			s := solver.Sample{Seed: 3, Size: 2}
+			_, err := e.Eval(dst, z, s) // grow the sampler's buffer
+			require.NoError(t, err)
+			require.Zero(t, testing.AllocsPerRun(10, func() { _, _ = e.Eval(dst, z, s) }))
+			require.Zero(t, testing.AllocsPerRun(10, func() { _ = e.EvalExact(dst, z) }))
+		})
+	}
 }

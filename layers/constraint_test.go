@@ -191,3 +191,18 @@ func TestLipschitzMonitor(t *testing.T) {
 	_, err = NewLipschitzMonitor(e, n, 0)
 	require.ErrorContains(t, err, "gamma")
 }
+
+func TestPatchPermutation(t *testing.T) {
+	perm, err := PatchPermutation(4, 2)
+	require.NoError(t, err)
+	// 4×4 image, 2×2 patches: top-left, top-right, bottom-left, bottom-right.
+	require.Equal(t, []int{0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15}, perm)
+	perm, err = PatchPermutation(28, 7)
+	require.NoError(t, err)
+	sorted := slices.Sorted(slices.Values(perm))
+	for i, v := range sorted {
+		require.Equal(t, i, v, "a permutation of 0..783")
+	}
+	_, err = PatchPermutation(28, 5)
+	require.ErrorContains(t, err, "divide")
+}

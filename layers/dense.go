@@ -111,8 +111,7 @@ func (c *Dense) Proven(n solver.Norm) bool { return c.con.proven(n, c.shape.Rows
 
 // Project implements Cell: it enforces the Constraint on W.
 func (c *Dense) Project() error {
-	c.con.project(c.w.Data(), c.shape.Hidden)
-	if b := c.Bound(); math.IsNaN(b) {
+	if b := c.con.project(c.w.Data(), c.shape.Hidden); math.IsNaN(b) {
 		return fmt.Errorf("layers: Dense.Project: W holds NaN")
 	}
 	return nil

@@ -125,10 +125,9 @@ func (c *Mixture) wm(m int) []float64 {
 // Project implements Cell: it enforces the Constraint on every W_m.
 func (c *Mixture) Project() error {
 	for m := 0; m < c.m; m++ {
-		c.con.project(c.wm(m), c.shape.Hidden)
-	}
-	if math.IsNaN(c.Bound()) {
-		return fmt.Errorf("layers: Mixture.Project: W holds NaN")
+		if b := c.con.project(c.wm(m), c.shape.Hidden); math.IsNaN(b) {
+			return fmt.Errorf("layers: Mixture.Project: W_%d holds NaN", m)
+		}
 	}
 	return nil
 }
@@ -451,4 +450,31 @@ func (e *mixEval) VJP(dz, dx, z, g []float64) error {
 		addTo(bg[j*h:(j+1)*h], nodeData(mg.grads[1+3*M+j]))
 	}
 	return nil
+}
+
+// PatchPermutation returns the permutation that reorders a row-major
+// side×side image into patch-major order for a Mixture cell with
+// PatchLen = patch²: feature j of the reordered input is pixel perm[j], and
+// term m reads the m-th patch×patch block (blocks in row-major order). It
+// returns an error unless patch divides side.
+//
+// For 28×28 images and patch = 7 this gives 16 terms of 49 pixels:
+//
+//	for j, p := range perm { x[j] = img[p] }
+func PatchPermutation(side, patch int) ([]int, error) {
+	if side < 1 || patch < 1 || side%patch != 0 {
+		return nil, fmt.Errorf("layers: PatchPermutation: patch = %d must divide side = %d", patch, side)
+	}
+	per := side / patch
+	perm := make([]int, 0, side*side)
+	for br := 0; br < per; br++ {
+		for bc := 0; bc < per; bc++ {
+			for r := 0; r < patch; r++ {
+				for c := 0; c < patch; c++ {
+					perm = append(perm, (br*patch+r)*side+bc*patch+c)
+				}
+			}
+		}
+	}
+	return perm, nil
 }

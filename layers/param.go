@@ -19,7 +19,9 @@ import (
 //	adam := gorgonia.NewAdamSolver(gorgonia.WithLearnRate(1e-3))
 //	err := adam.Step(layers.ValueGrads(cell.Params()))
 //
-// The gorgonia solvers update the value in place and zero the gradient. A
+// The gorgonia solvers update the value in place and zero the gradient
+// (code that replaces the tensors' backing arrays instead breaks the
+// sharing). A
 // cell is no longer guaranteed to be Lipschitz after an update: call its
 // Project method after every optimiser step.
 type Param struct {
@@ -27,18 +29,25 @@ type Param struct {
 	rows, cols int
 	value      *tensor.Dense
 	grad       *tensor.Dense
+	// The tensors' backing slices, kept because tensor.Dense.Data
+	// allocates.
+	data, gdata []float64
 }
 
 var _ G.ValueGrad = (*Param)(nil)
 
 // newParam returns a zero rows×cols parameter.
 func newParam(name string, rows, cols int) *Param {
+	data := make([]float64, rows*cols)
+	gdata := make([]float64, rows*cols)
 	return &Param{
 		name:  name,
 		rows:  rows,
 		cols:  cols,
-		value: tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(make([]float64, rows*cols))),
-		grad:  tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(make([]float64, rows*cols))),
+		value: tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(data)),
+		grad:  tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(gdata)),
+		data:  data,
+		gdata: gdata,
 	}
 }
 
@@ -50,11 +59,11 @@ func (p *Param) Dims() (rows, cols int) { return p.rows, p.cols }
 
 // Data returns the parameter's values, row-major. The slice is the
 // parameter's storage: writes to it change the parameter.
-func (p *Param) Data() []float64 { return p.value.Data().([]float64) }
+func (p *Param) Data() []float64 { return p.data }
 
 // GradData returns the gradient, row-major. The slice is the gradient's
 // storage.
-func (p *Param) GradData() []float64 { return p.grad.Data().([]float64) }
+func (p *Param) GradData() []float64 { return p.gdata }
 
 // ZeroGrad sets the gradient to zero.
 func (p *Param) ZeroGrad() {
