@@ -216,7 +216,10 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 // gz = ∂L/∂z* it writes ∂L/∂x into dx (which may be nil) and adds ∂L/∂θ to
 // the gradients of the cell's parameters (layers.Param.GradData), according
 // to the layer's backward mode. Memory does not grow with the number of
-// solver iterations: no graph is unrolled over the forward solve.
+// solver iterations: no graph is unrolled over the forward solve. An
+// adjoint solve that stops short of its tolerance is not an error: its
+// Result in BackwardStats says why it stopped, and the gradient is computed
+// from the point it returned.
 func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
 	if sol == nil {
 		return nil, errors.New("deq: Backward: nil Solution")
