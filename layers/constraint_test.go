@@ -130,9 +130,6 @@ func TestMixtureProjectsEveryTerm(t *testing.T) {
 	require.InDelta(t, 0.6, c.Bound(), 1e-9)
 }
 
-// W returns the stacked term weights (test helper).
-func (c *Mixture) W() *Param { return c.w }
-
 func TestWideProjectBoundsL(t *testing.T) {
 	for _, norm := range []string{"l2", "linf", "lp:3"} {
 		c := mustCell(NewWide(WideConfig{Hidden: 4, Input: 2, Units: 5, Lipschitz: Constraint{Norm: norm, Gamma: 0.5}, Seed: 2}))

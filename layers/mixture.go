@@ -116,6 +116,9 @@ func (c *Mixture) Gamma() float64 { return c.con.gamma }
 // Proven implements Cell.
 func (c *Mixture) Proven(n solver.Norm) bool { return c.con.proven(n, c.shape.Rows) }
 
+// W returns the stacked recurrent weights W_0, …, W_{M−1}.
+func (c *Mixture) W() *Param { return c.w }
+
 // wm returns W_m's storage.
 func (c *Mixture) wm(m int) []float64 {
 	h := c.shape.Hidden
