@@ -1,4 +1,62 @@
 // Package layers defines implicit cells f(z, x; θ) for deep equilibrium
 // models and the stochastic oracles that evaluate them on minibatches of
 // their terms.
+//
+// # Layout
+//
+// A batch of n examples is a row-major matrix: example b's hidden state, a
+// Rows×Hidden matrix (Rows = 1 for vectors), occupies
+// [b·Rows·Hidden, (b+1)·Rows·Hidden) of a []float64, and likewise its input.
+// solver.Batched norms then apply per example: ℓp entrywise, or Schatten-p
+// on the Rows×Hidden matrix. Every cell maps each row of the state with the
+// same weights, so a batch is also an (n·Rows)×Hidden matrix.
+//
+// # Cells
+//
+//   - Dense: z ↦ σ(zW + xU + b), deterministic.
+//   - Wide: z ↦ (1/M) Σ_m v_m σ(⟨w_m, z⟩ + ⟨u_m, x⟩ + b_m) over M hidden
+//     units; its oracle samples units (LipschitzInExpectation).
+//   - Mixture: z ↦ (1/M) Σ_m σ(zW_m + x_m U_m + b_m) over M input patches or
+//     heads x_m; its oracle samples terms (SamplewiseLipschitz).
+//
+// σ is ReLU or tanh. Each cell's Project rescales its weights after an
+// optimiser step so that the cell is γ̄-Lipschitz in z in a chosen ℓp norm
+// (Constraint); Proven says in which norms the bound is a theorem. Where it
+// is not (elementwise activations under Schatten-p, p ≠ 2, on matrix
+// states), LipschitzMonitor measures empirical ratios along a solve.
+//
+// # Evaluation
+//
+// Cell.Evaluator(n) returns an Evaluator for batches of n examples, cached
+// per batch size. It is a solver.Oracle (and solver.Exact) on the hidden
+// state for the input set by SetInput: Eval draws term indices with
+// math/rand/v2's PCG seeded by Sample.Seed, so the same Sample at two points
+// uses the same terms, and a Sample of size ≥ M is the exact average (M
+// samples reported). Forward evaluations run on an allocation-free gonum
+// path (input terms xU + b are computed once per SetInput); the gorgonia
+// graph of the same expression (EvalGraph) is checked against it.
+// Vector–Jacobian products come from gorgonia graphs built once per batch
+// size (and, for sampled hidden-state VJPs, once per minibatch size, in a
+// bounded cache), never per solver iteration: VJPHidden gives
+// (∂τ/∂z)ᵀg for an exact or minibatch estimate τ, VJP the exact
+// (∂f/∂z)ᵀg, (∂f/∂x)ᵀg and the parameter gradients.
+//
+// # Parameters
+//
+// Param holds a parameter's value and gradient as float64 tensors that
+// every graph shares; it implements gorgonia.ValueGrad, so gorgonia's
+// solvers update it in place. Call Project after each update.
+//
+// # Limitations
+//
+//   - Each gorgonia run allocates its intermediate tensors (about 0.5 MiB for
+//     a hidden-state VJP of a 256×128 dense cell); the gonum forward path
+//     allocates only what gonum's parallel matrix multiply allocates
+//     internally (about 20 small objects per call for large batches).
+//   - The ℓp constraint for 2 < p < ∞ uses the Riesz–Thorin bound, which can
+//     be loose; the ℓ2 constraint's bound is exact only on the calls that run
+//     the exact check (every call by default).
+//   - The Wide cell's individual units need not be contractive: only the
+//     exact operator and the mean-square Lipschitz constant L are bounded.
+//   - Cells and evaluators are not safe for concurrent use.
 package layers

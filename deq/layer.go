@@ -1,0 +1,345 @@
+package deq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
+)
+
+// Layer is a deep equilibrium layer: it maps an input batch x to the fixed
+// point z* = f(z*, x; θ) of a cell, found by a forward solver, and
+// differentiates through z* with a backward mode.
+//
+// A Layer keeps per-batch-size state (the cell's evaluator, norms, a
+// Lipschitz monitor) for the last few batch sizes. It is not safe for
+// concurrent use.
+type Layer struct {
+	cell    layers.Cell
+	s       Settings
+	batches []*batch // most recently used first
+	applied int      // number of Apply calls, to name graph nodes
+}
+
+// batch is the state of a Layer for one batch size.
+type batch struct {
+	n       int
+	ev      layers.Evaluator
+	norm    solver.Norm // forward norm (Batched)
+	adjNorm solver.Norm
+	proven  bool
+	monitor *layers.LipschitzMonitor
+	fwd     solver.Oracle // the forward oracle (possibly the monitor)
+}
+
+// Solution is the result of one forward pass of a batch, and what Backward
+// needs to differentiate through it.
+type Solution struct {
+	// Z is the fixed point z*, laid out as layers.Shape describes.
+	Z []float64
+	// X is a copy of the input.
+	X []float64
+	// Examples is the batch size.
+	Examples int
+	// Result is the forward solver's result: status, statistics and
+	// residual certificate. Result.X is Z.
+	Result *solver.Result
+	// Sampled reports whether the forward solver saw the stochastic oracle.
+	Sampled bool
+	// Proven reports whether the cell proves its Lipschitz bound in the
+	// forward norm.
+	Proven bool
+	// Lipschitz holds the empirical Lipschitz ratios of the forward solve,
+	// with a warning if they exceeded the cell's bound; nil when the solve
+	// was not monitored (see Settings.Monitor).
+	Lipschitz *layers.LipschitzStats
+}
+
+// BackwardStats describe one backward pass.
+type BackwardStats struct {
+	// Mode is the backward mode used.
+	Mode Backward
+	// Adjoint is the adjoint solve's result (Implicit only): its residual
+	// certificate bounds ‖J_f(z*)ᵀg + ∂L/∂z* − g‖ in Settings.AdjointNorm.
+	Adjoint *solver.Result
+	// VJPs counts the full vector–Jacobian products (with parameter
+	// gradients) computed.
+	VJPs int
+}
+
+// New returns a Layer for cell. A nil s means the default Settings.
+func New(cell layers.Cell, s *Settings) (*Layer, error) {
+	if cell == nil {
+		return nil, errors.New("deq: New: nil cell")
+	}
+	c, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sh := cell.Shape()
+	if _, err := solver.ParseNorm(c.Norm, sh.Rows, sh.Hidden); err != nil {
+		return nil, fmt.Errorf("deq: Settings.Norm: %w", err)
+	}
+	if _, err := solver.ParseNorm(c.AdjointNorm, sh.Rows, sh.Hidden); err != nil {
+		return nil, fmt.Errorf("deq: Settings.AdjointNorm: %w", err)
+	}
+	return &Layer{cell: cell, s: c}, nil
+}
+
+// Cell returns the layer's cell.
+func (l *Layer) Cell() layers.Cell { return l.cell }
+
+// Params returns the cell's parameters.
+func (l *Layer) Params() []*layers.Param { return l.cell.Params() }
+
+// Settings returns the layer's settings with defaults filled in.
+func (l *Layer) Settings() Settings { return l.s }
+
+// batch returns the state for n examples, building it on first use.
+func (l *Layer) batch(n int) (*batch, error) {
+	for i, b := range l.batches {
+		if b.n == n {
+			copy(l.batches[1:i+1], l.batches[:i])
+			l.batches[0] = b
+			return b, nil
+		}
+	}
+	ev, err := l.cell.Evaluator(n)
+	if err != nil {
+		return nil, err
+	}
+	sh := l.cell.Shape()
+	batched := func(name string) (solver.Norm, error) {
+		ex, err := solver.ParseNorm(name, sh.Rows, sh.Hidden)
+		if err != nil {
+			return nil, err
+		}
+		return solver.NewBatched(ex, n)
+	}
+	b := &batch{n: n, ev: ev}
+	if b.norm, err = batched(l.s.Norm); err != nil {
+		return nil, err
+	}
+	if b.adjNorm, err = batched(l.s.AdjointNorm); err != nil {
+		return nil, err
+	}
+	b.proven = l.cell.Proven(b.norm)
+	b.fwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ev, layers.ExactOracle(ev), b.norm)
+	if l.s.Monitor == MonitorAlways || (l.s.Monitor == MonitorUnproven && !b.proven) {
+		if b.monitor, err = layers.NewLipschitzMonitor(b.fwd, b.norm, l.cell.Gamma()); err != nil {
+			return nil, err
+		}
+		b.fwd = b.monitor
+	}
+	if len(l.batches) < layers.MaxCachedBatches {
+		l.batches = append(l.batches, nil)
+	}
+	copy(l.batches[1:], l.batches)
+	l.batches[0] = b
+	return b, nil
+}
+
+// chooseOracle returns the oracle a method sees under mode.
+func chooseOracle(mode OracleMode, m solver.Method, sampled, exact solver.Oracle, norm solver.Norm) solver.Oracle {
+	if sampled.Model() == solver.Deterministic {
+		return sampled
+	}
+	switch mode {
+	case Exact:
+		return exact
+	case Sampled:
+		return sampled
+	}
+	if v, ok := m.(solver.Validator); ok && v.Validate(solver.Problem{Oracle: sampled, Norm: norm}) == nil {
+		return sampled
+	}
+	return exact
+}
+
+// examples returns the batch size of an input of length nx.
+func (l *Layer) examples(nx int) (int, error) {
+	d := l.cell.Shape().InputLen()
+	if nx == 0 || nx%d != 0 {
+		return 0, fmt.Errorf("deq: input length %d is not a positive multiple of the cell's input length %d", nx, d)
+	}
+	return nx / d, nil
+}
+
+// Forward solves z* = f(z*, x) for a batch x (length a multiple of the
+// cell's Shape().InputLen()) from z = 0. A solve that stops short of its
+// tolerance is not an error: Solution.Result.Status says why it stopped.
+// Forward returns an error for invalid input and for failures of the
+// solver or the cell; the Solution is then nil unless the solver returned a
+// result.
+func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
+	n, err := l.examples(len(x))
+	if err != nil {
+		return nil, err
+	}
+	b, err := l.batch(n)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ev.SetInput(x); err != nil {
+		return nil, err
+	}
+	if b.monitor != nil {
+		b.monitor.Reset()
+	}
+	z0 := make([]float64, b.ev.Len())
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &l.s.ForwardSettings, l.s.Forward)
+	if res == nil {
+		return nil, fmt.Errorf("deq: forward solve: %w", err)
+	}
+	sol := &Solution{
+		Z:        res.X,
+		X:        slices.Clone(x),
+		Examples: n,
+		Result:   res,
+		Sampled:  b.fwd.Model() != solver.Deterministic,
+		Proven:   b.proven,
+	}
+	if b.monitor != nil {
+		st := b.monitor.Stats()
+		sol.Lipschitz = &st
+	}
+	if err != nil {
+		return sol, fmt.Errorf("deq: forward solve: %w", err)
+	}
+	return sol, nil
+}
+
+// Backward differentiates a loss L through the fixed point of sol: given
+// gz = ∂L/∂z* it writes ∂L/∂x into dx (which may be nil) and adds ∂L/∂θ to
+// the gradients of the cell's parameters (layers.Param.GradData), according
+// to the layer's backward mode. Memory does not grow with the number of
+// solver iterations: no graph is unrolled over the forward solve. An
+// adjoint solve that stops short of its tolerance is not an error: its
+// Result in BackwardStats says why it stopped, and the gradient is computed
+// from the point it returned.
+func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
+	if sol == nil {
+		return nil, errors.New("deq: Backward: nil Solution")
+	}
+	b, err := l.batch(sol.Examples)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(sol.Z) != b.ev.Len() || len(sol.X) != sol.Examples*l.cell.Shape().InputLen():
+		return nil, fmt.Errorf("deq: Backward: Solution does not match the cell's shapes")
+	case len(gz) != len(sol.Z):
+		return nil, fmt.Errorf("deq: Backward: gz has length %d, want %d", len(gz), len(sol.Z))
+	case dx != nil && len(dx) != len(sol.X):
+		return nil, fmt.Errorf("deq: Backward: dx has length %d, want %d", len(dx), len(sol.X))
+	}
+	if err := b.ev.SetInput(sol.X); err != nil {
+		return nil, err
+	}
+	st := &BackwardStats{Mode: l.s.Backward}
+	switch l.s.Backward {
+	case JacobianFree:
+		st.VJPs = 1
+		return st, b.ev.VJP(nil, dx, sol.Z, gz)
+	case Phantom:
+		return st, l.phantom(b, sol, gz, dx, st)
+	}
+	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz}
+	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, exact: true}
+	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &l.s.AdjointSettings, l.s.Adjoint)
+	st.Adjoint = res
+	if err != nil {
+		return st, fmt.Errorf("deq: adjoint solve: %w", err)
+	}
+	st.VJPs = 1
+	return st, b.ev.VJP(nil, dx, sol.Z, res.X)
+}
+
+// phantom backpropagates through k damped steps from z*.
+func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardStats) error {
+	k, lam := l.s.PhantomSteps, l.s.PhantomDamping
+	n := len(sol.Z)
+	hs := make([][]float64, k)
+	hs[0] = sol.Z
+	f := make([]float64, n)
+	for t := 1; t < k; t++ {
+		if err := b.ev.EvalExact(f, hs[t-1]); err != nil {
+			return err
+		}
+		h := make([]float64, n)
+		for i := range h {
+			h[i] = (1-lam)*hs[t-1][i] + lam*f[i]
+		}
+		hs[t] = h
+	}
+	g := slices.Clone(gz)
+	lg := make([]float64, n)
+	dz := make([]float64, n)
+	var dxt []float64
+	if dx != nil {
+		clear(dx)
+		dxt = make([]float64, len(dx))
+	}
+	for t := k - 1; t >= 0; t-- {
+		for i := range lg {
+			lg[i] = lam * g[i]
+		}
+		if err := b.ev.VJP(dz, dxt, hs[t], lg); err != nil {
+			return err
+		}
+		st.VJPs++
+		for i := range g {
+			g[i] = (1-lam)*g[i] + dz[i]
+		}
+		for i := range dxt {
+			dx[i] += dxt[i]
+		}
+	}
+	return nil
+}
+
+// adjointOracle is g ↦ (∂τ/∂z)(z*)ᵀg + rhs, with τ the cell's minibatch
+// oracle (or its exact operator).
+type adjointOracle struct {
+	ev    layers.Evaluator
+	z     []float64
+	rhs   []float64
+	exact bool
+}
+
+var (
+	_ solver.Oracle = (*adjointOracle)(nil)
+	_ solver.Exact  = (*adjointOracle)(nil)
+)
+
+func (a *adjointOracle) Len() int { return a.ev.Len() }
+
+func (a *adjointOracle) Model() solver.Model {
+	if a.exact {
+		return solver.Deterministic
+	}
+	return a.ev.Model()
+}
+
+func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
+	if a.exact {
+		s = solver.Sample{Size: a.ev.Terms()}
+	}
+	k, err := a.ev.VJPHidden(dst, a.z, g, s)
+	if err != nil {
+		return k, err
+	}
+	for i, v := range a.rhs {
+		dst[i] += v
+	}
+	return k, nil
+}
+
+func (a *adjointOracle) EvalExact(dst, g []float64) error {
+	_, err := (&adjointOracle{ev: a.ev, z: a.z, rhs: a.rhs, exact: true}).Eval(dst, g, solver.Sample{})
+	return err
+}

@@ -1,0 +1,93 @@
+package layers
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/deqgo/deq/solver"
+)
+
+// Benchmark shapes: a batch of 256 examples with 128 hidden and 128 input
+// features; the wide cell has 256 units and samples 32 of them.
+const (
+	benchBatch  = 256
+	benchHidden = 128
+	benchUnits  = 256
+	benchSample = 32
+)
+
+func benchDense() Cell {
+	return mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: benchHidden, Seed: 1}))
+}
+
+func benchWide() Cell {
+	return mustCell(NewWide(WideConfig{Hidden: benchHidden, Input: benchHidden, Units: benchUnits, Seed: 1}))
+}
+
+// benchOp times one evaluator operation: "eval" (the oracle with Sample
+// size, size 0 meaning exact), "vjp-hidden" (likewise) or "vjp" (the full
+// exact VJP with parameter gradients).
+func benchOp(b *testing.B, c Cell, op string, size int) {
+	e, err := c.Evaluator(benchBatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	if err := e.SetInput(randVec(rng, benchBatch*c.Shape().InputLen(), 1)); err != nil {
+		b.Fatal(err)
+	}
+	z := randVec(rng, e.Len(), 1)
+	g := randVec(rng, e.Len(), 1)
+	dst := make([]float64, e.Len())
+	if size == 0 {
+		size = e.Terms()
+	}
+	s := solver.Sample{Seed: 1, Size: size}
+	run := func() error {
+		switch op {
+		case "eval":
+			_, err := e.Eval(dst, z, s)
+			return err
+		case "vjp-hidden":
+			_, err := e.VJPHidden(dst, z, g, s)
+			return err
+		default:
+			return e.VJP(dst, nil, z, g)
+		}
+	}
+	if err := run(); err != nil { // build the graphs outside the timing
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDenseForward(b *testing.B)        { benchOp(b, benchDense(), "eval", 0) }
+func BenchmarkDenseVJPHidden(b *testing.B)      { benchOp(b, benchDense(), "vjp-hidden", 0) }
+func BenchmarkDenseVJP(b *testing.B)            { benchOp(b, benchDense(), "vjp", 0) }
+func BenchmarkWideForward(b *testing.B)         { benchOp(b, benchWide(), "eval", 0) }
+func BenchmarkWideForwardSampled(b *testing.B)  { benchOp(b, benchWide(), "eval", benchSample) }
+func BenchmarkWideVJPHidden(b *testing.B)       { benchOp(b, benchWide(), "vjp-hidden", 0) }
+func BenchmarkWideVJPHiddenSample(b *testing.B) { benchOp(b, benchWide(), "vjp-hidden", benchSample) }
+func BenchmarkWideVJP(b *testing.B)             { benchOp(b, benchWide(), "vjp", 0) }
+
+// benchProject times Project of a 128-hidden dense cell whose W is pushed
+// off the constraint before every call.
+func benchProject(b *testing.B, norm string) {
+	c := mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: 1, Lipschitz: Constraint{Norm: norm}, Seed: 1}))
+	w := c.W().Data()
+	b.ReportAllocs()
+	for b.Loop() {
+		w[0] += 1
+		if err := c.Project(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDenseProjectL2(b *testing.B)   { benchProject(b, "l2") }
+func BenchmarkDenseProjectLInf(b *testing.B) { benchProject(b, "linf") }

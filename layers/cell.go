@@ -1,0 +1,283 @@
+package layers
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/deqgo/deq/solver"
+)
+
+// Shape is the per-example shape of a cell's hidden state and input. The
+// hidden state of one example is a Rows×Hidden matrix and its input a
+// Rows×Input matrix, both row-major; Rows = 1 gives vector states. A batch
+// of n examples stores example b at [b·Rows·Hidden, (b+1)·Rows·Hidden), so
+// the batch is also a row-major (n·Rows)×Hidden matrix, and
+// solver.Batched norms apply per example (ℓp entrywise, Schatten-p on the
+// Rows×Hidden matrix).
+type Shape struct {
+	Rows, Hidden, Input int
+}
+
+// HiddenLen returns Rows·Hidden, the length of one example's hidden state.
+func (s Shape) HiddenLen() int { return s.Rows * s.Hidden }
+
+// InputLen returns Rows·Input, the length of one example's input.
+func (s Shape) InputLen() int { return s.Rows * s.Input }
+
+// Cell is an implicit cell f(z, x; θ) acting on batches of hidden states z
+// and inputs x laid out as described by Shape.
+//
+// Cells are not safe for concurrent use: they share scratch space and
+// cached graphs between calls.
+type Cell interface {
+	// Shape returns the per-example shapes.
+	Shape() Shape
+	// Params returns the trainable parameters, in a fixed order.
+	Params() []*Param
+	// Gamma returns the Lipschitz bound γ̄ that Project enforces.
+	Gamma() float64
+	// Proven reports whether z ↦ f(z, x) is provably Gamma()-Lipschitz
+	// (for stochastic cells: its exact operator, and each unit sample in the
+	// sense of the cell's Model) in the per-example norm n (the Example of
+	// a *solver.Batched is used), as long as Project has run after the last
+	// change to the parameters.
+	Proven(n solver.Norm) bool
+	// Project rescales the parameters in place so that the Lipschitz bound
+	// holds again. Call it after every optimiser update.
+	Project() error
+	// Evaluator returns the evaluator for batches of n examples. Evaluators
+	// and their graphs are built on first use and cached for a few batch
+	// sizes; the cell keeps at most MaxCachedBatches of them.
+	Evaluator(n int) (Evaluator, error)
+}
+
+// MaxCachedBatches is the number of batch sizes for which a cell keeps its
+// evaluators (and their gorgonia graphs).
+const MaxCachedBatches = 4
+
+// MaxCachedSamples is the number of minibatch sizes for which an evaluator
+// of a stochastic cell keeps its sampled vector–Jacobian-product graphs.
+const MaxCachedSamples = 8
+
+// Evaluator evaluates a cell on batches of a fixed number of examples. It
+// is a solver.Oracle on the hidden state for the input fixed by the last
+// SetInput, and it also computes vector–Jacobian products from gorgonia
+// graphs built once per shape.
+//
+// Eval and EvalExact use a gonum path that computes the same expression as
+// the graph and allocates nothing itself (gonum's matrix multiply allocates
+// a few small objects for its goroutines when it runs in parallel on large
+// batches); EvalGraph runs the graph's forward pass. For a cell that averages M terms, a Sample of Size m < M
+// draws m term indices uniformly with replacement from
+// rand.NewPCG(Seed, ·), so the same Sample at two points uses the same
+// terms; Size ≥ M evaluates the exact average and reports M samples.
+// Deterministic cells ignore the Sample and report one sample.
+//
+// SetInput caches the input's contribution (such as xU + b), so it must be
+// called again after the parameters change. Methods panic if a slice has
+// the wrong length and return an error if SetInput has not been called or a
+// Sample size is not positive.
+type Evaluator interface {
+	solver.Oracle
+	solver.Exact
+	// Examples returns the number of examples in a batch.
+	Examples() int
+	// Terms returns M, the number of terms the cell averages (1 for a
+	// deterministic cell).
+	Terms() int
+	// SetInput fixes the input x (length Examples()·Shape().InputLen()) for
+	// the calls that follow. It copies x.
+	SetInput(x []float64) error
+	// EvalGraph writes f(z, x) computed by the gorgonia graph into dst.
+	EvalGraph(dst, z []float64) error
+	// VJPHidden writes into dst the vector–Jacobian product
+	// (∂τ(z, x; ξ)/∂z)ᵀ g of the minibatch estimate τ named by s (the exact
+	// f when s.Size ≥ Terms() or the cell is deterministic) and returns the
+	// number of unit samples used.
+	VJPHidden(dst, z, g []float64, s solver.Sample) (int, error)
+	// VJP computes the exact vector–Jacobian products of f at (z, x) with
+	// cotangent g: it writes (∂f/∂z)ᵀg into dz and (∂f/∂x)ᵀg into dx (either
+	// may be nil) and adds (∂f/∂θ)ᵀg to the gradient of every parameter.
+	VJP(dz, dx, z, g []float64) error
+}
+
+// ExactOracle returns the deterministic oracle z ↦ f(z, x) of an evaluator
+// (its EvalExact), for the deterministic solvers. Each evaluation reports
+// Terms() unit samples, the work of an exact average, so that sample counts
+// compare with those of a stochastic solver on the same cell.
+func ExactOracle(e Evaluator) solver.Oracle { return exactOracle{e} }
+
+type exactOracle struct{ e Evaluator }
+
+func (o exactOracle) Len() int            { return o.e.Len() }
+func (o exactOracle) Model() solver.Model { return solver.Deterministic }
+func (o exactOracle) Eval(dst, x []float64, _ solver.Sample) (int, error) {
+	return o.e.Terms(), o.e.EvalExact(dst, x)
+}
+func (o exactOracle) EvalExact(dst, x []float64) error { return o.e.EvalExact(dst, x) }
+
+var (
+	_ solver.Oracle = exactOracle{}
+	_ solver.Exact  = exactOracle{}
+)
+
+// checkShape validates the common fields of a cell configuration.
+func checkShape(kind string, rows, hidden, input int) (Shape, error) {
+	switch {
+	case hidden < 1:
+		return Shape{}, fmt.Errorf("layers: %s.Hidden = %d must be positive", kind, hidden)
+	case input < 1:
+		return Shape{}, fmt.Errorf("layers: %s.Input = %d must be positive", kind, input)
+	case rows < 0:
+		return Shape{}, fmt.Errorf("layers: %s.Rows = %d must not be negative", kind, rows)
+	}
+	if rows == 0 {
+		rows = 1
+	}
+	return Shape{Rows: rows, Hidden: hidden, Input: input}, nil
+}
+
+func checkLen(what string, got, want int) {
+	if got != want {
+		panic(fmt.Sprintf("layers: %s has length %d, want %d", what, got, want))
+	}
+}
+
+// cache is a small most-recently-used cache keyed by int.
+type cache[V any] struct {
+	keys []int
+	vals []V
+	max  int
+}
+
+func (c *cache[V]) get(k int, build func() (V, error)) (V, error) {
+	for i, kk := range c.keys {
+		if kk == k {
+			v := c.vals[i]
+			// Move to the front.
+			copy(c.keys[1:i+1], c.keys[:i])
+			copy(c.vals[1:i+1], c.vals[:i])
+			c.keys[0], c.vals[0] = k, v
+			return v, nil
+		}
+	}
+	v, err := build()
+	if err != nil {
+		return v, err
+	}
+	if len(c.keys) < c.max {
+		var zero V
+		c.keys = append(c.keys, 0)
+		c.vals = append(c.vals, zero)
+	}
+	copy(c.keys[1:], c.keys)
+	copy(c.vals[1:], c.vals)
+	c.keys[0], c.vals[0] = k, v
+	return v, nil
+}
+
+// sampler draws term indices for Samples without allocating.
+type sampler struct {
+	src *rand.PCG
+	rng *rand.Rand
+	idx []int
+}
+
+// samplerStream is the second PCG word of term sampling.
+const samplerStream = 0x5851f42d4c957f2d
+
+func newSampler() *sampler {
+	src := rand.NewPCG(0, samplerStream)
+	return &sampler{src: src, rng: rand.New(src)}
+}
+
+// draw returns s.Size indices drawn uniformly with replacement from [0, m),
+// or nil when s.Size ≥ m (the exact average).
+func (sp *sampler) draw(s solver.Sample, m int) ([]int, error) {
+	if s.Size < 1 {
+		return nil, fmt.Errorf("layers: Sample.Size = %d must be positive", s.Size)
+	}
+	if s.Size >= m {
+		return nil, nil
+	}
+	sp.src.Seed(s.Seed, samplerStream)
+	if cap(sp.idx) < s.Size {
+		sp.idx = make([]int, s.Size, max(s.Size, 2*cap(sp.idx)))
+	}
+	sp.idx = sp.idx[:s.Size]
+	for i := range sp.idx {
+		sp.idx[i] = sp.rng.IntN(m)
+	}
+	return sp.idx, nil
+}
+
+// graph is a gorgonia expression graph with helpers to declare inputs.
+type graph struct {
+	g *G.ExprGraph
+}
+
+// input declares a rows×cols input node bound to a fresh backing slice,
+// which the caller fills before each run.
+func (g graph) input(name string, rows, cols int) (*G.Node, []float64) {
+	data := make([]float64, rows*cols)
+	return g.bound(name, view(data, rows, cols)), data
+}
+
+// bound declares an input node bound to t (a parameter or a view of one).
+func (g graph) bound(name string, t *tensor.Dense) *G.Node {
+	s := t.Shape()
+	return G.NewMatrix(g.g, tensor.Float64, G.WithShape(s[0], s[1]), G.WithName(name), G.WithValue(t))
+}
+
+// build runs f, turning the panics of gorgonia.Must into an error.
+func build(what string, f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("layers: building %s graph: %v", what, r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// machine is a compiled tape for a set of output nodes.
+type machine struct {
+	vm G.VM
+}
+
+func newMachine(g *G.ExprGraph, roots ...*G.Node) *machine {
+	return &machine{vm: G.NewTapeMachine(g.SubgraphRoots(roots...))}
+}
+
+func (m *machine) run() error {
+	m.vm.Reset()
+	if err := m.vm.RunAll(); err != nil {
+		return fmt.Errorf("layers: running graph: %w", err)
+	}
+	return nil
+}
+
+// nodeData returns the float64 data of a node's value after a run.
+func nodeData(n *G.Node) []float64 {
+	return n.Value().Data().([]float64)
+}
+
+// addTo adds src to dst.
+func addTo(dst, src []float64) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// backprop returns the gradient nodes of ⟨g, out⟩ with respect to wrt; it
+// panics on error (inside build).
+func backprop(out, g *G.Node, wrt G.Nodes) G.Nodes {
+	grads, err := G.Backpropagate(G.Nodes{out}, G.Nodes{g}, wrt)
+	if err != nil {
+		panic(err)
+	}
+	return grads
+}

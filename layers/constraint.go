@@ -1,0 +1,295 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/deqgo/deq/solver"
+)
+
+// Default values used where a Constraint field is zero.
+const (
+	DefaultGamma      = 0.9
+	DefaultPowerIters = 2
+)
+
+// Constraint bounds the Lipschitz constant in z of a cell's linear maps in
+// an ℓp norm of the per-example hidden state.
+//
+// Cells apply a weight matrix W (Hidden×Hidden) to every row z of a hidden
+// state as z ↦ zW, that is, to column vectors as z ↦ Wᵀz. Project rescales W
+// in place so that the induced operator norm ‖Wᵀ‖_{p→p} stays at most Gamma:
+//
+//   - l2 (the default): spectral normalisation. PowerIters steps of power
+//     iteration from a persistent vector estimate σ̂ ≤ ‖W‖₂ and rescale W by
+//     Gamma/σ̂ when σ̂ > Gamma; every ExactEvery-th call (every call by
+//     default) the exact largest singular value σ (gonum's SVD) is computed
+//     and W rescaled by Gamma/σ when σ > Gamma. Only the exact check makes the
+//     bound certain; between checks it holds up to the accuracy of the power
+//     iteration.
+//   - linf: every row of Wᵀ (column of W) whose absolute sum exceeds Gamma is
+//     rescaled to sum Gamma, so max_i Σ_j |W_ji| ≤ Gamma exactly.
+//   - lp:P (2 < P < ∞): W is rescaled as a whole so that the Riesz–Thorin
+//     bound ‖Wᵀ‖_p ≤ ‖Wᵀ‖₁^{1/p} ‖Wᵀ‖_∞^{1−1/p} is at most Gamma; the true
+//     operator norm may be smaller, so this is conservative.
+//
+// With an elementwise 1-Lipschitz activation the cell z ↦ σ(zW + c) is then
+// Gamma-Lipschitz in that ℓp norm, applied to a vector or entrywise to a
+// Rows×Hidden matrix state (each row is mapped by the same W).
+type Constraint struct {
+	// Norm is "l2", "linf" or "lp:P" with 2 ≤ P < ∞. Empty means "l2".
+	Norm string
+	// Gamma is the bound γ̄ > 0. Zero means DefaultGamma. The solvers need
+	// γ̄ < 1 for a contraction and γ̄ ≤ 1 for a nonexpansive cell.
+	Gamma float64
+	// PowerIters is the number of power-iteration steps per Project for l2.
+	// Zero means DefaultPowerIters.
+	PowerIters int
+	// ExactEvery makes every ExactEvery-th Project for l2 compute the exact
+	// spectral norm. Zero means 1: every call.
+	ExactEvery int
+}
+
+// normKind is the family of the constraint norm.
+type normKind int
+
+const (
+	kindL2 normKind = iota
+	kindLInf
+	kindLP
+)
+
+// opNorm enforces a Constraint on h×h matrices. It holds scratch space and
+// the persistent power-iteration vector.
+type opNorm struct {
+	kind       normKind
+	p          float64
+	gamma      float64
+	powerIters int
+	exactEvery int
+	calls      int
+	u, v       []float64
+	a          *mat.Dense
+	svd        mat.SVD
+	sv         []float64
+}
+
+// newOpNorm validates c and returns its enforcer for h×h matrices.
+func newOpNorm(c Constraint, h int) (*opNorm, error) {
+	o := &opNorm{gamma: c.Gamma, powerIters: c.PowerIters, exactEvery: c.ExactEvery}
+	switch {
+	case c.Gamma < 0 || math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0):
+		return nil, fmt.Errorf("layers: Constraint.Gamma = %v must be positive and finite", c.Gamma)
+	case c.PowerIters < 0:
+		return nil, fmt.Errorf("layers: Constraint.PowerIters = %d must not be negative", c.PowerIters)
+	case c.ExactEvery < 0:
+		return nil, fmt.Errorf("layers: Constraint.ExactEvery = %d must not be negative", c.ExactEvery)
+	}
+	if o.gamma == 0 {
+		o.gamma = DefaultGamma
+	}
+	if o.powerIters == 0 {
+		o.powerIters = DefaultPowerIters
+	}
+	if o.exactEvery == 0 {
+		o.exactEvery = 1
+	}
+	name := c.Norm
+	if name == "" {
+		name = "l2"
+	}
+	n, err := solver.ParseNorm(name, 1, 1)
+	if err != nil {
+		return nil, fmt.Errorf("layers: Constraint.Norm: %w", err)
+	}
+	switch n := n.(type) {
+	case solver.LP:
+		o.kind, o.p = kindLP, n.P()
+		if n.P() == 2 {
+			o.kind = kindL2
+		}
+	case solver.LInf:
+		o.kind, o.p = kindLInf, math.Inf(1)
+	default:
+		return nil, fmt.Errorf("layers: Constraint.Norm = %q is not an ℓp norm (want l2, linf or lp:P; use l2 for Schatten-2)", c.Norm)
+	}
+	if o.kind == kindL2 {
+		o.u = make([]float64, h)
+		o.v = make([]float64, h)
+		for i := range o.u {
+			o.u[i] = 1 / math.Sqrt(float64(h))
+		}
+		o.a = mat.NewDense(h, h, nil)
+		o.sv = make([]float64, h)
+	}
+	return o, nil
+}
+
+// String names the norm as accepted by solver.ParseNorm.
+func (o *opNorm) String() string {
+	switch o.kind {
+	case kindL2:
+		return "l2"
+	case kindLInf:
+		return "linf"
+	}
+	return fmt.Sprintf("lp:%g", o.p)
+}
+
+// dualExponent returns q with 1/p + 1/q = 1.
+func (o *opNorm) dualExponent() float64 {
+	switch o.kind {
+	case kindL2:
+		return 2
+	case kindLInf:
+		return 1
+	}
+	return o.p / (o.p - 1)
+}
+
+// proven reports whether a cell that is γ̄-Lipschitz in this constraint's
+// ℓp norm (row-wise on rows×h states, with an elementwise activation) is
+// γ̄-Lipschitz in the per-example norm n.
+func (o *opNorm) proven(n solver.Norm, rows int) bool {
+	if b, ok := n.(*solver.Batched); ok {
+		n = b.Example
+	}
+	switch n := n.(type) {
+	case solver.LP:
+		return (o.kind == kindL2 && n.P() == 2) || (o.kind == kindLP && n.P() == o.p)
+	case solver.LInf:
+		return o.kind == kindLInf
+	case *solver.Schatten:
+		// Schatten-2 is the entrywise ℓ2 norm; a 1×h state has a single
+		// singular value, its ℓ2 norm.
+		return o.kind == kindL2 && (n.P() == 2 || rows == 1)
+	}
+	return false
+}
+
+// Bound returns the certified bound on ‖Wᵀ‖_{p→p} for the h×h matrix w that
+// Project enforces: the exact spectral norm for l2, the maximum absolute
+// column sum of W for linf, the Riesz–Thorin bound for lp.
+func (o *opNorm) bound(w []float64, h int) float64 {
+	switch o.kind {
+	case kindL2:
+		return o.spectral(w, h)
+	case kindLInf:
+		return maxColSum(w, h)
+	}
+	return math.Pow(maxRowSum(w, h), 1/o.p) * math.Pow(maxColSum(w, h), 1-1/o.p)
+}
+
+// spectral returns the largest singular value of the h×h matrix w.
+func (o *opNorm) spectral(w []float64, h int) float64 {
+	copy(o.a.RawMatrix().Data, w)
+	if !o.svd.Factorize(o.a, mat.SVDNone) {
+		// Fall back to the Frobenius norm, an upper bound.
+		return blas64.Nrm2(blas64.Vector{N: len(w), Inc: 1, Data: w})
+	}
+	return o.svd.Values(o.sv)[0]
+}
+
+// project rescales the h×h matrix w in place to satisfy the constraint and
+// returns the bound that now holds (for l2 between exact checks: the power
+// estimate).
+func (o *opNorm) project(w []float64, h int) float64 {
+	switch o.kind {
+	case kindL2:
+		o.calls++
+		est := o.power(w, h)
+		if est > o.gamma {
+			scale(w, o.gamma/est)
+			est = o.gamma
+		}
+		if (o.calls-1)%o.exactEvery != 0 {
+			return est
+		}
+		s := o.spectral(w, h)
+		if s > o.gamma {
+			scale(w, o.gamma/s)
+			s = o.gamma
+		}
+		return s
+	case kindLInf:
+		for j := 0; j < h; j++ {
+			s := 0.0
+			for i := 0; i < h; i++ {
+				s += math.Abs(w[i*h+j])
+			}
+			if s > o.gamma {
+				f := o.gamma / s
+				for i := 0; i < h; i++ {
+					w[i*h+j] *= f
+				}
+			}
+		}
+		return maxColSum(w, h)
+	}
+	b := o.bound(w, h)
+	if b > o.gamma {
+		scale(w, o.gamma/b)
+		b = o.gamma
+	}
+	return b
+}
+
+// power runs power iteration on WWᵀ from the persistent vector u and returns
+// the estimate ‖Wᵀu‖ ≤ ‖W‖₂ of its last step.
+func (o *opNorm) power(w []float64, h int) float64 {
+	W := blas64.General{Rows: h, Cols: h, Stride: h, Data: w}
+	u := blas64.Vector{N: h, Inc: 1, Data: o.u}
+	v := blas64.Vector{N: h, Inc: 1, Data: o.v}
+	est := 0.0
+	for range o.powerIters {
+		blas64.Gemv(blas.Trans, 1, W, u, 0, v)
+		est = blas64.Nrm2(v)
+		if est == 0 {
+			return 0
+		}
+		blas64.Scal(1/est, v)
+		blas64.Gemv(blas.NoTrans, 1, W, v, 0, u)
+		nu := blas64.Nrm2(u)
+		if nu == 0 {
+			return est
+		}
+		blas64.Scal(1/nu, u)
+	}
+	return est
+}
+
+func scale(w []float64, f float64) {
+	for i := range w {
+		w[i] *= f
+	}
+}
+
+// maxColSum returns max_j Σ_i |w_ij| for a rows×h matrix.
+func maxColSum(w []float64, h int) float64 {
+	m := 0.0
+	for j := 0; j < h; j++ {
+		s := 0.0
+		for i := j; i < len(w); i += h {
+			s += math.Abs(w[i])
+		}
+		m = math.Max(m, s)
+	}
+	return m
+}
+
+// maxRowSum returns max_i Σ_j |w_ij| for a matrix with rows of length h.
+func maxRowSum(w []float64, h int) float64 {
+	m := 0.0
+	for i := 0; i < len(w); i += h {
+		s := 0.0
+		for _, v := range w[i : i+h] {
+			s += math.Abs(v)
+		}
+		m = math.Max(m, s)
+	}
+	return m
+}

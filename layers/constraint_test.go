@@ -1,0 +1,205 @@
+package layers
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/deqgo/deq/solver"
+)
+
+// spectralNorm returns ‖W‖₂ = √λ_max(WᵀW), computed independently of the
+// SVD that Project uses.
+func spectralNorm(w []float64, h int) float64 {
+	a := mat.NewDense(h, h, slices.Clone(w))
+	var ata mat.SymDense
+	ata.SymOuterK(1, a.T())
+	var eig mat.EigenSym
+	if !eig.Factorize(&ata, false) {
+		panic("eigen decomposition failed")
+	}
+	return math.Sqrt(floats.Max(eig.Values(nil)))
+}
+
+// infNorm returns ‖Wᵀ‖_∞, the largest absolute row sum of Wᵀ.
+func infNorm(w []float64, h int) float64 {
+	wt := mat.DenseCopyOf(mat.NewDense(h, h, slices.Clone(w)).T())
+	return mat.Norm(wt, math.Inf(1))
+}
+
+func TestProjectBoundsInducedNorm(t *testing.T) {
+	const h, gamma = 7, 0.8
+	for _, norm := range []string{"l2", "linf", "lp:4"} {
+		t.Run(norm, func(t *testing.T) {
+			c := mustCell(NewDense(DenseConfig{Hidden: h, Input: 1, Lipschitz: Constraint{Norm: norm, Gamma: gamma}, Seed: 3}))
+			rng := rand.New(rand.NewPCG(1, 1))
+			for trial := range 5 {
+				w := c.W().Data()
+				// Large random weights, some above the bound, some below.
+				sd := 0.05 * math.Pow(4, float64(trial))
+				for i := range w {
+					w[i] = sd * rng.NormFloat64()
+				}
+				before := slices.Clone(w)
+				require.NoError(t, c.Project())
+				switch norm {
+				case "l2":
+					got := spectralNorm(w, h)
+					require.LessOrEqual(t, got, gamma*(1+1e-9))
+					if spectralNorm(before, h) <= gamma {
+						require.Equal(t, before, w, "a feasible W is left alone")
+					} else {
+						require.InDelta(t, gamma, got, 1e-9, "an infeasible W is scaled onto the bound")
+					}
+				case "linf":
+					require.LessOrEqual(t, infNorm(w, h), gamma*(1+1e-9))
+					// Rows of Wᵀ within the bound are untouched.
+					for j := 0; j < h; j++ {
+						s := 0.0
+						for i := 0; i < h; i++ {
+							s += math.Abs(before[i*h+j])
+						}
+						if s <= gamma {
+							for i := 0; i < h; i++ {
+								require.Equal(t, before[i*h+j], w[i*h+j])
+							}
+						}
+					}
+				case "lp:4":
+					// The Riesz–Thorin bound, and the ratio ‖Wᵀz‖₄/‖z‖₄ at
+					// random z (a lower bound on the norm).
+					wt := mat.DenseCopyOf(mat.NewDense(h, h, w).T())
+					rt := math.Pow(mat.Norm(wt, 1), 0.25) * math.Pow(mat.Norm(wt, math.Inf(1)), 0.75)
+					require.LessOrEqual(t, rt, gamma*(1+1e-9))
+					z := make([]float64, h)
+					var out mat.VecDense
+					for range 100 {
+						for i := range z {
+							z[i] = rng.NormFloat64()
+						}
+						out.MulVec(wt, mat.NewVecDense(h, z))
+						require.LessOrEqual(t, pnorm(out.RawVector().Data, 4)/pnorm(z, 4), gamma*(1+1e-9))
+					}
+				}
+				require.InDelta(t, c.Bound(), boundFor(norm, w, h), 1e-12)
+			}
+		})
+	}
+}
+
+func boundFor(norm string, w []float64, h int) float64 {
+	switch norm {
+	case "l2":
+		return spectralNorm(w, h)
+	case "linf":
+		return infNorm(w, h)
+	}
+	wt := mat.DenseCopyOf(mat.NewDense(h, h, w).T())
+	return math.Pow(mat.Norm(wt, 1), 0.25) * math.Pow(mat.Norm(wt, math.Inf(1)), 0.75)
+}
+
+func TestPowerIterationWithoutExactCheck(t *testing.T) {
+	// With the exact check disabled, the persistent power-iteration vector
+	// converges over repeated Project calls: after a few dozen calls on a
+	// fixed W the estimate is within 1e-6 of ‖W‖₂ and W ends within that
+	// of the bound.
+	const h = 8
+	o, err := newOpNorm(Constraint{Gamma: 0.9, ExactEvery: 1 << 30}, h)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(2, 2))
+	w := randVec(rng, h*h, 1)
+	for range 200 {
+		o.project(w, h)
+	}
+	require.InDelta(t, 0.9, spectralNorm(w, h), 1e-6)
+	require.Equal(t, 201, o.calls+1)
+}
+
+func TestMixtureProjectsEveryTerm(t *testing.T) {
+	c := mustCell(NewMixture(MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Lipschitz: Constraint{Gamma: 0.6}, Seed: 1}))
+	floats.Scale(20, c.W().Data())
+	require.NoError(t, c.Project())
+	for m := 0; m < 3; m++ {
+		require.LessOrEqual(t, spectralNorm(c.wm(m), 4), 0.6*(1+1e-9))
+	}
+	require.InDelta(t, 0.6, c.Bound(), 1e-9)
+}
+
+func TestWideProjectBoundsL(t *testing.T) {
+	for _, norm := range []string{"l2", "linf", "lp:3"} {
+		c := mustCell(NewWide(WideConfig{Hidden: 4, Input: 2, Units: 5, Lipschitz: Constraint{Norm: norm, Gamma: 0.5}, Seed: 2}))
+		floats.Scale(10, c.Params()[3].Data())
+		require.NoError(t, c.Project())
+		require.InDelta(t, 0.5, c.Lipschitz(), 1e-12, norm)
+		// Independent recomputation of L for l2.
+		if norm == "l2" {
+			w, v := c.Params()[0].Data(), c.Params()[3].Data()
+			s := 0.0
+			for m := 0; m < 5; m++ {
+				wn, vn := 0.0, 0.0
+				for i := 0; i < 4; i++ {
+					wn += w[i*5+m] * w[i*5+m]
+					vn += v[m*4+i] * v[m*4+i]
+				}
+				s += wn * vn
+			}
+			require.InDelta(t, 0.5, math.Sqrt(s/5), 1e-12)
+		}
+	}
+}
+
+func TestLipschitzMonitor(t *testing.T) {
+	n, err := solver.NewLP(2, 3)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		factor   float64
+		exceeded bool
+	}{{0.5, false}, {2, true}} {
+		o := solver.Func{N: 3, F: func(dst, x []float64) { floats.ScaleTo(dst, tc.factor, x) }}
+		m, err := NewLipschitzMonitor(o, n, 0.9)
+		require.NoError(t, err)
+		res, err := solver.Solve(t.Context(), solver.Problem{Oracle: m, Norm: n}, []float64{1, 2, 3}, &solver.Settings{MaxIter: 5, Certify: solver.CertifySettings{Skip: true}}, solver.Picard{})
+		require.NoError(t, err)
+		st := m.Stats()
+		require.Equal(t, int(res.Stats.Calls)-1, st.Pairs, "every successive pair but the first is compared")
+		require.InDelta(t, tc.factor, st.Max, 1e-12)
+		require.Equal(t, tc.exceeded, st.Exceeded > 0)
+		require.Equal(t, tc.exceeded, st.Warning != "")
+	}
+	// A stochastic oracle is compared only between equal Samples.
+	c := mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: 4, PatchLen: 1, Seed: 1}))
+	e, err := c.Evaluator(1)
+	require.NoError(t, err)
+	require.NoError(t, e.SetInput(make([]float64, 4)))
+	m, err := NewLipschitzMonitor(e, n, c.Gamma())
+	require.NoError(t, err)
+	dst := make([]float64, 3)
+	for i, s := range []solver.Sample{{Seed: 1, Size: 2}, {Seed: 2, Size: 2}, {Seed: 2, Size: 2}, {Seed: 3, Size: 2}} {
+		_, err := m.Eval(dst, []float64{float64(i), 1, 2}, s)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, m.Stats().Pairs)
+	require.LessOrEqual(t, m.Stats().Max, c.Gamma()*(1+1e-9))
+	_, err = NewLipschitzMonitor(e, n, 0)
+	require.ErrorContains(t, err, "gamma")
+}
+
+func TestPatchPermutation(t *testing.T) {
+	perm, err := PatchPermutation(4, 2)
+	require.NoError(t, err)
+	// 4×4 image, 2×2 patches: top-left, top-right, bottom-left, bottom-right.
+	require.Equal(t, []int{0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15}, perm)
+	perm, err = PatchPermutation(28, 7)
+	require.NoError(t, err)
+	sorted := slices.Sorted(slices.Values(perm))
+	for i, v := range sorted {
+		require.Equal(t, i, v, "a permutation of 0..783")
+	}
+	_, err = PatchPermutation(28, 5)
+	require.ErrorContains(t, err, "divide")
+}

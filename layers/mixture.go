@@ -1,0 +1,483 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	G "gorgonia.org/gorgonia"
+
+	"github.com/deqgo/deq/solver"
+)
+
+// MixtureConfig configures a Mixture cell. Zero values select the
+// documented defaults.
+type MixtureConfig struct {
+	// Hidden is the number of hidden features per row. Required.
+	Hidden int
+	// Terms is M, the number of terms (patches or heads). Required.
+	Terms int
+	// PatchLen is the number of input features each term reads. Required.
+	// An input row has Terms·PatchLen features; term m reads
+	// x[m·PatchLen, (m+1)·PatchLen).
+	PatchLen int
+	// Rows is the number of rows of an example (see Shape). Zero means 1.
+	Rows int
+	// Activation is σ; the zero value is ReLU.
+	Activation Activation
+	// Lipschitz is the constraint that Project enforces on every W_m.
+	Lipschitz Constraint
+	// Seed seeds the initialisation: W_m and U_m have independent
+	// N(0, 1/Hidden) and N(0, 1/PatchLen) entries (W_m then projected), b is
+	// zero.
+	Seed uint64
+}
+
+// Mixture is the cell
+//
+//	f(z, x) = (1/M) Σ_m σ(zW_m + x_m U_m + b_m),
+//
+// applied to every row z of a hidden state, where x_m is the m-th patch (or
+// head) of the input row. Its stochastic oracle samples terms m uniformly
+// (one term = one unit sample).
+//
+// Project bounds every ‖W_mᵀ‖_{p→p} by γ̄ (see Constraint), so every term,
+// every minibatch average and the exact operator are γ̄-Lipschitz in z in
+// that ℓp norm: the oracle's Model is SamplewiseLipschitz (which asks
+// γ̄ ≤ 1). As for Dense, no bound is proven under Schatten-p with p ≠ 2 and
+// Rows > 1.
+//
+// Its parameters are W ((M·Hidden)×Hidden, the W_m stacked), U
+// ((M·PatchLen)×Hidden, the U_m stacked) and b (M×Hidden, row m is b_m).
+type Mixture struct {
+	shape Shape
+	m, pl int
+	act   Activation
+	con   *opNorm
+	w     *Param
+	u     *Param
+	b     *Param
+	evals cache[*mixEval]
+}
+
+var _ Cell = (*Mixture)(nil)
+
+// NewMixture returns a Mixture cell initialised from cfg.Seed and projected.
+func NewMixture(cfg MixtureConfig) (*Mixture, error) {
+	if cfg.Terms < 1 {
+		return nil, fmt.Errorf("layers: MixtureConfig.Terms = %d must be positive", cfg.Terms)
+	}
+	if cfg.PatchLen < 1 {
+		return nil, fmt.Errorf("layers: MixtureConfig.PatchLen = %d must be positive", cfg.PatchLen)
+	}
+	shape, err := checkShape("MixtureConfig", cfg.Rows, cfg.Hidden, cfg.Terms*cfg.PatchLen)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Activation.valid(); err != nil {
+		return nil, err
+	}
+	con, err := newOpNorm(cfg.Lipschitz, cfg.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	h, m, pl := cfg.Hidden, cfg.Terms, cfg.PatchLen
+	c := &Mixture{
+		shape: shape, m: m, pl: pl, act: cfg.Activation, con: con,
+		w:     newParam("W", m*h, h),
+		u:     newParam("U", m*pl, h),
+		b:     newParam("b", m, h),
+		evals: cache[*mixEval]{max: MaxCachedBatches},
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
+	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
+	fillNormal(c.u.Data(), rng, 1/math.Sqrt(float64(pl)))
+	if err := c.Project(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Shape implements Cell.
+func (c *Mixture) Shape() Shape { return c.shape }
+
+// Terms returns M.
+func (c *Mixture) Terms() int { return c.m }
+
+// Params implements Cell: W, U, b.
+func (c *Mixture) Params() []*Param { return []*Param{c.w, c.u, c.b} }
+
+// Gamma implements Cell.
+func (c *Mixture) Gamma() float64 { return c.con.gamma }
+
+// Proven implements Cell.
+func (c *Mixture) Proven(n solver.Norm) bool { return c.con.proven(n, c.shape.Rows) }
+
+// W returns the stacked recurrent weights W_0, …, W_{M−1}.
+func (c *Mixture) W() *Param { return c.w }
+
+// wm returns W_m's storage.
+func (c *Mixture) wm(m int) []float64 {
+	h := c.shape.Hidden
+	return c.w.Data()[m*h*h : (m+1)*h*h]
+}
+
+// Project implements Cell: it enforces the Constraint on every W_m.
+func (c *Mixture) Project() error {
+	for m := 0; m < c.m; m++ {
+		if b := c.con.project(c.wm(m), c.shape.Hidden); math.IsNaN(b) {
+			return fmt.Errorf("layers: Mixture.Project: W_%d holds NaN", m)
+		}
+	}
+	return nil
+}
+
+// Bound returns max_m of the certified bound on ‖W_mᵀ‖_{p→p} (see
+// Dense.Bound), the Lipschitz constant of every term.
+func (c *Mixture) Bound() float64 {
+	b := 0.0
+	for m := 0; m < c.m; m++ {
+		b = math.Max(b, c.con.bound(c.wm(m), c.shape.Hidden))
+	}
+	return b
+}
+
+// Evaluator implements Cell.
+func (c *Mixture) Evaluator(n int) (Evaluator, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("layers: Mixture.Evaluator: batch size %d must be positive", n)
+	}
+	return c.evals.get(n, func() (*mixEval, error) { return newMixEval(c, n), nil })
+}
+
+type mixEval struct {
+	c       *Mixture
+	n, rows int
+	x       []float64
+	cst     []float64 // M blocks of rows×Hidden: x_m U_m + b_m
+	hasX    bool
+	sp      *sampler
+	count   []int
+	tmp     []float64
+	full    *mixGraph
+	fwd     *machine
+	hidden  cache[*mixGraph]
+}
+
+var _ Evaluator = (*mixEval)(nil)
+
+func newMixEval(c *Mixture, n int) *mixEval {
+	rows := n * c.shape.Rows
+	h := c.shape.Hidden
+	return &mixEval{
+		c: c, n: n, rows: rows,
+		x:      make([]float64, rows*c.shape.Input),
+		cst:    make([]float64, c.m*rows*h),
+		sp:     newSampler(),
+		count:  make([]int, c.m),
+		tmp:    make([]float64, rows*h),
+		hidden: cache[*mixGraph]{max: MaxCachedSamples},
+	}
+}
+
+func (e *mixEval) Len() int            { return e.rows * e.c.shape.Hidden }
+func (e *mixEval) Model() solver.Model { return solver.SamplewiseLipschitz }
+func (e *mixEval) Examples() int       { return e.n }
+func (e *mixEval) Terms() int          { return e.c.m }
+
+func (e *mixEval) cm(m int) []float64 {
+	n := e.rows * e.c.shape.Hidden
+	return e.cst[m*n : (m+1)*n]
+}
+
+func (e *mixEval) SetInput(x []float64) error {
+	checkLen("input", len(x), len(e.x))
+	copy(e.x, x)
+	h, d, pl := e.c.shape.Hidden, e.c.shape.Input, e.c.pl
+	u, b := e.c.u.Data(), e.c.b.Data()
+	for m := 0; m < e.c.m; m++ {
+		cm := e.cm(m)
+		for r := 0; r < e.rows; r++ {
+			copy(cm[r*h:(r+1)*h], b[m*h:(m+1)*h])
+		}
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+			blas64.General{Rows: e.rows, Cols: pl, Stride: d, Data: e.x[m*pl:]},
+			blas64.General{Rows: pl, Cols: h, Stride: h, Data: u[m*pl*h : (m+1)*pl*h]},
+			1, blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: cm})
+	}
+	e.hasX = true
+	return nil
+}
+
+func (e *mixEval) ready() error {
+	if !e.hasX {
+		return fmt.Errorf("layers: Mixture evaluator: SetInput has not been called")
+	}
+	return nil
+}
+
+// addTerm adds weight·σ(zW_m + c_m) to dst.
+func (e *mixEval) addTerm(dst, z []float64, m int, weight float64) {
+	h := e.c.shape.Hidden
+	copy(e.tmp, e.cm(m))
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: z},
+		blas64.General{Rows: h, Cols: h, Stride: h, Data: e.c.wm(m)},
+		1, blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: e.tmp})
+	e.c.act.apply(e.tmp)
+	blas64.Axpy(weight, blas64.Vector{N: len(e.tmp), Inc: 1, Data: e.tmp}, blas64.Vector{N: len(dst), Inc: 1, Data: dst})
+}
+
+func (e *mixEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
+	checkLen("dst", len(dst), e.Len())
+	checkLen("z", len(z), e.Len())
+	if err := e.ready(); err != nil {
+		return 0, err
+	}
+	idx, err := e.sp.draw(s, e.c.m)
+	if err != nil {
+		return 0, err
+	}
+	if idx == nil {
+		return e.c.m, e.EvalExact(dst, z)
+	}
+	clear(e.count)
+	for _, m := range idx {
+		e.count[m]++
+	}
+	clear(dst)
+	for m, k := range e.count {
+		if k > 0 {
+			e.addTerm(dst, z, m, float64(k)/float64(len(idx)))
+		}
+	}
+	return len(idx), nil
+}
+
+func (e *mixEval) EvalExact(dst, z []float64) error {
+	checkLen("dst", len(dst), e.Len())
+	checkLen("z", len(z), e.Len())
+	if err := e.ready(); err != nil {
+		return err
+	}
+	clear(dst)
+	for m := 0; m < e.c.m; m++ {
+		e.addTerm(dst, z, m, 1/float64(e.c.m))
+	}
+	return nil
+}
+
+// mixGraph is the graph of (1/k) Σ_j σ(zW_j + c_j) with the gradient of
+// ⟨g, f⟩. The full graph has k = M, c_j = x_j U_j + b_j with x_j inputs and
+// the parameters bound to views; a hidden graph has k slots whose W_j and
+// c_j are inputs copied from the sampled terms.
+type mixGraph struct {
+	z, g  []float64
+	x, c  [][]float64 // per-slot input backings (x_j for full, c_j for hidden)
+	w     [][]float64 // hidden: per-slot W_j backings
+	out   *G.Node
+	grads G.Nodes // full: z, x_0..x_{M−1}, W_0.., U_0.., b_0..; hidden: z
+	m     *machine
+}
+
+func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
+	if full && e.full != nil {
+		return e.full, nil
+	}
+	buildIt := func() (*mixGraph, error) {
+		c := e.c
+		h, pl := c.shape.Hidden, c.pl
+		mg := &mixGraph{}
+		gr := graph{G.NewGraph()}
+		err := build("Mixture", func() {
+			var z, g *G.Node
+			z, mg.z = gr.input("z", e.rows, h)
+			g, mg.g = gr.input("g", e.rows, h)
+			wrt := G.Nodes{z}
+			var ws, us, bs G.Nodes
+			var sum *G.Node
+			for j := 0; j < k; j++ {
+				sj := strconv.Itoa(j)
+				var pre *G.Node
+				if full {
+					x, xb := gr.input("x"+sj, e.rows, pl)
+					mg.x = append(mg.x, xb)
+					w := gr.bound("W"+sj, view(c.wm(j), h, h))
+					u := gr.bound("U"+sj, view(c.u.Data()[j*pl*h:(j+1)*pl*h], pl, h))
+					b := gr.bound("b"+sj, view(c.b.Data()[j*h:(j+1)*h], 1, h))
+					pre = G.Must(G.Add(G.Must(G.Mul(z, w)), G.Must(G.Mul(x, u))))
+					pre = G.Must(G.BroadcastAdd(pre, b, nil, []byte{0}))
+					wrt = append(wrt, x)
+					ws, us, bs = append(ws, w), append(us, u), append(bs, b)
+				} else {
+					cn, cb := gr.input("c"+sj, e.rows, h)
+					w, wb := gr.input("W"+sj, h, h)
+					mg.c, mg.w = append(mg.c, cb), append(mg.w, wb)
+					pre = G.Must(G.Add(G.Must(G.Mul(z, w)), cn))
+				}
+				a := c.act.node(pre)
+				if sum == nil {
+					sum = a
+				} else {
+					sum = G.Must(G.Add(sum, a))
+				}
+			}
+			scaleNode := G.NewConstant(1/float64(k), G.WithName("1/k"))
+			mg.out = G.Must(G.Mul(sum, scaleNode))
+			wrt = append(append(append(wrt, ws...), us...), bs...)
+			mg.grads = backprop(mg.out, g, wrt)
+			mg.m = newMachine(gr.g, mg.grads...)
+			if full {
+				e.fwd = newMachine(gr.g, mg.out)
+			}
+		})
+		return mg, err
+	}
+	if full {
+		mg, err := buildIt()
+		if err != nil {
+			return nil, err
+		}
+		e.full = mg
+		return mg, nil
+	}
+	return e.hidden.get(k, buildIt)
+}
+
+// fillPatches copies the input patches into the full graph's x_j inputs.
+func (e *mixEval) fillPatches(mg *mixGraph) {
+	d, pl := e.c.shape.Input, e.c.pl
+	for j, xb := range mg.x {
+		for r := 0; r < e.rows; r++ {
+			copy(xb[r*pl:(r+1)*pl], e.x[r*d+j*pl:r*d+(j+1)*pl])
+		}
+	}
+}
+
+func (e *mixEval) EvalGraph(dst, z []float64) error {
+	checkLen("dst", len(dst), e.Len())
+	checkLen("z", len(z), e.Len())
+	if err := e.ready(); err != nil {
+		return err
+	}
+	mg, err := e.graph(true, e.c.m)
+	if err != nil {
+		return err
+	}
+	copy(mg.z, z)
+	e.fillPatches(mg)
+	if err := e.fwd.run(); err != nil {
+		return err
+	}
+	copy(dst, nodeData(mg.out))
+	return nil
+}
+
+func (e *mixEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
+	checkLen("dst", len(dst), e.Len())
+	checkLen("z", len(z), e.Len())
+	checkLen("g", len(g), e.Len())
+	if err := e.ready(); err != nil {
+		return 0, err
+	}
+	idx, err := e.sp.draw(s, e.c.m)
+	if err != nil {
+		return 0, err
+	}
+	k := e.c.m
+	if idx != nil {
+		k = len(idx)
+	}
+	mg, err := e.graph(false, k)
+	if err != nil {
+		return 0, err
+	}
+	for j := 0; j < k; j++ {
+		t := j
+		if idx != nil {
+			t = idx[j]
+		}
+		copy(mg.w[j], e.c.wm(t))
+		copy(mg.c[j], e.cm(t))
+	}
+	copy(mg.z, z)
+	copy(mg.g, g)
+	if err := mg.m.run(); err != nil {
+		return 0, err
+	}
+	copy(dst, nodeData(mg.grads[0]))
+	return k, nil
+}
+
+func (e *mixEval) VJP(dz, dx, z, g []float64) error {
+	checkLen("z", len(z), e.Len())
+	checkLen("g", len(g), e.Len())
+	if dz != nil {
+		checkLen("dz", len(dz), e.Len())
+	}
+	if dx != nil {
+		checkLen("dx", len(dx), len(e.x))
+	}
+	if err := e.ready(); err != nil {
+		return err
+	}
+	mg, err := e.graph(true, e.c.m)
+	if err != nil {
+		return err
+	}
+	copy(mg.z, z)
+	e.fillPatches(mg)
+	copy(mg.g, g)
+	if err := mg.m.run(); err != nil {
+		return err
+	}
+	if dz != nil {
+		copy(dz, nodeData(mg.grads[0]))
+	}
+	h, d, pl, M := e.c.shape.Hidden, e.c.shape.Input, e.c.pl, e.c.m
+	if dx != nil {
+		for j := 0; j < M; j++ {
+			gx := nodeData(mg.grads[1+j])
+			for r := 0; r < e.rows; r++ {
+				copy(dx[r*d+j*pl:r*d+(j+1)*pl], gx[r*pl:(r+1)*pl])
+			}
+		}
+	}
+	wg, ug, bg := e.c.w.GradData(), e.c.u.GradData(), e.c.b.GradData()
+	for j := 0; j < M; j++ {
+		addTo(wg[j*h*h:(j+1)*h*h], nodeData(mg.grads[1+M+j]))
+		addTo(ug[j*pl*h:(j+1)*pl*h], nodeData(mg.grads[1+2*M+j]))
+		addTo(bg[j*h:(j+1)*h], nodeData(mg.grads[1+3*M+j]))
+	}
+	return nil
+}
+
+// PatchPermutation returns the permutation that reorders a row-major
+// side×side image into patch-major order for a Mixture cell with
+// PatchLen = patch²: feature j of the reordered input is pixel perm[j], and
+// term m reads the m-th patch×patch block (blocks in row-major order). It
+// returns an error unless patch divides side.
+//
+// For 28×28 images and patch = 7 this gives 16 terms of 49 pixels:
+//
+//	for j, p := range perm { x[j] = img[p] }
+func PatchPermutation(side, patch int) ([]int, error) {
+	if side < 1 || patch < 1 || side%patch != 0 {
+		return nil, fmt.Errorf("layers: PatchPermutation: patch = %d must divide side = %d", patch, side)
+	}
+	per := side / patch
+	perm := make([]int, 0, side*side)
+	for br := 0; br < per; br++ {
+		for bc := 0; bc < per; bc++ {
+			for r := 0; r < patch; r++ {
+				for c := 0; c < patch; c++ {
+					perm = append(perm, (br*patch+r)*side+bc*patch+c)
+				}
+			}
+		}
+	}
+	return perm, nil
+}
