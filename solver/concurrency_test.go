@@ -31,7 +31,7 @@ func TestConcurrentSolves(t *testing.T) {
 	p0 := relNew(t, relConcurrentConfig(0))
 	for _, m := range relMethods(p0.Gamma, p0.Sigma) {
 		t.Run(m.name, func(t *testing.T) {
-			s := &solver.Settings{Tol: 1e-9, MaxIter: 150, Seed: 11}
+			s := relSettings(m, 11)
 			serial := make([]*solver.Result, relGoroutines)
 			for g := range serial {
 				p := relNew(t, relConcurrentConfig(g))
@@ -53,7 +53,7 @@ func TestConcurrentSolves(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			require.Equal(t, &solver.Settings{Tol: 1e-9, MaxIter: 150, Seed: 11}, s, "Solve leaves the shared Settings alone")
+			require.Equal(t, relSettings(m, 11), s, "Solve leaves the shared Settings alone")
 			for g := range concurrent {
 				require.NoError(t, errs[g])
 				relRequireSame(t, serial[g], concurrent[g], m.name)

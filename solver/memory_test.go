@@ -74,7 +74,7 @@ const sizeofTracePoint = 40 // Iter, Calls, Samples, Residual, Elapsed: 5 words
 func TestHistoryMemoryScalesWithMemory(t *testing.T) {
 	const (
 		n     = 1024 // a ring slot is 8 KiB
-		iters = 100  // more than any Memory below, so the ring is not capped
+		iters = 40   // more than any Memory below, so the ring is not capped
 		m0    = 2
 		page  = 8192
 	)

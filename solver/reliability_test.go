@@ -49,6 +49,18 @@ func (m relMethod) problem(p *problems.Problem) solver.Problem {
 	return p.ExactProblem()
 }
 
+// relSettings returns the settings of the concurrency and reproducibility
+// tests for m: a tolerance the deterministic methods reach in about a
+// hundred iterations, a looser one for the stochastic methods, and a sample
+// budget that keeps every stochastic solve under a second.
+func relSettings(m relMethod, seed uint64) *solver.Settings {
+	s := &solver.Settings{Tol: 1e-9, MaxIter: 200, Seed: seed}
+	if m.stochastic {
+		s.Tol, s.MaxSamples = 0.05, 1_000_000
+	}
+	return s
+}
+
 // relNew builds a suite problem or fails the test.
 func relNew(t testing.TB, c problems.Config) *problems.Problem {
 	t.Helper()

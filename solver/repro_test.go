@@ -22,7 +22,7 @@ func TestReproducibleGivenSeed(t *testing.T) {
 	p0 := relNew(t, cfg)
 	solve := func(m relMethod, seed uint64) *solver.Result {
 		p := relNew(t, cfg)
-		s := &solver.Settings{Tol: 1e-8, MaxIter: 60, Seed: seed}
+		s := relSettings(m, seed)
 		res, err := solver.Solve(context.Background(), m.problem(p), p.X0, s, m.method)
 		require.NoError(t, err, m.name)
 		require.NotNil(t, res.Certificate)
