@@ -28,8 +28,11 @@ import (
 //
 // Safeguards: when the small system has a negligible pivot, or the weights α
 // or the new point are not finite, the history is dropped down to the latest
-// pair and the method takes the mixing step x ← x + β g. Memory is bounded by
-// 2mn floats, allocated once.
+// pair and the method takes the mixing step x ← x + β g.
+//
+// Memory: a solve allocates, once, 2cn + 2c² + O(c + n) floats with
+// c = min{Memory, Settings.MaxIter + 1} (no more pairs than evaluations can
+// be stored), and nothing per iteration besides the trace.
 //
 // Limitations: the least-squares problem is posed in the Euclidean inner
 // product whatever the problem's norm (the residual test uses the problem's
@@ -56,6 +59,24 @@ var (
 	_ Validator = Anderson{}
 )
 
+// checkHistory returns an error naming field if a history of memory slots of
+// perSlot floats each cannot be addressed.
+func checkHistory(field string, memory int, perSlot float64) error {
+	if float64(memory)*perSlot > float64(math.MaxInt)/8 {
+		return fmt.Errorf("solver: %s = %d too large: its history of %d×%g floats cannot be allocated", field, memory, memory, perSlot)
+	}
+	return nil
+}
+
+// historyLen returns the number of slots worth allocating for a history of
+// memory slots, one per iteration at most, in a solve of maxIter iterations.
+func historyLen(memory, maxIter int) int {
+	if memory > maxIter {
+		return maxIter + 1
+	}
+	return memory
+}
+
 // Defaults of Anderson.
 const (
 	DefaultAndersonMemory = 5
@@ -79,13 +100,19 @@ func (m Anderson) params() (memory int, ridge, mixing float64) {
 // String implements Method.
 func (Anderson) String() string { return "anderson" }
 
-// Validate implements Validator. It reports a Memory below 1, a Ridge that
-// is not positive and finite, a Mixing outside (0, 1], and a stochastic
-// oracle.
+// Validate implements Validator. It reports a Memory below 1 or too large
+// for its history to be addressed, a Ridge that is not positive and finite, a
+// Mixing outside (0, 1], and a malformed Problem or a stochastic oracle.
 func (m Anderson) Validate(p Problem) error {
+	if err := p.check(); err != nil {
+		return err
+	}
 	memory, ridge, mixing := m.params()
 	if memory < 1 {
 		return fmt.Errorf("solver: Anderson.Memory = %d must be at least 1", memory)
+	}
+	if err := checkHistory("Anderson.Memory", memory, 2*float64(p.Norm.Len())+2*float64(memory)+3); err != nil {
+		return err
 	}
 	if !(ridge > 0) || math.IsInf(ridge, 1) {
 		return fmt.Errorf("solver: Anderson.Ridge = %v must be positive and finite", ridge)
@@ -100,6 +127,7 @@ func (m Anderson) Validate(p Problem) error {
 // current point with its exact residual.
 func (m Anderson) Run(e *Env) error {
 	memory, ridge, beta := m.params()
+	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
 	xs := make([]float64, memory*n) // ring of iterates x_i
 	gs := make([]float64, memory*n) // ring of residuals g_i

@@ -70,8 +70,9 @@ var (
 // String implements Method.
 func (MinibatchKM) String() string { return "minibatch-km" }
 
-// Validate implements Validator: it checks the settings.
-func (m MinibatchKM) Validate(Problem) error {
+// Validate implements Validator: it checks the settings and that p is well
+// formed.
+func (m MinibatchKM) Validate(p Problem) error {
 	switch {
 	case math.IsNaN(m.Alpha) || m.Alpha < 0 || m.Alpha > 1:
 		return fmt.Errorf("solver: MinibatchKM.Alpha = %v outside (0, 1]", m.Alpha)
@@ -84,7 +85,7 @@ func (m MinibatchKM) Validate(Problem) error {
 	case m.MaxBatch < 0:
 		return fmt.Errorf("solver: MinibatchKM.MaxBatch = %d must not be negative", m.MaxBatch)
 	}
-	return nil
+	return p.check()
 }
 
 // Run implements Method.
@@ -173,8 +174,9 @@ var (
 // String implements Method.
 func (StochasticHalpern) String() string { return "stochastic-halpern" }
 
-// Validate implements Validator: it checks the settings.
-func (m StochasticHalpern) Validate(Problem) error {
+// Validate implements Validator: it checks the settings and that p is well
+// formed.
+func (m StochasticHalpern) Validate(p Problem) error {
 	if err := blCheck("StochasticHalpern.Eps", m.Eps); err != nil {
 		return err
 	}
@@ -187,7 +189,7 @@ func (m StochasticHalpern) Validate(Problem) error {
 	if m.MaxBatch < 0 {
 		return fmt.Errorf("solver: StochasticHalpern.MaxBatch = %d must not be negative", m.MaxBatch)
 	}
-	return nil
+	return p.check()
 }
 
 // Run implements Method.
@@ -287,6 +289,9 @@ func (m PAGEHalpern) Validate(p Problem) error {
 	}
 	if m.MaxBatch < 0 {
 		return fmt.Errorf("solver: PAGEHalpern.MaxBatch = %d must not be negative", m.MaxBatch)
+	}
+	if err := p.check(); err != nil {
+		return err
 	}
 	if mod := p.Oracle.Model(); mod < LipschitzInExpectation {
 		return fmt.Errorf("solver: PAGEHalpern needs a multi-query oracle Lipschitz in expectation (model %v or stronger), Problem.Oracle has model %v", LipschitzInExpectation, mod)

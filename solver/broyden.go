@@ -21,10 +21,11 @@ import (
 //
 //	u = (s − H y)/(sᵀ H y),  v = Hᵀ s.
 //
-// The pairs (u_i, v_i) live in two preallocated Memory×n matrices used as a
-// ring: when it is full the oldest pair is overwritten, as in the DEQ
-// implementation. A step costs about 6cn flops for c stored pairs, besides the
-// evaluation of T.
+// The pairs (u_i, v_i) live in two preallocated c×n matrices used as a ring,
+// c = min{Memory, Settings.MaxIter + 1}: when it is full the oldest pair is
+// overwritten, as in the DEQ implementation. A solve allocates 2cn + 8n floats
+// once and nothing per iteration besides the trace. A step costs about 6cn
+// flops for c stored pairs, besides the evaluation of T.
 //
 // Safeguards: an update whose denominator sᵀHy is negligible
 // (|sᵀHy| ≤ 1e-12 ‖s‖₂‖Hy‖₂) or whose vectors are not finite is skipped. A
@@ -87,9 +88,16 @@ func (m Broyden) params() (memory int, protect float64, patience int) {
 func (Broyden) String() string { return "broyden" }
 
 // Validate implements Validator. It reports a Memory or Patience below 1, a
-// Protect not above 1 (or NaN), and a stochastic oracle.
+// Memory too large for its history to be addressed, a Protect not above 1
+// (or NaN), and a malformed Problem or a stochastic oracle.
 func (m Broyden) Validate(p Problem) error {
+	if err := p.check(); err != nil {
+		return err
+	}
 	memory, protect, patience := m.params()
+	if err := checkHistory("Broyden.Memory", memory, 2*float64(p.Norm.Len())); err != nil {
+		return err
+	}
 	switch {
 	case memory < 1:
 		return fmt.Errorf("solver: Broyden.Memory = %d must be at least 1", memory)
@@ -111,6 +119,7 @@ var errStagnated = errors.New("no new best residual within Broyden.Patience iter
 // current point with its exact residual.
 func (m Broyden) Run(e *Env) error {
 	memory, protect, patience := m.params()
+	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
 	us := make([]float64, memory*n)
 	vs := make([]float64, memory*n)

@@ -333,6 +333,9 @@ func maxAbs(x []float64) float64 {
 }
 
 func TestAffineContractions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds under -race; single-goroutine numerics, run by the full suite")
+	}
 	type problem struct {
 		name string
 		p    *affine
@@ -441,6 +444,9 @@ func TestRotation(t *testing.T) {
 }
 
 func TestBellman(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds under -race; single-goroutine numerics, run by the full suite")
+	}
 	const states, actions = 20, 4
 	for i, gamma := range []float64{0.5, 0.9, 0.99} {
 		m := newMDP(uint64(100+i), states, actions, gamma)

@@ -31,4 +31,29 @@
 // holding the final point, a Status saying why the method stopped, Stats and a
 // residual Certificate. Deterministic methods: Picard, KrasnoselskiiMann,
 // Halpern, GHAL, Anderson and Broyden.
+//
+// # Reliability
+//
+// Constructors, ParseNorm, ParseModel, Solve and every method's Validate
+// return errors that name the bad field or value; they do not panic on bad
+// input (Norm.Norm and Batched.Each panic on a point of the wrong length, a
+// programming error). An oracle value that is NaN or ±Inf stops the method at
+// once with Status Diverged, and Result.X is then the best finite point
+// recorded (the start point if none was). For an oracle whose answers depend
+// only on the point and the Sample, as the Oracle contract requires, results
+// depend only on the problem, the start point, the Settings (Settings.Seed
+// included) and the method: the same inputs give the same Result bit for bit,
+// wall-clock times aside. A Method value holds only settings and may be shared
+// by goroutines; oracles and norms may hold scratch space, so each concurrent
+// solve needs its own (Norm.Clone). Anderson and Broyden allocate their
+// history once, in proportion to their Memory setting (capped at
+// Settings.MaxIter + 1 slots), and nothing per iteration besides the trace.
+//
+// # Fuzzing
+//
+// FuzzParseNorm checks that ParseNorm never panics and that accepted names
+// round-trip through String. Its seed corpus (testdata/fuzz) runs with every
+// go test; to search further:
+//
+//	go test -run '^$' -fuzz '^FuzzParseNorm$' -fuzztime 60s ./solver/
 package solver

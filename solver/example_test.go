@@ -77,5 +77,5 @@ func ExampleParseNorm() {
 	// linf         κ = 16.636
 	// schatten:4   κ = 3.000
 	// schatten:inf κ = 20.059
-	// solver: ℓp norm exponent p = 1 out of range [2, ∞)
+	// solver: norm "lp:1": ℓp norm exponent p = 1 out of range [2, ∞)
 }

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -235,13 +236,18 @@ type Schatten struct {
 var _ Norm = (*Schatten)(nil)
 
 // NewSchatten returns the Schatten-p norm on rows×cols matrices. It returns an
-// error if p is outside [2, ∞] or a dimension is not positive.
+// error if p is outside [2, ∞], a dimension is not positive or rows·cols
+// overflows an int. For p ≠ 2 it allocates rows·cols + k² + O(k) floats of
+// scratch space, k = min{rows, cols}.
 func NewSchatten(p float64, rows, cols int) (*Schatten, error) {
 	if !(p >= 2) {
 		return nil, fmt.Errorf("solver: Schatten norm exponent p = %v out of range [2, ∞]", p)
 	}
 	if rows < 1 || cols < 1 {
 		return nil, fmt.Errorf("solver: Schatten norm shape %d×%d must be positive", rows, cols)
+	}
+	if rows > math.MaxInt/cols {
+		return nil, fmt.Errorf("solver: Schatten norm shape %d×%d overflows the dimension", rows, cols)
 	}
 	s := &Schatten{p: p, rows: rows, cols: cols}
 	if p != 2 {
@@ -372,7 +378,8 @@ type Batched struct {
 
 var _ Norm = (*Batched)(nil)
 
-// NewBatched returns the max-aggregated norm of n examples measured by ex.
+// NewBatched returns the max-aggregated norm of n examples measured by ex. It
+// returns an error if ex is nil, n < 1, or n·ex.Len() is not a positive int.
 func NewBatched(ex Norm, n int) (*Batched, error) {
 	if ex == nil {
 		return nil, fmt.Errorf("solver: Batched example norm is nil")
@@ -380,11 +387,20 @@ func NewBatched(ex Norm, n int) (*Batched, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("solver: Batched examples = %d must be positive", n)
 	}
+	if d := ex.Len(); d < 1 || n > math.MaxInt/d {
+		return nil, fmt.Errorf("solver: Batched of %d examples of dimension %d: dimension not positive or overflowing", n, d)
+	}
 	return &Batched{Example: ex, Examples: n}, nil
 }
 
-// Len implements Norm.
-func (b *Batched) Len() int { return b.Example.Len() * b.Examples }
+// Len implements Norm. It is 0 for a Batched without an Example norm, which
+// Solve rejects.
+func (b *Batched) Len() int {
+	if b.Example == nil {
+		return 0
+	}
+	return b.Example.Len() * b.Examples
+}
 
 // Norm implements Norm.
 func (b *Batched) Norm(x []float64) float64 {
@@ -455,11 +471,17 @@ func (b *Batched) Clone() Norm {
 func (b *Batched) String() string { return b.Example.String() }
 
 // ParseNorm parses a norm name for points of shape rows×cols (cols = 1 for
-// vectors): "l2", "lp:P" (2 ≤ P < ∞), "linf", "schatten:P" (2 ≤ P, "inf"
-// allowed). ℓp norms treat the matrix as a vector of rows·cols entries.
+// vectors): "l2", "lp:P" (2 ≤ P < ∞; "lp:inf" is "linf"), "linf",
+// "schatten:P" (2 ≤ P, "inf" allowed). ℓp norms treat the matrix as a vector
+// of rows·cols entries. Names are case-insensitive and may carry surrounding
+// space; the String of the result is the canonical name, which parses back to
+// the same norm. Errors quote the name and, for a bad exponent, the exponent.
 func ParseNorm(name string, rows, cols int) (Norm, error) {
 	if rows < 1 || cols < 1 {
 		return nil, fmt.Errorf("solver: norm shape %d×%d must be positive", rows, cols)
+	}
+	if rows > math.MaxInt/cols {
+		return nil, fmt.Errorf("solver: norm shape %d×%d overflows the dimension", rows, cols)
 	}
 	kind, arg, hasArg := strings.Cut(strings.ToLower(strings.TrimSpace(name)), ":")
 	parseP := func() (float64, error) {
@@ -470,6 +492,9 @@ func ParseNorm(name string, rows, cols int) (Norm, error) {
 			return math.Inf(1), nil
 		}
 		p, err := strconv.ParseFloat(arg, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("solver: norm %q: exponent %q out of the range of float64", name, arg)
+		}
 		if err != nil || math.IsNaN(p) {
 			return 0, fmt.Errorf("solver: norm %q: exponent %q is not a number", name, arg)
 		}
@@ -480,29 +505,42 @@ func ParseNorm(name string, rows, cols int) (Norm, error) {
 		if hasArg {
 			break
 		}
-		return NewLP(2, rows*cols)
+		return named(name)(NewLP(2, rows*cols))
 	case "lp":
 		p, err := parseP()
 		if err != nil {
 			return nil, err
 		}
 		if math.IsInf(p, 1) {
-			return NewLInf(rows * cols)
+			return named(name)(NewLInf(rows * cols))
 		}
-		return NewLP(p, rows*cols)
+		return named(name)(NewLP(p, rows*cols))
 	case "linf":
 		if hasArg {
 			break
 		}
-		return NewLInf(rows * cols)
+		return named(name)(NewLInf(rows * cols))
 	case "schatten":
 		p, err := parseP()
 		if err != nil {
 			return nil, err
 		}
-		return NewSchatten(p, rows, cols)
+		return named(name)(NewSchatten(p, rows, cols))
 	}
 	return nil, fmt.Errorf("solver: unknown norm %q (want l2, lp:P, linf or schatten:P)", name)
+}
+
+// named returns a function that passes on a constructor's norm, or a nil
+// Norm and its error prefixed with the name being parsed. (Returning the
+// constructor's results directly would turn a nil *Schatten into a non-nil
+// Norm.)
+func named(name string) func(Norm, error) (Norm, error) {
+	return func(n Norm, err error) (Norm, error) {
+		if err != nil {
+			return nil, fmt.Errorf("solver: norm %q: %s", name, strings.TrimPrefix(err.Error(), "solver: "))
+		}
+		return n, nil
+	}
 }
 
 func checkLen(n int, x []float64) {

@@ -33,9 +33,12 @@ func (Picard) Run(e *Env) error {
 	}
 }
 
-// requireDeterministic returns an error naming the method if p's oracle is
-// stochastic.
+// requireDeterministic returns an error naming the method if p is malformed
+// (see Problem.check) or its oracle is stochastic.
 func requireDeterministic(method string, p Problem) error {
+	if err := p.check(); err != nil {
+		return err
+	}
 	if m := p.Oracle.Model(); m != Deterministic {
 		return fmt.Errorf("solver: %s needs a deterministic oracle, Problem.Oracle has model %v (use VRGHAL or a stochastic baseline, or the oracle's exact operator)", method, m)
 	}

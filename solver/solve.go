@@ -16,6 +16,24 @@ type Problem struct {
 	Norm   Norm
 }
 
+// check returns an error naming the field at fault if p has a nil oracle or
+// norm, or if their dimensions differ or are not positive. Solve and the
+// Validate methods of this package call it, so that a Validate called on its
+// own reports a malformed Problem instead of panicking.
+func (p Problem) check() error {
+	switch {
+	case p.Oracle == nil:
+		return errors.New("solver: Problem.Oracle is nil")
+	case p.Norm == nil:
+		return errors.New("solver: Problem.Norm is nil")
+	case p.Norm.Len() < 1:
+		return fmt.Errorf("solver: Problem.Norm.Len() = %d must be positive", p.Norm.Len())
+	case p.Oracle.Len() != p.Norm.Len():
+		return fmt.Errorf("solver: Problem.Oracle.Len() = %d does not match Problem.Norm.Len() = %d", p.Oracle.Len(), p.Norm.Len())
+	}
+	return nil
+}
+
 // Method is a fixed-point method. Run drives the iteration through the Env,
 // which evaluates the oracle, counts work, enforces the limits of Settings and
 // keeps the returned point. Run returns the error of the Env call that told it
@@ -236,13 +254,11 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		return nil, errors.New("solver: nil context")
 	case m == nil:
 		return nil, errors.New("solver: nil method")
-	case p.Oracle == nil:
-		return nil, errors.New("solver: Problem.Oracle is nil")
-	case p.Norm == nil:
-		return nil, errors.New("solver: Problem.Norm is nil")
-	case p.Oracle.Len() != p.Norm.Len():
-		return nil, fmt.Errorf("solver: Problem.Oracle.Len() = %d does not match Problem.Norm.Len() = %d", p.Oracle.Len(), p.Norm.Len())
-	case len(x0) != p.Norm.Len():
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if len(x0) != p.Norm.Len() {
 		return nil, fmt.Errorf("solver: x0 has length %d, want Problem.Norm.Len() = %d", len(x0), p.Norm.Len())
 	}
 	for i, v := range x0 {

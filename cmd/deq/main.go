@@ -6,9 +6,11 @@
 //	deq solve --list
 //	deq solve --problem affine --solver minibatch-km --norm linf --eps 0.05 --json
 //
-// Exit status: 0 on success, 1 when a command fails while running, 2 for a
-// usage error (a bad flag, a missing one, or a combination that makes no
-// sense); errors are printed as one line on standard error.
+// Exit status: 0 on success, 1 when a command fails while running (an
+// interrupt, or an internal error: a panic, reported as
+// "deq: internal error: …" with the place it happened), 2 for a usage error
+// (a bad flag, a missing one, or a combination that makes no sense). Errors
+// are printed as one line on standard error, never as a stack trace.
 package main
 
 import (

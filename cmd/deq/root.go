@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -31,18 +34,61 @@ func usagef(format string, args ...any) error { return fmt.Errorf(format, args..
 // run executes the command line args, writing output to stdout and errors,
 // as one line each, to stderr, and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+	return execute(ctx, func() *cobra.Command { return newRootCmd(stdout, stderr) }, args, stderr)
+}
+
+// execute builds the command tree with newRoot and runs it on args. An error
+// becomes one line on stderr and exit status 1 or 2; a panic anywhere below,
+// construction included, becomes one line "deq: internal error: …" naming
+// the panic and where it happened, and exit status 1, never a stack trace.
+func execute(ctx context.Context, newRoot func() *cobra.Command, args []string, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("internal error: %v", r)
+			if site := panicSite(); site != "" {
+				msg += " (at " + site + ")"
+			}
+			fmt.Fprintln(stderr, oneLine(msg))
+			code = exitFailure
+		}
+	}()
+	root := newRoot()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "deq: "+strings.Join(strings.Fields(err.Error()), " "))
+	fmt.Fprintln(stderr, oneLine(err.Error()))
 	var rt runtimeError
 	if errors.As(err, &rt) {
 		return exitFailure
 	}
 	return exitUsage
+}
+
+// oneLine returns msg prefixed with "deq: ", its runs of white space,
+// newlines included, replaced by single spaces.
+func oneLine(msg string) string { return "deq: " + strings.Join(strings.Fields(msg), " ") }
+
+// panicSite returns "file:line" of the function that panicked, found from
+// inside a deferred recover: the first frame after runtime.gopanic that is
+// not in package runtime. It returns "" if there is none.
+func panicSite() string {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !strings.HasPrefix(f.Function, "runtime."):
+			return filepath.Base(filepath.Dir(f.File)) + "/" + filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 // newRootCmd returns the deq command with its subcommands.

@@ -47,8 +47,10 @@ on it and reports the true residual ‖T(x̂) − x̂‖ from the exact operator
 distance to the exact fixed point and the solver's residual certificate.
 Deterministic solvers run on the exact operator, stochastic ones on the
 problem's stochastic oracle. --seed seeds both the problem and the solver.
-A run that stops on a limit still succeeds (exit status 0): its status says why
-it stopped.`,
+A run that stops on a limit (--max-iter, --max-samples, --timeout) still
+succeeds (exit status 0): its status says why it stopped. An interrupted run
+(SIGINT) fails with exit status 1. The same flags and --seed give the same
+report, apart from the wall-clock fields wall_seconds and solve_seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.list {
@@ -233,6 +235,10 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 	start := time.Now()
 	res, err := solver.Solve(ctx, sp, p.X0, s, j.method)
 	wall := time.Since(start)
+	if ctx.Err() != nil {
+		// Interrupted (or the caller's deadline passed): not a result.
+		return nil, fmt.Errorf("solve interrupted after %d oracle calls: %w", solveCalls(res), ctx.Err())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +261,14 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		rep.Certificate = &certReport{Bound: number(c.Bound), Estimate: number(c.Estimate), Delta: number(c.Delta), Samples: c.Samples, Calls: c.Calls, Rule: c.Rule}
 	}
 	return rep, nil
+}
+
+// solveCalls returns the oracle calls of res, or 0 for a nil res.
+func solveCalls(res *solver.Result) int64 {
+	if res == nil {
+		return 0
+	}
+	return res.Stats.Calls
 }
 
 func writeJSON(w io.Writer, rep *solveReport) error {

@@ -353,6 +353,9 @@ func TestGaussianNoiseLaw(t *testing.T) {
 // the check is within 6 of its standard errors), and sizes past
 // StudentTExactDraws still unbiased.
 func TestStudentNoiseLaw(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds under -race; single-goroutine numerics, run by the full suite")
+	}
 	const sigma = 0.8
 	p := mustNew(t, Config{Name: "affine-t", Dim: 10, Noise: sigma, Seed: 6})
 	x := gaussVec(rand.New(rand.NewPCG(8, 8)), 10)
