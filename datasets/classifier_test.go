@@ -225,6 +225,9 @@ func synthPair(t testing.TB, ntrain, ntest int, seed uint64) (train, test *Datas
 // measured accuracy (0.86 at the time of writing) lies more than 7 binomial
 // standard deviations (√(0.86·0.14/2000) ≈ 0.008) inside it.
 func TestSyntheticLinearBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow under -race; runs in the full suite")
+	}
 	train, test := synthPair(t, 10000, 2000, 1)
 	trainAcc, testAcc := trainAndTest(t, train, test, 0, 15, 0.05)
 	t.Logf("softmax regression on synthetic digits: train accuracy %.4f, test accuracy %.4f", trainAcc, testAcc)

@@ -497,6 +497,9 @@ func TestEmbeddedChecksums(t *testing.T) {
 
 // TestFashionMNISTInstalled reads Debian's Fashion-MNIST when installed.
 func TestFashionMNISTInstalled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow under -race; runs in the full suite")
+	}
 	dir := filepath.Join(DefaultSystemDir, FashionMNIST)
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("Fashion-MNIST not installed: %v", err)

@@ -11,6 +11,9 @@ import (
 )
 
 func TestCertifyCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow under -race; runs in the full suite")
+	}
 	// Over N seeded VR-GHAL solves of Gaussian and heavy-tailed (Student-t,
 	// 2.5 degrees of freedom) affine problems in ℓ2 and ℓ∞, the certified
 	// bound may fall below the true residual (from the exact T) in at most a
@@ -85,6 +88,9 @@ func TestCertifyCoverage(t *testing.T) {
 }
 
 func TestCertifyNotVacuous(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow under -race; runs in the full suite")
+	}
 	// With calls of n samples chosen so that the noise scale s_n ≤ true/20,
 	// the median bound is within 1 + 9√3/20 ≈ 1.78 times the true residual
 	// (see TestCertifyCoverage for the 9√3).

@@ -38,6 +38,7 @@ func relMethods(gamma, sigma float64) []relMethod {
 		{"minibatch-km", true, solver.MinibatchKM{MaxBatch: 256}},
 		{"stochastic-halpern", true, solver.StochasticHalpern{Eps: 0.1, C: sigma * sigma, MaxBatch: 256}},
 		{"page-halpern", true, solver.PAGEHalpern{Eps: 0.1, C1: sigma * sigma, C2: gamma * gamma, MaxBatch: 256}},
+		{"vrghal", true, solver.VRGHAL{Gamma: gamma}},
 	}
 }
 

@@ -132,6 +132,9 @@ func (VRGHAL) String() string { return "vrghal" }
 // Validate implements Validator. It checks the settings and that Model is
 // not stronger than the oracle's.
 func (v VRGHAL) Validate(p Problem) error {
+	if err := p.check(); err != nil {
+		return err
+	}
 	_, err := v.config(p.Oracle.Model())
 	return err
 }

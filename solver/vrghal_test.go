@@ -374,6 +374,9 @@ var vrCases = []vrCase{
 }
 
 func TestVRGHALReachesEps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow under -race; runs in the full suite")
+	}
 	// Each run stops once its estimated residual R̃_k ≤ ε/2 (or after 14
 	// epochs); the true residual must be ≤ ε in at least a fraction 1 − δ of
 	// the runs, up to three binomial standard deviations.
