@@ -8,12 +8,20 @@ import (
 )
 
 // Benchmark shapes: a batch of 256 examples with 128 hidden and 128 input
-// features; the wide cell has 256 units and samples 32 of them.
+// features; the wide cell has 256 units and samples 32 of them. The mixture
+// cell has many small terms: 4096 patches of 4 features, 16 hidden
+// features, a batch of 64, minibatches of 64 terms.
 const (
 	benchBatch  = 256
 	benchHidden = 128
 	benchUnits  = 256
 	benchSample = 32
+
+	benchMixBatch  = 64
+	benchMixHidden = 16
+	benchMixTerms  = 4096
+	benchMixPatch  = 4
+	benchMixSample = 64
 )
 
 func benchDense() Cell {
@@ -24,16 +32,24 @@ func benchWide() Cell {
 	return mustCell(NewWide(WideConfig{Hidden: benchHidden, Input: benchHidden, Units: benchUnits, Seed: 1}))
 }
 
-// benchOp times one evaluator operation: "eval" (the oracle with Sample
-// size, size 0 meaning exact), "vjp-hidden" (likewise) or "vjp" (the full
-// exact VJP with parameter gradients).
-func benchOp(b *testing.B, c Cell, op string, size int) {
-	e, err := c.Evaluator(benchBatch)
+func benchMixture() Cell {
+	return mustCell(NewMixture(MixtureConfig{Hidden: benchMixHidden, Terms: benchMixTerms, PatchLen: benchMixPatch, Seed: 1}))
+}
+
+// benchOp times one evaluator operation on a batch of benchBatch examples
+// (see benchOpN).
+func benchOp(b *testing.B, c Cell, op string, size int) { benchOpN(b, c, benchBatch, op, size) }
+
+// benchOpN times one evaluator operation on a batch of n examples: "eval"
+// (the oracle with Sample size, size 0 meaning exact), "vjp-hidden"
+// (likewise) or "vjp" (the full exact VJP with parameter gradients).
+func benchOpN(b *testing.B, c Cell, n int, op string, size int) {
+	e, err := c.Evaluator(n)
 	if err != nil {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	if err := e.SetInput(randVec(rng, benchBatch*c.Shape().InputLen(), 1)); err != nil {
+	if err := e.SetInput(randVec(rng, n*c.Shape().InputLen(), 1)); err != nil {
 		b.Fatal(err)
 	}
 	z := randVec(rng, e.Len(), 1)
@@ -74,6 +90,20 @@ func BenchmarkWideForwardSampled(b *testing.B)  { benchOp(b, benchWide(), "eval"
 func BenchmarkWideVJPHidden(b *testing.B)       { benchOp(b, benchWide(), "vjp-hidden", 0) }
 func BenchmarkWideVJPHiddenSample(b *testing.B) { benchOp(b, benchWide(), "vjp-hidden", benchSample) }
 func BenchmarkWideVJP(b *testing.B)             { benchOp(b, benchWide(), "vjp", 0) }
+
+func BenchmarkMixtureForward(b *testing.B) {
+	benchOpN(b, benchMixture(), benchMixBatch, "eval", 0)
+}
+func BenchmarkMixtureForwardSampled(b *testing.B) {
+	benchOpN(b, benchMixture(), benchMixBatch, "eval", benchMixSample)
+}
+func BenchmarkMixtureVJPHidden(b *testing.B) {
+	benchOpN(b, benchMixture(), benchMixBatch, "vjp-hidden", 0)
+}
+func BenchmarkMixtureVJPHiddenSample(b *testing.B) {
+	benchOpN(b, benchMixture(), benchMixBatch, "vjp-hidden", benchMixSample)
+}
+func BenchmarkMixtureVJP(b *testing.B) { benchOpN(b, benchMixture(), benchMixBatch, "vjp", 0) }
 
 // benchProject times Project of a 128-hidden dense cell whose W is pushed
 // off the constraint before every call.

@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
@@ -58,10 +59,6 @@ type Cell interface {
 // evaluators (and their gorgonia graphs).
 const MaxCachedBatches = 4
 
-// MaxCachedSamples is the number of minibatch sizes for which an evaluator
-// of a stochastic cell keeps its sampled vector–Jacobian-product graphs.
-const MaxCachedSamples = 8
-
 // Evaluator evaluates a cell on batches of a fixed number of examples. It
 // is a solver.Oracle on the hidden state for the input fixed by the last
 // SetInput, and it also computes vector–Jacobian products from gorgonia
@@ -70,11 +67,21 @@ const MaxCachedSamples = 8
 // Eval and EvalExact use a gonum path that computes the same expression as
 // the graph and allocates nothing itself (gonum's matrix multiply allocates
 // a few small objects for its goroutines when it runs in parallel on large
-// batches); EvalGraph runs the graph's forward pass. For a cell that averages M terms, a Sample of Size m < M
-// draws m term indices uniformly with replacement from
-// rand.NewPCG(Seed, ·), so the same Sample at two points uses the same
-// terms; Size ≥ M evaluates the exact average and reports M samples.
-// Deterministic cells ignore the Sample and report one sample.
+// batches); EvalGraph runs the graph's forward pass.
+//
+// For a cell that averages M terms, a Sample of Size m first rounds m up to
+// the next power of two m'. If m' < M, Eval and VJPHidden draw m' term
+// indices uniformly with replacement from rand.NewPCG(Seed, ·), so the same
+// Sample at two points (and in Eval and VJPHidden) uses the same terms, and
+// report m' samples; otherwise they use the exact average and report M
+// samples. Drawing more terms than asked keeps the estimate unbiased and
+// only lowers its variance; in exchange an evaluator builds at most
+// ⌈log₂M⌉ + 1 hidden-state VJP graphs (one per size, the exact one
+// included) whatever sizes a solver asks for, and keeps them all: together
+// they are at most about twice the size of the exact one. (A solver checks
+// its sample budget against the size it asks for, so a solve can end up to
+// one requested size over its budget.) Deterministic cells ignore the Sample
+// and report one sample.
 //
 // SetInput caches the input's contribution (such as xU + b), so it must be
 // called again after the parameters change. Methods panic if a slice has
@@ -94,9 +101,10 @@ type Evaluator interface {
 	// EvalGraph writes f(z, x) computed by the gorgonia graph into dst.
 	EvalGraph(dst, z []float64) error
 	// VJPHidden writes into dst the vector–Jacobian product
-	// (∂τ(z, x; ξ)/∂z)ᵀ g of the minibatch estimate τ named by s (the exact
-	// f when s.Size ≥ Terms() or the cell is deterministic) and returns the
-	// number of unit samples used.
+	// (∂τ(z, x; ξ)/∂z)ᵀ g of the minibatch estimate τ that Eval computes
+	// for s (the exact f when s.Size, rounded up to a power of two, is at
+	// least Terms(), or the cell is deterministic) and returns the number of
+	// unit samples used, which may exceed s.Size (see above).
 	VJPHidden(dst, z, g []float64, s solver.Sample) (int, error)
 	// VJP computes the exact vector–Jacobian products of f at (z, x) with
 	// cotangent g: it writes (∂f/∂z)ᵀg into dz and (∂f/∂x)ᵀg into dx (either
@@ -194,20 +202,35 @@ func newSampler() *sampler {
 	return &sampler{src: src, rng: rand.New(src)}
 }
 
-// draw returns s.Size indices drawn uniformly with replacement from [0, m),
-// or nil when s.Size ≥ m (the exact average).
+// drawSize returns the number of terms a Sample of the given size (≥ 1)
+// draws from m terms: size rounded up to a power of two, or m (the exact
+// average) when that is not below m.
+func drawSize(size, m int) int {
+	if size >= m {
+		return m
+	}
+	return min(1<<bits.Len(uint(size-1)), m)
+}
+
+// sampleBuckets returns the number of distinct values of drawSize(·, m):
+// the powers of two below m, and m.
+func sampleBuckets(m int) int { return bits.Len(uint(m-1)) + 1 }
+
+// draw returns drawSize(s.Size, m) indices drawn uniformly with replacement
+// from [0, m), or nil when that is m (the exact average).
 func (sp *sampler) draw(s solver.Sample, m int) ([]int, error) {
 	if s.Size < 1 {
 		return nil, fmt.Errorf("layers: Sample.Size = %d must be positive", s.Size)
 	}
-	if s.Size >= m {
+	k := drawSize(s.Size, m)
+	if k == m {
 		return nil, nil
 	}
 	sp.src.Seed(s.Seed, samplerStream)
-	if cap(sp.idx) < s.Size {
-		sp.idx = make([]int, s.Size, max(s.Size, 2*cap(sp.idx)))
+	if cap(sp.idx) < k {
+		sp.idx = make([]int, k, max(k, 2*cap(sp.idx)))
 	}
-	sp.idx = sp.idx[:s.Size]
+	sp.idx = sp.idx[:k]
 	for i := range sp.idx {
 		sp.idx[i] = sp.rng.IntN(m)
 	}
@@ -229,7 +252,7 @@ func (g graph) input(name string, rows, cols int) (*G.Node, []float64) {
 // bound declares an input node bound to t (a parameter or a view of one).
 func (g graph) bound(name string, t *tensor.Dense) *G.Node {
 	s := t.Shape()
-	return G.NewMatrix(g.g, tensor.Float64, G.WithShape(s[0], s[1]), G.WithName(name), G.WithValue(t))
+	return G.NewTensor(g.g, tensor.Float64, s.Dims(), G.WithShape(s...), G.WithName(name), G.WithValue(t))
 }
 
 // build runs f, turning the panics of gorgonia.Must into an error.

@@ -160,7 +160,10 @@ func TestSampledVJPHiddenMatchesFiniteDifferences(t *testing.T) {
 			if e.Terms() == 1 {
 				t.Skip("deterministic cell")
 			}
-			for _, size := range []int{1, 2, 5} {
+			// Sizes are rounded up to powers of two; 8 is at least M for
+			// every test cell, which gives the exact average.
+			for _, sz := range []struct{ size, drawn int }{{1, 1}, {2, 2}, {5, 8}} {
+				size := sz.size
 				s := solver.Sample{Seed: 11 + uint64(size), Size: size}
 				f := make([]float64, e.Len())
 				want := fdGrad(func(v []float64) float64 {
@@ -171,7 +174,7 @@ func TestSampledVJPHiddenMatchesFiniteDifferences(t *testing.T) {
 				got := make([]float64, len(z))
 				n, err := e.VJPHidden(got, z, g, s)
 				require.NoError(t, err)
-				require.Equal(t, min(size, e.Terms()), n)
+				require.Equal(t, min(sz.drawn, e.Terms()), n)
 				require.InDeltaSlice(t, want, got, 1e-6, "size %d", size)
 			}
 		})
@@ -475,5 +478,117 @@ func TestEvalDoesNotAllocate(t *testing.T) {
 			require.Zero(t, testing.AllocsPerRun(10, func() { _, _ = e.Eval(dst, z, s) }))
 			require.Zero(t, testing.AllocsPerRun(10, func() { _ = e.EvalExact(dst, z) }))
 		})
+	}
+}
+
+func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
+	// With M = 20 terms, sizes round up to 1, 2, 4, 8, 16 or the exact
+	// average (20 samples reported); Eval and VJPHidden agree on the count,
+	// a size and its rounded-up size draw the same terms, and one hidden
+	// graph per rounded size is built and kept.
+	const m = 20
+	sizes := []struct{ size, drawn int }{
+		{1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {7, 8}, {8, 8}, {9, 16}, {16, 16},
+		{17, m}, {20, m}, {25, m},
+	}
+	for _, tc := range []testCell{
+		{"wide", mustCell(NewWide(WideConfig{Hidden: 3, Input: 2, Units: m, Activation: Tanh, Seed: 8})), 2},
+		{"mixture", mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: m, PatchLen: 1, Activation: Tanh, Seed: 9})), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, z, g := setup(t, tc, 10)
+			exact := make([]float64, len(z))
+			require.NoError(t, e.EvalExact(exact, z))
+			got := make([]float64, len(z))
+			ref := make([]float64, len(z))
+			for _, sz := range sizes {
+				s := solver.Sample{Seed: 21, Size: sz.size}
+				n, err := e.Eval(got, z, s)
+				require.NoError(t, err)
+				require.Equal(t, sz.drawn, n, "Eval, size %d", sz.size)
+				n, err = e.Eval(ref, z, solver.Sample{Seed: 21, Size: sz.drawn})
+				require.NoError(t, err)
+				require.Equal(t, sz.drawn, n)
+				require.Equal(t, ref, got, "size %d draws the terms of size %d", sz.size, sz.drawn)
+				if sz.drawn == m {
+					require.Equal(t, exact, got, "size %d", sz.size)
+				} else {
+					require.NotEqual(t, exact, got, "size %d", sz.size)
+				}
+				n, err = e.VJPHidden(got, z, g, s)
+				require.NoError(t, err)
+				require.Equal(t, sz.drawn, n, "VJPHidden, size %d", sz.size)
+			}
+			var keys []int
+			switch e := e.(type) {
+			case *wideEval:
+				keys = slices.Clone(e.hidden.keys)
+			case *mixEval:
+				keys = slices.Clone(e.hidden.keys)
+			}
+			slices.Sort(keys)
+			require.Equal(t, []int{1, 2, 4, 8, 16, m}, keys)
+		})
+	}
+}
+
+func TestMixtureGraphSizeIndependentOfTerms(t *testing.T) {
+	// The full graphs of cells with 2 and 64 terms have the same number of
+	// nodes, and so have their hidden graphs for 1 to 64 sampled terms.
+	var full, hidden []int
+	for _, m := range []int{2, 64} {
+		c := mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: m, PatchLen: 2, Seed: 1}))
+		ev, err := c.Evaluator(2)
+		require.NoError(t, err)
+		e := ev.(*mixEval)
+		mg, err := e.graph(true, m)
+		require.NoError(t, err)
+		full = append(full, len(mg.out.Graph().AllNodes()))
+		for _, k := range []int{1, 32, m} {
+			mg, err := e.graph(false, k)
+			require.NoError(t, err)
+			hidden = append(hidden, len(mg.out.Graph().AllNodes()))
+		}
+	}
+	require.Equal(t, []int{full[0], full[0]}, full)
+	require.Equal(t, slices.Repeat([]int{hidden[0]}, len(hidden)), hidden)
+}
+
+func TestMixtureGraphsOnDegenerateShapes(t *testing.T) {
+	// The stacked graphs handle one hidden feature, one term, one patch
+	// feature and one row (where gorgonia's matrices are 1×1 or vectors):
+	// the graph agrees with the gonum path, the exact hidden VJP with the
+	// full one, and a one-term sampled VJP with finite differences.
+	for _, h := range []int{1, 2} {
+		for _, m := range []int{1, 3} {
+			for _, pl := range []int{1, 2} {
+				for _, n := range []int{1, 2} {
+					tc := testCell{fmt.Sprintf("h%d-m%d-p%d-n%d", h, m, pl, n), mustCell(NewMixture(MixtureConfig{Hidden: h, Terms: m, PatchLen: pl, Activation: Tanh, Seed: 3})), n}
+					t.Run(tc.name, func(t *testing.T) {
+						e, _, z, g := setup(t, tc, 1)
+						a := make([]float64, len(z))
+						b := make([]float64, len(z))
+						require.NoError(t, e.EvalExact(a, z))
+						require.NoError(t, e.EvalGraph(b, z))
+						require.InDeltaSlice(t, a, b, 1e-12)
+						require.NoError(t, e.VJP(a, nil, z, g))
+						_, err := e.VJPHidden(b, z, g, solver.Sample{Size: m})
+						require.NoError(t, err)
+						require.InDeltaSlice(t, a, b, 1e-12)
+						ZeroGrads(tc.cell.Params())
+						s := solver.Sample{Seed: 3, Size: 1}
+						f := make([]float64, len(z))
+						want := fdGrad(func(v []float64) float64 {
+							_, err := e.Eval(f, v, s)
+							require.NoError(t, err)
+							return dot(g, f)
+						}, z)
+						_, err = e.VJPHidden(b, z, g, s)
+						require.NoError(t, err)
+						require.InDeltaSlice(t, want, b, 1e-6)
+					})
+				}
+			}
+		}
 	}
 }

@@ -31,13 +31,17 @@
 // per batch size. It is a solver.Oracle (and solver.Exact) on the hidden
 // state for the input set by SetInput: Eval draws term indices with
 // math/rand/v2's PCG seeded by Sample.Seed, so the same Sample at two points
-// uses the same terms, and a Sample of size ≥ M is the exact average (M
-// samples reported). Forward evaluations run on an allocation-free gonum
-// path (input terms xU + b are computed once per SetInput); the gorgonia
-// graph of the same expression (EvalGraph) is checked against it.
+// uses the same terms. It rounds the sample size up to a power of two (and
+// reports the samples it used), and a size that rounds up to M or more is
+// the exact average (M samples reported). Forward evaluations run on an
+// allocation-free gonum path (input terms xU + b are computed once per
+// SetInput); the gorgonia graph of the same expression (EvalGraph) is
+// checked against it.
 // Vector–Jacobian products come from gorgonia graphs built once per batch
-// size (and, for sampled hidden-state VJPs, once per minibatch size, in a
-// bounded cache), never per solver iteration: VJPHidden gives
+// size (and, for sampled hidden-state VJPs, once per power-of-two minibatch
+// size, so at most ⌈log₂M⌉ + 1 of them), never per solver iteration. Their
+// number of nodes does not depend on M or the minibatch size: the terms of
+// a Mixture are stacked into single matrices. VJPHidden gives
 // (∂τ/∂z)ᵀg for an exact or minibatch estimate τ, VJP the exact
 // (∂f/∂z)ᵀg, (∂f/∂x)ᵀg and the parameter gradients.
 //

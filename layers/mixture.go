@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/deqgo/deq/solver"
 )
@@ -179,7 +179,7 @@ func newMixEval(c *Mixture, n int) *mixEval {
 		sp:     newSampler(),
 		count:  make([]int, c.m),
 		tmp:    make([]float64, rows*h),
-		hidden: cache[*mixGraph]{max: MaxCachedSamples},
+		hidden: cache[*mixGraph]{max: sampleBuckets(c.m)},
 	}
 }
 
@@ -270,17 +270,34 @@ func (e *mixEval) EvalExact(dst, z []float64) error {
 	return nil
 }
 
-// mixGraph is the graph of (1/k) Σ_j σ(zW_j + c_j) with the gradient of
-// ⟨g, f⟩. The full graph has k = M, c_j = x_j U_j + b_j with x_j inputs and
-// the parameters bound to views; a hidden graph has k slots whose W_j and
-// c_j are inputs copied from the sampled terms.
+// mixGraph is the graph of f(z)ᵀ = (1/k) Σ_j σ(zW_j + c_j)ᵀ over k slots,
+// with the gradient of ⟨gᵀ, f(z)ᵀ⟩. Its size does not depend on k: the
+// slots are stacked along the rows of one matrix,
+//
+//	P = [W_0ᵀ; …; W_{k−1}ᵀ] zᵀ + [c_0ᵀ; …; c_{k−1}ᵀ]   ((k·Hidden)×rows),
+//
+// so that σ(P), read as a k×(Hidden·rows) matrix, holds one slot per row,
+// and a 1×k row of weights 1/k sums them into f(z)ᵀ (Hidden×rows). The
+// graph works on transposed states because this stacking keeps every
+// slot's block contiguous, which makes the sum a single product with a
+// vector; its inputs are filled (and its outputs read) by transposing.
+//
+// In the full graph (k = M) c_m = x_m U_m + b_m is part of the graph:
+// U_mᵀ x_mᵀ for all m is one batched product of U (bound to the parameter's
+// storage as M×PatchLen×Hidden) with the patches (M×PatchLen×rows), and b
+// (bound as the column (M·Hidden)×1) is broadcast along the rows. In a
+// hidden graph the c_jᵀ are inputs. In both, W's stacked transposes are an
+// input packed from the parameter before every run, whose gradient is
+// unpacked into W's gradient.
 type mixGraph struct {
-	z, g  []float64
-	x, c  [][]float64 // per-slot input backings (x_j for full, c_j for hidden)
-	w     [][]float64 // hidden: per-slot W_j backings
-	out   *G.Node
-	grads G.Nodes // full: z, x_0..x_{M−1}, W_0.., U_0.., b_0..; hidden: z
-	m     *machine
+	k      int
+	zt, gt []float64 // Hidden×rows
+	wt     []float64 // (k·Hidden)×Hidden: W_jᵀ stacked
+	ct     []float64 // hidden: (k·Hidden)×rows, c_jᵀ stacked
+	xt     []float64 // full: M blocks of PatchLen×rows, x_mᵀ
+	out    *G.Node   // f(z)ᵀ, Hidden×rows
+	grads  G.Nodes   // full: zᵀ, xᵀ, Wᵀ stack, U, b; hidden: zᵀ
+	m      *machine
 }
 
 func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
@@ -289,46 +306,38 @@ func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
 	}
 	buildIt := func() (*mixGraph, error) {
 		c := e.c
-		h, pl := c.shape.Hidden, c.pl
-		mg := &mixGraph{}
+		h, pl, rows := c.shape.Hidden, c.pl, e.rows
+		mg := &mixGraph{k: k}
 		gr := graph{G.NewGraph()}
 		err := build("Mixture", func() {
-			var z, g *G.Node
-			z, mg.z = gr.input("z", e.rows, h)
-			g, mg.g = gr.input("g", e.rows, h)
-			wrt := G.Nodes{z}
-			var ws, us, bs G.Nodes
-			var sum *G.Node
-			for j := 0; j < k; j++ {
-				sj := strconv.Itoa(j)
-				var pre *G.Node
-				if full {
-					x, xb := gr.input("x"+sj, e.rows, pl)
-					mg.x = append(mg.x, xb)
-					w := gr.bound("W"+sj, view(c.wm(j), h, h))
-					u := gr.bound("U"+sj, view(c.u.Data()[j*pl*h:(j+1)*pl*h], pl, h))
-					b := gr.bound("b"+sj, view(c.b.Data()[j*h:(j+1)*h], 1, h))
-					pre = G.Must(G.Add(G.Must(G.Mul(z, w)), G.Must(G.Mul(x, u))))
-					pre = G.Must(G.BroadcastAdd(pre, b, nil, []byte{0}))
-					wrt = append(wrt, x)
-					ws, us, bs = append(ws, w), append(us, u), append(bs, b)
-				} else {
-					cn, cb := gr.input("c"+sj, e.rows, h)
-					w, wb := gr.input("W"+sj, h, h)
-					mg.c, mg.w = append(mg.c, cb), append(mg.w, wb)
-					pre = G.Must(G.Add(G.Must(G.Mul(z, w)), cn))
-				}
-				a := c.act.node(pre)
-				if sum == nil {
-					sum = a
-				} else {
-					sum = G.Must(G.Add(sum, a))
-				}
+			var zt, gt, wt, pre *G.Node
+			zt, mg.zt = gr.input("zT", h, rows)
+			gt, mg.gt = gr.input("gT", h, rows)
+			wt, mg.wt = gr.input("WT", k*h, h)
+			pre = G.Must(G.Mul(wt, zt))
+			wrt := G.Nodes{zt}
+			if full {
+				var xt *G.Node
+				mg.xt = make([]float64, k*pl*rows)
+				xt = gr.bound("xT", tensorOver(mg.xt, k, pl, rows))
+				u := gr.bound("U", tensorOver(c.u.Data(), k, pl, h))
+				b := gr.bound("b", view(c.b.Data(), k*h, 1))
+				ux := G.Must(G.BatchedMatMul(u, xt, true, false))
+				pre = G.Must(G.Add(pre, G.Must(G.Reshape(ux, tensor.Shape{k * h, rows}))))
+				pre = G.Must(G.BroadcastAdd(pre, b, nil, []byte{1}))
+				wrt = G.Nodes{zt, xt, wt, u, b}
+			} else {
+				var ct *G.Node
+				ct, mg.ct = gr.input("cT", k*h, rows)
+				pre = G.Must(G.Add(pre, ct))
 			}
-			scaleNode := G.NewConstant(1/float64(k), G.WithName("1/k"))
-			mg.out = G.Must(G.Mul(sum, scaleNode))
-			wrt = append(append(append(wrt, ws...), us...), bs...)
-			mg.grads = backprop(mg.out, g, wrt)
+			a := G.Must(G.Reshape(c.act.node(pre), tensor.Shape{k, h * rows}))
+			wts, wd := gr.input("1/k", 1, k)
+			for i := range wd {
+				wd[i] = 1 / float64(k)
+			}
+			mg.out = G.Must(G.Reshape(G.Must(G.Mul(wts, a)), tensor.Shape{h, rows}))
+			mg.grads = backprop(mg.out, gt, wrt)
 			mg.m = newMachine(gr.g, mg.grads...)
 			if full {
 				e.fwd = newMachine(gr.g, mg.out)
@@ -347,12 +356,31 @@ func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
 	return e.hidden.get(k, buildIt)
 }
 
-// fillPatches copies the input patches into the full graph's x_j inputs.
-func (e *mixEval) fillPatches(mg *mixGraph) {
-	d, pl := e.c.shape.Input, e.c.pl
-	for j, xb := range mg.x {
-		for r := 0; r < e.rows; r++ {
-			copy(xb[r*pl:(r+1)*pl], e.x[r*d+j*pl:r*d+(j+1)*pl])
+// packW fills the graph's stacked Wᵀ with W_{t_j}ᵀ for slot j, where t_j
+// is idx[j], or j when idx is nil.
+func (e *mixEval) packW(mg *mixGraph, idx []int) {
+	h := e.c.shape.Hidden
+	for j := range mg.k {
+		t := j
+		if idx != nil {
+			t = idx[j]
+		}
+		transpose(mg.wt[j*h*h:(j+1)*h*h], e.c.wm(t), h, h)
+	}
+}
+
+// fillFull fills the full graph's inputs zᵀ, the stacked Wᵀ and the
+// transposed patches.
+func (e *mixEval) fillFull(mg *mixGraph, z []float64) {
+	h, d, pl, rows := e.c.shape.Hidden, e.c.shape.Input, e.c.pl, e.rows
+	transpose(mg.zt, z, rows, h)
+	e.packW(mg, nil)
+	for m := range e.c.m {
+		xt := mg.xt[m*pl*rows : (m+1)*pl*rows]
+		for r := range rows {
+			for i, v := range e.x[r*d+m*pl : r*d+(m+1)*pl] {
+				xt[i*rows+r] = v
+			}
 		}
 	}
 }
@@ -367,12 +395,11 @@ func (e *mixEval) EvalGraph(dst, z []float64) error {
 	if err != nil {
 		return err
 	}
-	copy(mg.z, z)
-	e.fillPatches(mg)
+	e.fillFull(mg, z)
 	if err := e.fwd.run(); err != nil {
 		return err
 	}
-	copy(dst, nodeData(mg.out))
+	transpose(dst, nodeData(mg.out), e.c.shape.Hidden, e.rows)
 	return nil
 }
 
@@ -395,20 +422,21 @@ func (e *mixEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for j := 0; j < k; j++ {
+	h, rows := e.c.shape.Hidden, e.rows
+	e.packW(mg, idx)
+	for j := range k {
 		t := j
 		if idx != nil {
 			t = idx[j]
 		}
-		copy(mg.w[j], e.c.wm(t))
-		copy(mg.c[j], e.cm(t))
+		transpose(mg.ct[j*h*rows:(j+1)*h*rows], e.cm(t), rows, h)
 	}
-	copy(mg.z, z)
-	copy(mg.g, g)
+	transpose(mg.zt, z, rows, h)
+	transpose(mg.gt, g, rows, h)
 	if err := mg.m.run(); err != nil {
 		return 0, err
 	}
-	copy(dst, nodeData(mg.grads[0]))
+	transpose(dst, nodeData(mg.grads[0]), h, rows)
 	return k, nil
 }
 
@@ -428,31 +456,50 @@ func (e *mixEval) VJP(dz, dx, z, g []float64) error {
 	if err != nil {
 		return err
 	}
-	copy(mg.z, z)
-	e.fillPatches(mg)
-	copy(mg.g, g)
+	h, d, pl, rows := e.c.shape.Hidden, e.c.shape.Input, e.c.pl, e.rows
+	e.fillFull(mg, z)
+	transpose(mg.gt, g, rows, h)
 	if err := mg.m.run(); err != nil {
 		return err
 	}
 	if dz != nil {
-		copy(dz, nodeData(mg.grads[0]))
+		transpose(dz, nodeData(mg.grads[0]), h, rows)
 	}
-	h, d, pl, M := e.c.shape.Hidden, e.c.shape.Input, e.c.pl, e.c.m
 	if dx != nil {
-		for j := 0; j < M; j++ {
-			gx := nodeData(mg.grads[1+j])
-			for r := 0; r < e.rows; r++ {
-				copy(dx[r*d+j*pl:r*d+(j+1)*pl], gx[r*pl:(r+1)*pl])
+		gx := nodeData(mg.grads[1])
+		for m := range e.c.m {
+			gxm := gx[m*pl*rows : (m+1)*pl*rows]
+			for r := range rows {
+				row := dx[r*d+m*pl : r*d+(m+1)*pl]
+				for i := range row {
+					row[i] = gxm[i*rows+r]
+				}
 			}
 		}
 	}
-	wg, ug, bg := e.c.w.GradData(), e.c.u.GradData(), e.c.b.GradData()
-	for j := 0; j < M; j++ {
-		addTo(wg[j*h*h:(j+1)*h*h], nodeData(mg.grads[1+M+j]))
-		addTo(ug[j*pl*h:(j+1)*pl*h], nodeData(mg.grads[1+2*M+j]))
-		addTo(bg[j*h:(j+1)*h], nodeData(mg.grads[1+3*M+j]))
+	// Block m of the stacked Wᵀ's gradient is (∂/∂W_m)ᵀ.
+	wg, gw := e.c.w.GradData(), nodeData(mg.grads[2])
+	for m := range e.c.m {
+		blk, out := gw[m*h*h:(m+1)*h*h], wg[m*h*h:(m+1)*h*h]
+		for a := range h {
+			for b := range h {
+				out[a*h+b] += blk[b*h+a]
+			}
+		}
 	}
+	addTo(e.c.u.GradData(), nodeData(mg.grads[3]))
+	addTo(e.c.b.GradData(), nodeData(mg.grads[4]))
 	return nil
+}
+
+// transpose writes the cols×rows transpose of the row-major rows×cols
+// matrix src into dst.
+func transpose(dst, src []float64, rows, cols int) {
+	for r := range rows {
+		for c, v := range src[r*cols : (r+1)*cols] {
+			dst[c*rows+r] = v
+		}
+	}
 }
 
 // PatchPermutation returns the permutation that reorders a row-major

@@ -11,7 +11,8 @@ import (
 // stored row-major, with a gradient of the same shape.
 //
 // Every graph a cell builds reads the parameter's value from the same
-// backing slice, so an update made in place (by a gorgonia solver, by
+// backing slice (bound to it, or, for a Mixture's W, copied from it before
+// every run), so an update made in place (by a gorgonia solver, by
 // Project, or through Data) is seen by the next evaluation. Param implements
 // gorgonia.ValueGrad, so a model's parameters can be handed to gorgonia's
 // solvers directly:
@@ -101,4 +102,9 @@ func ZeroGrads(ps []*Param) {
 // view returns a tensor of shape rows×cols over data, sharing it.
 func view(data []float64, rows, cols int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(data))
+}
+
+// tensorOver returns a tensor of the given shape over data, sharing it.
+func tensorOver(data []float64, shape ...int) *tensor.Dense {
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
 }

@@ -229,7 +229,7 @@ func newWideEval(c *Wide, n int) *wideEval {
 		ws:     make([]float64, h*m),
 		vs:     make([]float64, m*h),
 		cs:     make([]float64, rows*m),
-		hidden: cache[*wideGraph]{max: MaxCachedSamples},
+		hidden: cache[*wideGraph]{max: sampleBuckets(m)},
 	}
 }
 
