@@ -5,20 +5,24 @@
 //
 //	deq solve --list
 //	deq solve --problem affine --solver minibatch-km --norm linf --eps 0.05 --json
+//	deq train --data fashion-mnist --solver broyden --epochs 10 --checkpoint run.ckpt --metrics run.jsonl
+//	deq eval --checkpoint run.ckpt --solver anderson --json
 //
 // Exit status: 0 on success, 1 when a command fails while running, 2 for a
 // usage error (a bad flag, a missing one, or a combination that makes no
-// sense); errors are printed as one line on standard error.
+// sense), 130 when SIGINT or SIGTERM stopped deq train (after it saved its
+// checkpoint); errors are printed as one line on standard error.
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -15,6 +15,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupted: a signal stopped `deq train`, which saved its
+	// checkpoint first (128 + SIGINT, the shells' convention).
+	exitInterrupted = 130
 )
 
 // runtimeError marks an error that happened while a well-formed command ran
@@ -42,6 +45,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &rt) {
 		return exitFailure
 	}
+	var it interruptedError
+	if errors.As(err, &it) {
+		return exitInterrupted
+	}
 	return exitUsage
 }
 
@@ -56,6 +63,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSolveCmd())
+	root.AddCommand(newSolveCmd(), newTrainCmd(), newEvalCmd())
 	return root
 }
