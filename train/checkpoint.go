@@ -37,6 +37,7 @@ const (
 	headerLen         = 32
 	sumLen            = sha256.Size
 	maxMetaLen        = 256 << 20
+	maxDataLen        = 1 << 48
 )
 
 // Errors of Load and Resume; the returned errors wrap one of them.
@@ -204,6 +205,9 @@ func writeAtomic(path string, b []byte) (err error) {
 			err = fmt.Errorf("train: writing checkpoint %s: %w", path, err)
 		}
 	}()
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
 	if _, err = f.Write(b); err != nil {
 		return err
 	}
@@ -270,10 +274,10 @@ func Load(path string) (*Checkpoint, error) {
 
 // decode parses and verifies a checkpoint.
 func decode(b []byte) (*Checkpoint, error) {
-	if len(b) < len(checkpointMagic) || string(b[:len(checkpointMagic)]) != checkpointMagic {
-		if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) && len(b) > 0 {
-			return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
-		}
+	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
+	}
+	if !bytes.HasPrefix(b, []byte(checkpointMagic)) {
 		return nil, ErrNotCheckpoint
 	}
 	if len(b) < headerLen {
@@ -283,7 +287,7 @@ func decode(b []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: the file has version %d, this build reads version %d", ErrVersion, v, CheckpointVersion)
 	}
 	ml, dl := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-	if ml > maxMetaLen || dl > uint64(len(b)) || dl%8 != 0 {
+	if ml > maxMetaLen || dl > maxDataLen || dl%8 != 0 {
 		return nil, fmt.Errorf("%w: header declares %d metadata and %d data bytes", ErrCorrupt, ml, dl)
 	}
 	want := headerLen + ml + dl + sumLen

@@ -97,7 +97,10 @@ type Trainer struct {
 	acc          epochAcc
 	history      []EpochMetrics
 
-	// afterBackward, if set (by tests), may corrupt a batch's gradients.
+	// Fault injection for tests: beforeRun may corrupt a batch's
+	// standardised input after the input check, afterBackward its
+	// gradients.
+	beforeRun     func(epoch, batch int, x []float64)
 	afterBackward func(epoch, batch int, grads [][]float64)
 }
 
@@ -325,6 +328,9 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	if !allFinite(g.x) {
 		return bm, t.skip(bm, "non-finite input")
 	}
+	if t.beforeRun != nil {
+		t.beforeRun(t.epoch, t.batch, g.x)
+	}
 	t.layer.SetSeeds(mix3(t.cfg.Seed, streamForward, t.position()), mix3(t.cfg.Seed, streamBackward, t.position()))
 	g.vm.Reset()
 	runErr := g.vm.RunAll()
@@ -355,13 +361,7 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	}
 	_, correct := crossEntropy(logits, b.Labels, t.model.Classes)
 	bm.Accuracy = float64(correct) / float64(b.Len())
-	sq := 0.0
-	for _, gr := range grads {
-		for _, v := range gr {
-			sq += v * v
-		}
-	}
-	bm.GradNorm = math.Sqrt(sq)
+	bm.GradNorm = globalNorm(grads)
 	switch {
 	case sol.Result.Status == solver.Diverged:
 		return bm, t.skip(bm, "forward solve diverged")
@@ -372,27 +372,13 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	case notFinite(bm.GradNorm):
 		return bm, t.skip(bm, "non-finite gradient")
 	}
-	if c := t.cfg.ClipNorm; c > 0 && bm.GradNorm > c {
-		f := c / bm.GradNorm
-		for _, gr := range grads {
-			for i := range gr {
-				gr[i] *= f
-			}
-		}
-	}
+	clipTo(grads, bm.GradNorm, t.cfg.ClipNorm)
 	if wd := t.cfg.WeightDecay; wd > 0 {
 		vals, err := g.values()
 		if err != nil {
 			return bm, err
 		}
-		f := 1 - lr*wd
-		for i, v := range vals {
-			if g.decay[i] {
-				for j := range v {
-					v[j] *= f
-				}
-			}
-		}
+		decay(vals, g.decay, 1-lr*wd)
 	}
 	t.adam.LR = lr
 	if err := t.adam.Step(G.NodesToValueGrads(g.learn)); err != nil {
@@ -500,3 +486,39 @@ func mix(a, b uint64) uint64 {
 }
 
 func mix3(a, b, c uint64) uint64 { return mix(mix(a, b), c) }
+
+// globalNorm returns the Euclidean norm of all of grads together.
+func globalNorm(grads [][]float64) float64 {
+	sq := 0.0
+	for _, g := range grads {
+		for _, v := range g {
+			sq += v * v
+		}
+	}
+	return math.Sqrt(sq)
+}
+
+// clipTo scales grads, whose global norm is norm, down to global norm c
+// when norm exceeds c > 0.
+func clipTo(grads [][]float64, norm, c float64) {
+	if c <= 0 || norm <= c {
+		return
+	}
+	f := c / norm
+	for _, g := range grads {
+		for i := range g {
+			g[i] *= f
+		}
+	}
+}
+
+// decay multiplies the values selected by mask by f.
+func decay(vals [][]float64, mask []bool, f float64) {
+	for i, v := range vals {
+		if mask[i] {
+			for j := range v {
+				v[j] *= f
+			}
+		}
+	}
+}
