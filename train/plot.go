@@ -3,8 +3,10 @@ package train
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -47,12 +49,13 @@ func WritePlots(dir string, history []EpochMetrics, tol float64) ([]string, erro
 		paths = append(paths, path)
 		return nil
 	}
-	lines := func(title, ylabel string, series ...any) (*plot.Plot, error) {
+	lines := func(title, ylabel string, legendTop bool, series ...any) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = title
 		p.X.Label.Text = "epoch"
+		p.X.Tick.Marker = integerTicks{}
 		p.Y.Label.Text = ylabel
-		p.Legend.Top = true
+		p.Legend.Top = legendTop
 		for i := 0; i < len(series); i += 2 {
 			l, pts, err := plotter.NewLinePoints(series[i+1].(plotter.XYs))
 			if err != nil {
@@ -65,7 +68,7 @@ func WritePlots(dir string, history []EpochMetrics, tol float64) ([]string, erro
 		}
 		return p, nil
 	}
-	p, err := lines("Loss", "cross-entropy",
+	p, err := lines("Loss", "cross-entropy", true,
 		"train", perEpoch(func(e EpochMetrics) float64 { return e.TrainLoss }),
 		"test", perEpoch(func(e EpochMetrics) float64 { return e.TestLoss }))
 	if err != nil {
@@ -74,7 +77,7 @@ func WritePlots(dir string, history []EpochMetrics, tol float64) ([]string, erro
 	if err := save(p, PlotLoss); err != nil {
 		return nil, err
 	}
-	p, err = lines("Accuracy", "accuracy",
+	p, err = lines("Accuracy", "accuracy", false,
 		"train", perEpoch(func(e EpochMetrics) float64 { return e.TrainAcc }),
 		"test", perEpoch(func(e EpochMetrics) float64 { return e.TestAcc }))
 	if err != nil {
@@ -87,6 +90,7 @@ func WritePlots(dir string, history []EpochMetrics, tol float64) ([]string, erro
 	p = plot.New()
 	p.Title.Text = "Forward residual of a training batch"
 	p.X.Label.Text = "solver iteration"
+	p.X.Tick.Marker = integerTicks{}
 	p.Y.Label.Text = "residual ‖f(z) − z‖"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -135,4 +139,19 @@ var palette = []color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+// integerTicks labels integer positions only (epochs, iterations), at most
+// about ten of them.
+type integerTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
+	first, last := math.Ceil(lo), math.Floor(hi)
+	step := math.Max(1, math.Ceil((last-first)/10))
+	var ts []plot.Tick
+	for v := first; v <= last; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
+	return ts
 }

@@ -321,8 +321,6 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	g := t.graph
 	lr := t.lr()
 	bm := &BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
-	t.acc.Batches++
-	t.acc.LR = lr
 	t.model.standardize(g.x, b.X.RawMatrix().Data)
 	copy(g.y, b.OneHot.RawMatrix().Data)
 	if !allFinite(g.x) {
@@ -389,6 +387,8 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	}
 	t.steps++
 	t.bad = 0
+	t.acc.Batches++
+	t.acc.LR = lr
 	t.acc.Examples += b.Len()
 	t.acc.Correct += correct
 	t.acc.LossSum += bm.Loss * float64(b.Len())
@@ -405,6 +405,8 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 // skip records a skipped batch and discards its gradients.
 func (t *Trainer) skip(bm *BatchMetrics, reason string) error {
 	bm.Skipped, bm.SkipReason = true, reason
+	t.acc.Batches++
+	t.acc.LR = bm.LR
 	t.acc.Skipped++
 	t.bad++
 	if grads, err := t.graph.grads(); err == nil {
