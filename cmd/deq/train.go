@@ -261,44 +261,49 @@ func openData(ctx context.Context, spec string, trainLimit, testLimit int, seed 
 	return d, nil
 }
 
-// resumeChecks are the flags compared with a checkpoint's configuration
-// under --resume.
-var resumeChecks = []struct {
+// resumeCheck names a flag and the Config field it sets.
+type resumeCheck struct {
 	flag string
 	get  func(train.Config) any
-}{
-	{"seed", func(c train.Config) any { return c.Seed }},
-	{"epochs", func(c train.Config) any { return c.Epochs }},
-	{"batch", func(c train.Config) any { return c.BatchSize }},
-	{"eval-batch", func(c train.Config) any { return c.EvalBatchSize }},
-	{"normalize", func(c train.Config) any { return c.Normalize }},
-	{"lr", func(c train.Config) any { return c.LR }},
-	{"schedule", func(c train.Config) any { return c.Schedule }},
-	{"weight-decay", func(c train.Config) any { return c.WeightDecay }},
-	{"clip-norm", func(c train.Config) any { return c.ClipNorm }},
-	{"cell", func(c train.Config) any { return c.Model.Cell }},
-	{"hidden", func(c train.Config) any { return c.Model.Hidden }},
-	{"encoder", func(c train.Config) any { return c.Model.Encoder }},
-	{"units", func(c train.Config) any { return c.Model.Units }},
-	{"terms", func(c train.Config) any { return c.Model.Terms }},
-	{"activation", func(c train.Config) any { return c.Model.Activation }},
-	{"gamma", func(c train.Config) any { return c.Model.Gamma }},
-	{"exact-every", func(c train.Config) any { return c.Model.ExactEvery }},
-	{"norm", func(c train.Config) any { return c.Model.Norm }},
-	{"solver", func(c train.Config) any { return c.Forward.Method }},
-	{"tol", func(c train.Config) any { return c.Forward.Tol }},
-	{"max-iter", func(c train.Config) any { return c.Forward.MaxIter }},
-	{"delta", func(c train.Config) any { return c.Forward.Delta }},
-	{"sample-scale", func(c train.Config) any { return c.Forward.SampleScale }},
-	{"memory", func(c train.Config) any { return c.Forward.Memory }},
-	{"backward", func(c train.Config) any { return c.Backward.Mode }},
-	{"backward-solver", func(c train.Config) any { return c.Backward.Solver.Method }},
-	{"backward-tol", func(c train.Config) any { return c.Backward.Solver.Tol }},
-	{"backward-max-iter", func(c train.Config) any { return c.Backward.Solver.MaxIter }},
-	{"phantom-steps", func(c train.Config) any { return c.Backward.PhantomSteps }},
-	{"eval-solver", func(c train.Config) any { return c.Eval.Method }},
-	{"eval-tol", func(c train.Config) any { return c.Eval.Tol }},
-	{"eval-max-iter", func(c train.Config) any { return c.Eval.MaxIter }},
+}
+
+// resumeChecks returns the flags compared with a checkpoint's
+// configuration under --resume.
+func resumeChecks() []resumeCheck {
+	return []resumeCheck{
+		{"seed", func(c train.Config) any { return c.Seed }},
+		{"epochs", func(c train.Config) any { return c.Epochs }},
+		{"batch", func(c train.Config) any { return c.BatchSize }},
+		{"eval-batch", func(c train.Config) any { return c.EvalBatchSize }},
+		{"normalize", func(c train.Config) any { return c.Normalize }},
+		{"lr", func(c train.Config) any { return c.LR }},
+		{"schedule", func(c train.Config) any { return c.Schedule }},
+		{"weight-decay", func(c train.Config) any { return c.WeightDecay }},
+		{"clip-norm", func(c train.Config) any { return c.ClipNorm }},
+		{"cell", func(c train.Config) any { return c.Model.Cell }},
+		{"hidden", func(c train.Config) any { return c.Model.Hidden }},
+		{"encoder", func(c train.Config) any { return c.Model.Encoder }},
+		{"units", func(c train.Config) any { return c.Model.Units }},
+		{"terms", func(c train.Config) any { return c.Model.Terms }},
+		{"activation", func(c train.Config) any { return c.Model.Activation }},
+		{"gamma", func(c train.Config) any { return c.Model.Gamma }},
+		{"exact-every", func(c train.Config) any { return c.Model.ExactEvery }},
+		{"norm", func(c train.Config) any { return c.Model.Norm }},
+		{"solver", func(c train.Config) any { return c.Forward.Method }},
+		{"tol", func(c train.Config) any { return c.Forward.Tol }},
+		{"max-iter", func(c train.Config) any { return c.Forward.MaxIter }},
+		{"delta", func(c train.Config) any { return c.Forward.Delta }},
+		{"sample-scale", func(c train.Config) any { return c.Forward.SampleScale }},
+		{"memory", func(c train.Config) any { return c.Forward.Memory }},
+		{"backward", func(c train.Config) any { return c.Backward.Mode }},
+		{"backward-solver", func(c train.Config) any { return c.Backward.Solver.Method }},
+		{"backward-tol", func(c train.Config) any { return c.Backward.Solver.Tol }},
+		{"backward-max-iter", func(c train.Config) any { return c.Backward.Solver.MaxIter }},
+		{"phantom-steps", func(c train.Config) any { return c.Backward.PhantomSteps }},
+		{"eval-solver", func(c train.Config) any { return c.Eval.Method }},
+		{"eval-tol", func(c train.Config) any { return c.Eval.Tol }},
+		{"eval-max-iter", func(c train.Config) any { return c.Eval.MaxIter }},
+	}
 }
 
 // interruptedError reports a run stopped by a signal after saving its
@@ -324,7 +329,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		if ck, err = train.Load(f.checkpoint); err != nil {
 			return usagef("--resume: %v", err)
 		}
-		for _, c := range resumeChecks {
+		for _, c := range resumeChecks() {
 			if cmd.Flags().Changed(c.flag) && c.get(cfg) != c.get(ck.Config) {
 				return usagef("--%s = %v contradicts the checkpoint's %v (--resume continues the saved run)", c.flag, c.get(cfg), c.get(ck.Config))
 			}
