@@ -16,7 +16,18 @@ import (
 	"github.com/deqgo/deq/layers"
 )
 
-// Checkpoint file format, version 1. All integers are little-endian.
+// Limits and layout constants of the checkpoint format (see
+// CheckpointVersion).
+const (
+	checkpointMagic = "DEQTRAIN"
+	headerLen       = 32
+	sumLen          = sha256.Size
+	maxMetaLen      = 256 << 20
+	maxDataLen      = 1 << 48
+)
+
+// CheckpointVersion is the checkpoint format version this build writes
+// and reads. In version 1 all integers are little-endian and a file is
 //
 //	offset  size  field
 //	0       8     magic "DEQTRAIN"
@@ -28,17 +39,10 @@ import (
 //	32+M    D     tensor data: float64 values of the tensors of the table, in order
 //	32+M+D  32    SHA-256 of bytes [0, 32+M+D)
 //
-// A file is accepted only if it has exactly this length, the magic, the
-// version this build writes, the checksum and a metadata and tensor table
+// A file is accepted only if it has exactly this length, the magic, this
+// version, the checksum, finite tensors, and metadata and a tensor table
 // consistent with the model its configuration describes.
-const (
-	checkpointMagic   = "DEQTRAIN"
-	CheckpointVersion = 1
-	headerLen         = 32
-	sumLen            = sha256.Size
-	maxMetaLen        = 256 << 20
-	maxDataLen        = 1 << 48
-)
+const CheckpointVersion = 1
 
 // Errors of Load and Resume; the returned errors wrap one of them.
 var (

@@ -89,7 +89,7 @@ type Config struct {
 	// Model describes the network.
 	Model ModelConfig
 	// Forward is the forward solver of training. Zero fields take the
-	// values of DefaultForward.
+	// values of DefaultForward().
 	Forward SolverConfig
 	// Backward is the backward mode and its solver.
 	Backward BackwardConfig
@@ -167,13 +167,19 @@ type SolverConfig struct {
 	Memory int
 }
 
-// DefaultForward is the forward solver used where Config.Forward's fields
-// are zero.
-var DefaultForward = SolverConfig{Method: "broyden", Tol: DefaultForwardTol, MaxIter: DefaultForwardIter, Delta: DefaultDelta}
+// DefaultForward returns the forward solver used where Config.Forward's
+// fields are zero: Broyden, DefaultForwardTol, DefaultForwardIter
+// iterations, DefaultDelta.
+func DefaultForward() SolverConfig {
+	return SolverConfig{Method: "broyden", Tol: DefaultForwardTol, MaxIter: DefaultForwardIter, Delta: DefaultDelta}
+}
 
-// DefaultBackwardSolver is the adjoint solver used where
-// Config.Backward.Solver's fields are zero.
-var DefaultBackwardSolver = SolverConfig{Method: "broyden", Tol: DefaultBackwardTol, MaxIter: DefaultBackwardIter, Delta: DefaultDelta}
+// DefaultBackwardSolver returns the adjoint solver used where
+// Config.Backward.Solver's fields are zero: Broyden, DefaultBackwardTol
+// (relative), DefaultBackwardIter iterations, DefaultDelta.
+func DefaultBackwardSolver() SolverConfig {
+	return SolverConfig{Method: "broyden", Tol: DefaultBackwardTol, MaxIter: DefaultBackwardIter, Delta: DefaultDelta}
+}
 
 // BackwardConfig selects how gradients pass through the fixed point.
 type BackwardConfig struct {
@@ -181,7 +187,7 @@ type BackwardConfig struct {
 	// Solver), "jacobian-free" or "phantom" (see deq.Backward).
 	Mode string
 	// Solver is the adjoint solver of implicit mode. Zero fields take the
-	// values of DefaultBackwardSolver. Its Tol is relative: the adjoint
+	// values of DefaultBackwardSolver(). Its Tol is relative: the adjoint
 	// solve stops when its residual is at most Tol times its residual at
 	// the start point g = ∂L/∂z* (the cotangents of a mean loss are tiny,
 	// so an absolute tolerance would stop at once). Its certificate is
@@ -192,20 +198,22 @@ type BackwardConfig struct {
 	PhantomSteps int
 }
 
-// Methods lists the accepted SolverConfig.Method names.
-var Methods = []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}
+// Methods returns the accepted SolverConfig.Method names.
+func Methods() []string {
+	return []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}
+}
 
-// Cells lists the accepted ModelConfig.Cell names.
-var Cells = []string{"dense", "wide", "mixture"}
+// Cells returns the accepted ModelConfig.Cell names.
+func Cells() []string { return []string{"dense", "wide", "mixture"} }
 
-// BackwardModes lists the accepted BackwardConfig.Mode names.
-var BackwardModes = []string{"implicit", "jacobian-free", "phantom"}
+// BackwardModes returns the accepted BackwardConfig.Mode names.
+func BackwardModes() []string { return []string{"implicit", "jacobian-free", "phantom"} }
 
-// Schedules lists the accepted Config.Schedule names.
-var Schedules = []string{"cosine", "step", "constant"}
+// Schedules returns the accepted Config.Schedule names.
+func Schedules() []string { return []string{"cosine", "step", "constant"} }
 
-// Normalizations lists the accepted Config.Normalize names.
-var Normalizations = []string{"global", "per-pixel", "none"}
+// Normalizations returns the accepted Config.Normalize names.
+func Normalizations() []string { return []string{"global", "per-pixel", "none"} }
 
 // Defaults validates c and returns a copy with every default filled in.
 func (c Config) Defaults() (Config, error) {
@@ -244,33 +252,33 @@ func (c Config) Defaults() (Config, error) {
 	if d.Normalize == "" {
 		d.Normalize = "global"
 	}
-	if err := oneOf("Normalize", d.Normalize, Normalizations); err != nil {
+	if err := oneOf("Normalize", d.Normalize, Normalizations()); err != nil {
 		return d, err
 	}
 	if d.Schedule == "" {
 		d.Schedule = "cosine"
 	}
-	if err := oneOf("Schedule", d.Schedule, Schedules); err != nil {
+	if err := oneOf("Schedule", d.Schedule, Schedules()); err != nil {
 		return d, err
 	}
 	var err error
 	if d.Model, err = c.Model.defaults(); err != nil {
 		return d, err
 	}
-	if d.Forward, err = c.Forward.merge("Forward", DefaultForward); err != nil {
+	if d.Forward, err = c.Forward.merge("Forward", DefaultForward()); err != nil {
 		return d, err
 	}
 	if d.Backward.Mode == "" {
 		d.Backward.Mode = "implicit"
 	}
-	if err := oneOf("Backward.Mode", d.Backward.Mode, BackwardModes); err != nil {
+	if err := oneOf("Backward.Mode", d.Backward.Mode, BackwardModes()); err != nil {
 		return d, err
 	}
 	if c.Backward.PhantomSteps < 0 {
 		return d, fieldErr("Backward.PhantomSteps", c.Backward.PhantomSteps, "must not be negative")
 	}
 	d.Backward.PhantomSteps = orInt(c.Backward.PhantomSteps, deq.DefaultPhantomSteps)
-	if d.Backward.Solver, err = c.Backward.Solver.merge("Backward.Solver", DefaultBackwardSolver); err != nil {
+	if d.Backward.Solver, err = c.Backward.Solver.merge("Backward.Solver", DefaultBackwardSolver()); err != nil {
 		return d, err
 	}
 	evalBase := d.Forward
@@ -301,7 +309,7 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	if d.Cell == "" {
 		d.Cell = "dense"
 	}
-	if err := oneOf("Model.Cell", d.Cell, Cells); err != nil {
+	if err := oneOf("Model.Cell", d.Cell, Cells()); err != nil {
 		return d, err
 	}
 	if d.Activation == "" {
@@ -366,7 +374,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	if d.Method == "" {
 		d.Method = base.Method
 	}
-	if err := oneOf(field+".Method", d.Method, Methods); err != nil {
+	if err := oneOf(field+".Method", d.Method, Methods()); err != nil {
 		return d, err
 	}
 	d.Tol = orFloat(s.Tol, base.Tol)

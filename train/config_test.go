@@ -14,8 +14,8 @@ func TestConfigDefaults(t *testing.T) {
 		LR: DefaultLR, Schedule: "cosine", ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
 		Model:    ModelConfig{Cell: "dense", Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: "relu", Gamma: DefaultGamma, Norm: "l2", ExactEvery: 1},
-		Forward:  DefaultForward,
-		Backward: BackwardConfig{Mode: "implicit", Solver: DefaultBackwardSolver, PhantomSteps: 5},
+		Forward:  DefaultForward(),
+		Backward: BackwardConfig{Mode: "implicit", Solver: DefaultBackwardSolver(), PhantomSteps: 5},
 		Eval:     SolverConfig{Method: "broyden", Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
 	}
 	require.Equal(t, want, c)

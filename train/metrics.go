@@ -154,6 +154,8 @@ type EpochMetrics struct {
 
 // TracePoint is one point of a residual trace.
 type TracePoint struct {
+	// Iter is the iteration (epoch for VR-GHAL), Calls the oracle calls
+	// made so far and Residual the solver's residual there.
 	Iter     int     `json:"iter"`
 	Calls    int64   `json:"calls"`
 	Residual float64 `json:"residual"`

@@ -207,10 +207,10 @@ type EvalMetrics struct {
 // Evaluate classifies the images of d (raw pixels, as datasets.Open
 // returns them without normalisation: the model standardises its input)
 // with forward solver s in batches of batch images (zero means
-// DefaultEvalBatchSize). s's zero fields take DefaultForward's values. It
+// DefaultEvalBatchSize). s's zero fields take DefaultForward()'s values. It
 // stops with ctx's error, between batches, when ctx is done.
 func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfig, batch int) (*EvalMetrics, error) {
-	s, err := s.merge("Eval", DefaultForward)
+	s, err := s.merge("Eval", DefaultForward())
 	if err != nil {
 		return nil, err
 	}

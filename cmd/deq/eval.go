@@ -46,7 +46,7 @@ solver work and the residual certificates of the solves.`,
 	fl.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic digits")
 	fl.IntVar(&f.testLimit, "test-limit", 0, "use only the first N test images (0: all)")
 	fl.IntVar(&f.batch, "batch", 0, "evaluation batch size (0: the run's)")
-	fl.StringVar(&f.solver, "solver", "", "forward solver: "+strings.Join(train.Methods, ", ")+" (default: the run's evaluation solver)")
+	fl.StringVar(&f.solver, "solver", "", "forward solver: "+strings.Join(train.Methods(), ", ")+" (default: the run's evaluation solver)")
 	fl.Float64Var(&f.tol, "tol", 0, "residual tolerance (0: the run's evaluation tolerance)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the run's evaluation limit)")
 	fl.Float64Var(&f.delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
@@ -84,8 +84,8 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		return usagef("--test-limit = %d must not be negative", f.testLimit)
 	case f.batch < 0:
 		return usagef("--batch = %d must not be negative", f.batch)
-	case f.solver != "" && !contains(train.Methods, f.solver):
-		return usagef("--solver: unknown value %q (want %s)", f.solver, strings.Join(train.Methods, ", "))
+	case f.solver != "" && !contains(train.Methods(), f.solver):
+		return usagef("--solver: unknown value %q (want %s)", f.solver, strings.Join(train.Methods(), ", "))
 	case f.tol < 0 || math.IsNaN(f.tol) || math.IsInf(f.tol, 1):
 		return usagef("--tol = %v must be positive and finite (0: the run's)", f.tol)
 	case f.maxIter < 0:

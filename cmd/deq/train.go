@@ -88,14 +88,14 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	fl.Float64Var(&f.gamma, "gamma", train.DefaultGamma, "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z")
 	fl.IntVar(&f.exactEvery, "exact-every", 1, "l2 constraint: exact spectral norm every N projections (power iteration in between)")
 	fl.StringVar(&f.norm, "norm", "l2", "norm of the hidden state: l2, lp:P, linf or schatten:P")
-	fl.StringVar(&f.solver, "solver", "broyden", "forward solver: "+strings.Join(train.Methods, ", "))
+	fl.StringVar(&f.solver, "solver", "broyden", "forward solver: "+strings.Join(train.Methods(), ", "))
 	fl.Float64Var(&f.tol, "tol", train.DefaultForwardTol, "forward residual tolerance (vrghal stops at an estimate of tol/2)")
 	fl.IntVar(&f.maxIter, "max-iter", train.DefaultForwardIter, "forward iteration limit (epochs for vrghal)")
 	fl.Float64Var(&f.delta, "delta", train.DefaultDelta, "failure probability δ ∈ (0, 1) of the certificates and of vrghal")
 	fl.Float64Var(&f.sampleScale, "sample-scale", 1, "vrghal: multiplier on the paper's sample sizes")
 	fl.IntVar(&f.memory, "memory", 0, "anderson/broyden memory (0: the solver's default)")
 	fl.StringVar(&f.backward, "backward", "implicit", "backward mode: implicit, jacobian-free or phantom")
-	fl.StringVar(&f.backwardSolver, "backward-solver", "broyden", "adjoint solver of implicit mode: "+strings.Join(train.Methods, ", "))
+	fl.StringVar(&f.backwardSolver, "backward-solver", "broyden", "adjoint solver of implicit mode: "+strings.Join(train.Methods(), ", "))
 	fl.Float64Var(&f.backwardTol, "backward-tol", train.DefaultBackwardTol, "adjoint tolerance, relative to the first residual")
 	fl.IntVar(&f.backwardMaxIter, "backward-max-iter", train.DefaultBackwardIter, "adjoint iteration limit")
 	fl.IntVar(&f.phantomSteps, "phantom-steps", 0, "phantom: unrolled steps (0: 5)")
@@ -163,18 +163,18 @@ func (f *trainFlags) config() (train.Config, error) {
 		flag, v string
 		allowed []string
 	}{
-		{"--cell", f.cell, train.Cells},
-		{"--solver", f.solver, train.Methods},
-		{"--backward", f.backward, train.BackwardModes},
-		{"--backward-solver", f.backwardSolver, train.Methods},
-		{"--schedule", f.schedule, train.Schedules},
-		{"--normalize", f.normalize, train.Normalizations},
+		{"--cell", f.cell, train.Cells()},
+		{"--solver", f.solver, train.Methods()},
+		{"--backward", f.backward, train.BackwardModes()},
+		{"--backward-solver", f.backwardSolver, train.Methods()},
+		{"--schedule", f.schedule, train.Schedules()},
+		{"--normalize", f.normalize, train.Normalizations()},
 	}
 	if f.evalSolver != "" {
 		names = append(names, struct {
 			flag, v string
 			allowed []string
-		}{"--eval-solver", f.evalSolver, train.Methods})
+		}{"--eval-solver", f.evalSolver, train.Methods()})
 	}
 	for _, n := range names {
 		if !contains(n.allowed, n.v) {
