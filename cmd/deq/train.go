@@ -181,6 +181,14 @@ func (f *trainFlags) config() (train.Config, error) {
 			return train.Config{}, usagef("%s: unknown value %q (want %s)", n.flag, n.v, strings.Join(n.allowed, ", "))
 		}
 	}
+	switch {
+	case f.terms != 0 && f.cell != "mixture":
+		return train.Config{}, usagef("--terms applies to --cell mixture only")
+	case f.units != 0 && f.cell != "wide":
+		return train.Config{}, usagef("--units applies to --cell wide only")
+	case f.sampleScale != 1 && f.solver != "vrghal" && f.backwardSolver != "vrghal" && f.evalSolver != "vrghal":
+		return train.Config{}, usagef("--sample-scale applies to the vrghal solver only")
+	}
 	clip := f.clipNorm
 	if clip == 0 {
 		clip = -1

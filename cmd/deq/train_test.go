@@ -128,6 +128,9 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--weight-decay", "-1"), "--weight-decay"},
 		{base("--train-limit", "-1"), "--train-limit"},
 		{base("--cell", "mixture", "--terms", "3", "--encoder", "10"), "--encoder"},
+		{base("--terms", "3"), "--terms"},
+		{base("--cell", "mixture", "--units", "3"), "--units"},
+		{base("--sample-scale", "0.1"), "--sample-scale"},
 		{base("--data", "/no/such/dir"), "--data"},
 		{base("--resume"), "--resume"},
 		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
@@ -228,6 +231,37 @@ func TestTrainSignalSavesAndResumes(t *testing.T) {
 			whole, err := os.ReadFile(filepath.Join(other, "run.ckpt"))
 			require.NoError(t, err)
 			require.Equal(t, whole, resumed)
+		})
+	}
+}
+
+// TestTrainEveryOption trains one tiny epoch with every solver, cell,
+// backward mode and norm the command offers.
+func TestTrainEveryOption(t *testing.T) {
+	var runs [][]string
+	for _, s := range train.Methods() {
+		runs = append(runs, []string{"--solver", s, "--backward-solver", s})
+	}
+	runs = append(runs, []string{"--cell", "wide", "--units", "16"}, []string{"--cell", "mixture", "--terms", "4"})
+	for _, b := range train.BackwardModes() {
+		runs = append(runs, []string{"--backward", b})
+	}
+	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
+		runs = append(runs, []string{"--norm", n})
+	}
+	runs = append(runs, []string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden"})
+	for _, extra := range runs {
+		t.Run(strings.Join(extra, " "), func(t *testing.T) {
+			args := append([]string{"train", "--data", "synthetic", "--train-limit", "128", "--test-limit", "40",
+				"--hidden", "8", "--batch", "64", "--epochs", "1", "--quiet", "--json"}, extra...)
+			code, out, errOut := runCmd(args...)
+			require.Equal(t, 0, code, errOut)
+			m := decodeOne(t, out)
+			final := m["final"].(map[string]any)
+			require.Equal(t, 2.0, final["batches"])
+			require.Equal(t, 0.0, final["skipped"])
+			require.Positive(t, final["fwd_calls_mean"])
+			require.Positive(t, final["test"].(map[string]any)["certified"])
 		})
 	}
 }
