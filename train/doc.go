@@ -62,10 +62,13 @@
 //   - gorgonia's own AdamSolver cannot be checkpointed or scheduled, so Adam
 //     reimplements it (bit for bit, TestAdamMatchesGorgonia).
 //   - VR-GHAL with the paper's constants is expensive on the stochastic
-//     cells: its median-of-means estimates cost hundreds of oracle calls
-//     per solve, so training a stochastic cell on Fashion-MNIST with it
-//     takes hours on two cores; on the dense cell, whose oracle is
-//     deterministic, each VR-GHAL estimate is one evaluation.
+//     cells: with SampleScale 0.02 and Tol 0.01 a forward solve of a
+//     128-image batch of the mixture cell (8 terms, 128 hidden) took about
+//     1000 oracle calls and 7500 unit samples, 12 s on two cores, so a
+//     Fashion-MNIST epoch would take over an hour (at 32 hidden and 4 terms,
+//     about 2000 calls and 1.2 s per batch). On the dense cell, whose oracle
+//     is deterministic, each VR-GHAL estimate is one evaluation (27 calls
+//     per batch).
 //   - The adjoint tolerance is relative (BackwardConfig.Solver) and the
 //     adjoint solve is not certified.
 //   - A process killed while saving may leave a temporary file
