@@ -98,6 +98,16 @@ func (l *Layer) Params() []*layers.Param { return l.cell.Params() }
 // Settings returns the layer's settings with defaults filled in.
 func (l *Layer) Settings() Settings { return l.s }
 
+// SetSeeds sets the seeds of the solves that follow:
+// Settings.ForwardSettings.Seed and Settings.AdjointSettings.Seed. A
+// training loop calls it before every batch so that each batch's solver
+// draws (minibatches and certificate samples) are fresh, and reproducible
+// from the batch's position in the run.
+func (l *Layer) SetSeeds(forward, adjoint uint64) {
+	l.s.ForwardSettings.Seed = forward
+	l.s.AdjointSettings.Seed = adjoint
+}
+
 // batch returns the state for n examples, building it on first use.
 func (l *Layer) batch(n int) (*batch, error) {
 	for i, b := range l.batches {

@@ -29,7 +29,10 @@ type Applied struct {
 }
 
 // Solution returns the Solution of the last forward pass run by the graph,
-// nil before the first.
+// nil before the first. When the forward solve fails (the graph's run
+// returns its error) it is the Solution Forward returned with the error,
+// possibly nil: a solve that diverged to NaN, whose certificate cannot be
+// computed, reports Status Diverged there.
 func (a *Applied) Solution() *Solution { return a.st.sol }
 
 // BackwardStats returns the statistics of the last backward pass run by
@@ -152,10 +155,12 @@ func (op forwardOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	sol, err := op.st.l.Forward(op.st.ctx, x)
+	// Keep the Solution of a failed solve too (it may be nil), so that the
+	// caller can tell a diverged solve from other failures.
+	op.st.sol = sol
 	if err != nil {
 		return nil, err
 	}
-	op.st.sol = sol
 	return tensor.New(tensor.WithShape(sol.Examples, op.st.l.cell.Shape().HiddenLen()), tensor.WithBacking(slices.Clone(sol.Z))), nil
 }
 func (op forwardOp) ReturnsPtr() bool      { return false }

@@ -3,6 +3,7 @@ package layers
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -293,3 +294,53 @@ func maxRowSum(w []float64, h int) float64 {
 	}
 	return m
 }
+
+// ProjectionState is the state that Project keeps between calls besides the
+// parameters: the number of calls made (which decides when the exact
+// spectral check of the l2 constraint runs) and, for l2, the persistent
+// power-iteration vector. Restoring it with SetProjectionState makes the
+// projections that follow bit-for-bit those of the cell it was taken from,
+// which a training checkpoint needs to resume a run exactly.
+type ProjectionState struct {
+	// Calls counts the projections of one weight matrix made so far.
+	Calls int
+	// Vector is the power-iteration vector (l2 only; nil otherwise).
+	Vector []float64
+}
+
+// state returns a copy of the projection state.
+func (o *opNorm) state() ProjectionState {
+	return ProjectionState{Calls: o.calls, Vector: slices.Clone(o.u)}
+}
+
+// setState restores a state taken by state from an opNorm of the same norm
+// and size; kind names the cell in errors.
+func (o *opNorm) setState(kind string, s ProjectionState) error {
+	switch {
+	case s.Calls < 0:
+		return fmt.Errorf("layers: %s.SetProjectionState: Calls = %d is negative", kind, s.Calls)
+	case len(s.Vector) != len(o.u):
+		return fmt.Errorf("layers: %s.SetProjectionState: Vector has length %d, want %d", kind, len(s.Vector), len(o.u))
+	}
+	for _, v := range s.Vector {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("layers: %s.SetProjectionState: Vector holds %v", kind, v)
+		}
+	}
+	o.calls = s.Calls
+	copy(o.u, s.Vector)
+	return nil
+}
+
+// ProjectionStater is implemented by cells whose Project keeps state
+// between calls (Dense and Mixture; Wide's Project is a pure function of
+// its parameters).
+type ProjectionStater interface {
+	ProjectionState() ProjectionState
+	SetProjectionState(ProjectionState) error
+}
+
+var (
+	_ ProjectionStater = (*Dense)(nil)
+	_ ProjectionStater = (*Mixture)(nil)
+)

@@ -117,6 +117,15 @@ func (c *Dense) Project() error {
 	return nil
 }
 
+// ProjectionState returns a copy of the state Project keeps between calls
+// (see ProjectionState).
+func (c *Dense) ProjectionState() ProjectionState { return c.con.state() }
+
+// SetProjectionState restores a state returned by ProjectionState of a
+// Dense cell with the same configuration. It returns an error if the state
+// does not fit.
+func (c *Dense) SetProjectionState(s ProjectionState) error { return c.con.setState("Dense", s) }
+
 // Bound returns the certified bound on ‖Wᵀ‖_{p→p} in the constraint's norm
 // computed from the current W (the exact spectral norm for l2), hence on the
 // cell's Lipschitz constant in z.

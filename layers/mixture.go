@@ -135,6 +135,17 @@ func (c *Mixture) Project() error {
 	return nil
 }
 
+// ProjectionState returns a copy of the state Project keeps between calls
+// (see ProjectionState); the power-iteration vector is shared by the W_m.
+func (c *Mixture) ProjectionState() ProjectionState { return c.con.state() }
+
+// SetProjectionState restores a state returned by ProjectionState of a
+// Mixture cell with the same configuration. It returns an error if the
+// state does not fit.
+func (c *Mixture) SetProjectionState(s ProjectionState) error {
+	return c.con.setState("Mixture", s)
+}
+
 // Bound returns max_m of the certified bound on ‖W_mᵀ‖_{p→p} (see
 // Dense.Bound), the Lipschitz constant of every term.
 func (c *Mixture) Bound() float64 {

@@ -18,6 +18,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupted: a signal stopped `deq train`, which saved its
+	// checkpoint first (128 + SIGINT, the shells' convention).
+	exitInterrupted = 130
 )
 
 // runtimeError marks an error that happened while a well-formed command ran
@@ -63,6 +66,10 @@ func execute(ctx context.Context, newRoot func() *cobra.Command, args []string, 
 	if errors.As(err, &rt) {
 		return exitFailure
 	}
+	var it interruptedError
+	if errors.As(err, &it) {
+		return exitInterrupted
+	}
 	return exitUsage
 }
 
@@ -102,6 +109,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSolveCmd())
+	root.AddCommand(newSolveCmd(), newTrainCmd(), newEvalCmd())
 	return root
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/train"
+)
+
+// evalFlags are the flags of `deq eval`.
+type evalFlags struct {
+	checkpoint, data        string
+	dataSeed                uint64
+	testLimit, batch        int
+	solver                  string
+	tol, delta, sampleScale float64
+	maxIter, memory         int
+	json                    bool
+}
+
+func newEvalCmd() *cobra.Command {
+	var f evalFlags
+	cmd := &cobra.Command{
+		Use:   "eval --checkpoint F [flags]",
+		Short: "Evaluate a trained DEQ classifier on a test set and report solver statistics",
+		Long: `Eval loads a checkpoint written by deq train and classifies the test set of
+--data with the forward solver --solver (by default the run's evaluation
+solver, with its tolerance and iteration limit), reporting accuracy, loss,
+solver work and the residual certificates of the solves.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
+	fl.StringVar(&f.data, "data", "", "data: fashion-mnist, mnist, kmnist, synthetic or a directory (default: the run's)")
+	fl.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic digits")
+	fl.IntVar(&f.testLimit, "test-limit", 0, "use only the first N test images (0: all)")
+	fl.IntVar(&f.batch, "batch", 0, "evaluation batch size (0: the run's)")
+	fl.StringVar(&f.solver, "solver", "", "forward solver: "+strings.Join(train.Methods(), ", ")+" (default: the run's evaluation solver)")
+	fl.Float64Var(&f.tol, "tol", 0, "residual tolerance (0: the run's evaluation tolerance)")
+	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the run's evaluation limit)")
+	fl.Float64Var(&f.delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
+	fl.Float64Var(&f.sampleScale, "sample-scale", 0, "vrghal: multiplier on the paper's sample sizes (0: the run's)")
+	fl.IntVar(&f.memory, "memory", 0, "anderson/broyden memory (0: the run's)")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of a summary")
+	return cmd
+}
+
+// evalReport is what `deq eval --json` prints.
+type evalReport struct {
+	Checkpoint string  `json:"checkpoint"`
+	Data       string  `json:"data"`
+	Examples   int     `json:"examples"`
+	Correct    int     `json:"correct"`
+	TestAcc    number  `json:"test_acc"`
+	TestLoss   number  `json:"test_loss"`
+	Solver     string  `json:"solver"`
+	Tol        number  `json:"tol"`
+	MaxIter    int     `json:"max_iter"`
+	Norm       string  `json:"norm"`
+	Cell       string  `json:"cell"`
+	Epochs     int     `json:"epochs"`
+	BLAS       string  `json:"blas"`
+	Seconds    float64 `json:"seconds"`
+	// Stats summarises the forward solves, one per batch.
+	Stats train.SolveSummary `json:"solver_stats"`
+}
+
+func (f *evalFlags) run(cmd *cobra.Command) error {
+	switch {
+	case f.checkpoint == "":
+		return usagef("--checkpoint is required")
+	case f.testLimit < 0:
+		return usagef("--test-limit = %d must not be negative", f.testLimit)
+	case f.batch < 0:
+		return usagef("--batch = %d must not be negative", f.batch)
+	case f.solver != "" && !contains(train.Methods(), f.solver):
+		return usagef("--solver: unknown value %q (want %s)", f.solver, strings.Join(train.Methods(), ", "))
+	case f.tol < 0 || math.IsNaN(f.tol) || math.IsInf(f.tol, 1):
+		return usagef("--tol = %v must be positive and finite (0: the run's)", f.tol)
+	case f.maxIter < 0:
+		return usagef("--max-iter = %d must not be negative", f.maxIter)
+	case f.delta < 0 || f.delta >= 1 || math.IsNaN(f.delta):
+		return usagef("--delta = %v must lie in (0, 1) (0: the run's)", f.delta)
+	case f.sampleScale < 0 || math.IsNaN(f.sampleScale) || math.IsInf(f.sampleScale, 1):
+		return usagef("--sample-scale = %v must be positive and finite (0: the run's)", f.sampleScale)
+	case f.memory < 0:
+		return usagef("--memory = %d must not be negative", f.memory)
+	}
+	ck, err := train.Load(f.checkpoint)
+	if err != nil {
+		return usagef("--checkpoint: %v", err)
+	}
+	spec := f.data
+	if spec == "" {
+		if spec = dataOf(ck.TestSet); spec == "" {
+			return usagef("--data is required: the checkpoint's test set %q is not a known data set", ck.TestSet)
+		}
+	}
+	data, err := openData(cmd.Context(), spec, 1, f.testLimit, f.dataSeed)
+	if err != nil {
+		return err
+	}
+	s := ck.Config.Eval
+	if f.solver != "" && f.solver != s.Method {
+		// Another method keeps the run's budget but none of its
+		// method-specific settings.
+		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, Delta: s.Delta}
+	}
+	if f.tol > 0 {
+		s.Tol = f.tol
+	}
+	if f.maxIter > 0 {
+		s.MaxIter = f.maxIter
+	}
+	if f.delta > 0 {
+		s.Delta = f.delta
+	}
+	if f.sampleScale > 0 {
+		s.SampleScale = f.sampleScale
+	}
+	if f.memory > 0 {
+		s.Memory = f.memory
+	}
+	batch := f.batch
+	if batch == 0 {
+		batch = ck.Config.EvalBatchSize
+	}
+	start := time.Now()
+	em, err := ck.Model.Evaluate(cmd.Context(), data.Test, s, batch)
+	if err != nil {
+		return runtimeError{err}
+	}
+	rep := &evalReport{
+		Checkpoint: f.checkpoint, Data: data.Name, Examples: em.Examples, Correct: em.Correct,
+		TestAcc: number(em.Accuracy), TestLoss: number(em.Loss), Solver: s.Method, Tol: number(s.Tol), MaxIter: s.MaxIter,
+		Norm: ck.Config.Model.Norm, Cell: ck.Config.Model.Cell, Epochs: ck.Epoch, BLAS: blasimpl.Name,
+		Seconds: time.Since(start).Seconds(), Stats: em.Solver,
+	}
+	if f.json {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return runtimeError{err}
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+		return err
+	}
+	return rep.write(cmd.OutOrStdout())
+}
+
+func (r *evalReport) write(w io.Writer) error {
+	s := r.Stats
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d/%d), loss %.4f\n", 100*float64(r.TestAcc), r.Correct, r.Examples, float64(r.TestLoss))
+	fmt.Fprintf(tw, "model\t%s cell in %s after %d epochs, from %s\n", r.Cell, r.Norm, r.Epochs, r.Checkpoint)
+	fmt.Fprintf(tw, "solver\t%s, tol %g, max %d iterations: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged\n",
+		r.Solver, float64(r.Tol), r.MaxIter, s.CallsMean, s.ItersMean, s.Unconverged, s.Solves)
+	fmt.Fprintf(tw, "certificates\t‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n", s.CertBoundMax, s.CertBoundMean, 100*s.CertMetFrac)
+	fmt.Fprintf(tw, "time\t%.2f s (BLAS %s)\n", r.Seconds, r.BLAS)
+	return tw.Flush()
+}

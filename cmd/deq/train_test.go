@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/train"
+)
+
+// tinyTrain returns the flags of a small, fast training run on synthetic
+// digits, writing into dir.
+func tinyTrain(dir string, extra ...string) []string {
+	args := []string{"train", "--data", "synthetic", "--train-limit", "384", "--test-limit", "150",
+		"--hidden", "12", "--encoder", "16", "--batch", "64", "--epochs", "2", "--lr", "0.01", "--seed", "5",
+		"--checkpoint", filepath.Join(dir, "run.ckpt"), "--quiet"}
+	return append(args, extra...)
+}
+
+func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
+	dir := t.TempDir()
+	metrics := filepath.Join(dir, "m.jsonl")
+	plots := filepath.Join(dir, "plots")
+	code, out, errOut := runCmd(tinyTrain(dir, "--metrics", metrics, "--plot", plots, "--json")...)
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, errOut, "--quiet prints nothing on standard error")
+	sum := decodeOne(t, out)
+	for _, k := range []string{"data", "train_size", "test_size", "blas", "cell", "solver", "final", "seconds_per_epoch"} {
+		require.Contains(t, sum, k)
+	}
+	require.Equal(t, "synthetic", sum["data"])
+	require.Equal(t, 384.0, sum["train_size"])
+	final := sum["final"].(map[string]any)
+
+	b, err := os.ReadFile(metrics)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 2)
+	for i, l := range lines {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max"} {
+			require.Contains(t, m, k, "line %d", i)
+		}
+		require.Equal(t, float64(i+1), m["epoch"])
+		if i == 1 {
+			require.Equal(t, final["test_acc"], m["test_acc"])
+		}
+	}
+	for _, p := range []string{train.PlotLoss, train.PlotAccuracy, train.PlotResidual} {
+		b, err := os.ReadFile(filepath.Join(plots, p))
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(b), "\x89PNG"), p)
+	}
+
+	// deq eval with the run's evaluation solver reproduces the final test
+	// accuracy; the data default to the run's.
+	code, out, errOut = runCmd("eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--test-limit", "150", "--json")
+	require.Equal(t, 0, code, errOut)
+	ev := decodeOne(t, out)
+	require.Equal(t, final["test_acc"], ev["test_acc"])
+	require.Equal(t, "broyden", ev["solver"])
+	require.Equal(t, 150.0, ev["examples"])
+	stats := ev["solver_stats"].(map[string]any)
+	require.Equal(t, 1.0, stats["cert_met_frac"])
+
+	// Another solver, and the summary format.
+	code, out, errOut = runCmd("eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--data", "synthetic", "--test-limit", "150", "--solver", "anderson", "--tol", "1e-6", "--max-iter", "300")
+	require.Equal(t, 0, code, errOut)
+	for _, s := range []string{"test accuracy", "anderson, tol 1e-06", "certificates", "100.0% of batches ≤ tol"} {
+		require.Contains(t, out, s)
+	}
+}
+
+func TestTrainSummary(t *testing.T) {
+	dir := t.TempDir()
+	args := tinyTrain(dir)
+	args = args[:len(args)-1] // progress lines on
+	code, out, errOut := runCmd(args...)
+	require.Equal(t, 0, code, errOut)
+	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden", "certificates", "of batches ≤ tol", "per epoch"} {
+		require.Contains(t, out, s)
+	}
+	require.Contains(t, errOut, "epoch 1/2")
+	require.Contains(t, errOut, "epoch 2/2")
+	require.NotContains(t, errOut, "\r", "no progress bar when standard error is not a terminal")
+}
+
+func TestTrainUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "run.ckpt")
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1")...)
+	require.Equal(t, 0, code, errOut)
+	base := func(extra ...string) []string {
+		return append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "10", "--quiet"}, extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{base("--cell", "conv"), "--cell"},
+		{base("--solver", "newton"), "--solver"},
+		{base("--backward", "unrolled"), "--backward"},
+		{base("--backward-solver", "x"), "--backward-solver"},
+		{base("--eval-solver", "x"), "--eval-solver"},
+		{base("--norm", "l1"), "--norm"},
+		{base("--norm", "schatten:1"), "--norm"},
+		{base("--activation", "gelu"), "--activation"},
+		{base("--schedule", "linear"), "--schedule"},
+		{base("--normalize", "minmax"), "--normalize"},
+		{base("--hidden", "0"), "--hidden"},
+		{base("--gamma", "1"), "--gamma"},
+		{base("--gamma", "0"), "--gamma"},
+		{base("--tol", "0"), "--tol"},
+		{base("--tol", "NaN"), "--tol"},
+		{base("--delta", "1"), "--delta"},
+		{base("--epochs", "0"), "--epochs"},
+		{base("--batch", "-3"), "--batch"},
+		{base("--lr", "-1"), "--lr"},
+		{base("--clip-norm", "-1"), "--clip-norm"},
+		{base("--weight-decay", "-1"), "--weight-decay"},
+		{base("--train-limit", "-1"), "--train-limit"},
+		{base("--cell", "mixture", "--terms", "3", "--encoder", "10"), "--encoder"},
+		{base("--terms", "3"), "--terms"},
+		{base("--cell", "mixture", "--units", "3"), "--units"},
+		{base("--sample-scale", "0.1"), "--sample-scale"},
+		{base("--data", "/no/such/dir"), "--data"},
+		{base("--resume"), "--resume"},
+		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
+		{base("--resume", "--checkpoint", ck, "--hidden", "99"), "--hidden"},
+		{base("--resume", "--checkpoint", ck, "--solver", "anderson"), "--solver"},
+		{[]string{"train", "--bogus"}, "--bogus"},
+		{[]string{"eval"}, "--checkpoint"},
+		{[]string{"eval", "--checkpoint", filepath.Join(dir, "missing.ckpt")}, "--checkpoint"},
+		{[]string{"eval", "--checkpoint", ck, "--solver", "x"}, "--solver"},
+		{[]string{"eval", "--checkpoint", ck, "--tol", "-1"}, "--tol"},
+		{[]string{"eval", "--checkpoint", ck, "--delta", "2"}, "--delta"},
+	} {
+		code, out, errOut := runCmd(tc.args...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		require.Empty(t, out, tc.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		require.True(t, strings.HasPrefix(errOut, "deq: "), errOut)
+		require.Contains(t, errOut, tc.flag, tc.args)
+	}
+	// A damaged checkpoint is refused by name.
+	b, err := os.ReadFile(ck)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(ck, b[:len(b)/2], 0o644))
+	code, _, errOut = runCmd("eval", "--checkpoint", ck)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "truncated checkpoint")
+	// Resuming on other data is refused.
+	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1")...)
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--resume", "--train-limit", "320")...)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "other data")
+}
+
+// childEnv makes the test binary run main with the arguments in it (JSON).
+const childEnv = "DEQ_CMD_TRAIN_CHILD"
+
+// TestMainChild is the child of TestTrainSignalSavesAndResumes.
+func TestMainChild(t *testing.T) {
+	args := os.Getenv(childEnv)
+	if args == "" {
+		t.Skip("runs only as a child process")
+	}
+	var a []string
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		panic(err)
+	}
+	os.Args = append([]string{"deq"}, a...)
+	main()
+}
+
+// TestTrainSignalSavesAndResumes sends SIGINT and SIGTERM to a training
+// process: it must exit with status 130 after saving a checkpoint from which
+// --resume finishes the run with the bytes of an uninterrupted run.
+func TestTrainSignalSavesAndResumes(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			ck := filepath.Join(dir, "run.ckpt")
+			args := tinyTrain(dir, "--epochs", "40", "--quiet=false")
+			js, err := json.Marshal(args)
+			require.NoError(t, err)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMainChild$")
+			cmd.Env = append(os.Environ(), childEnv+"="+string(js))
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			sc := bufio.NewScanner(stderr)
+			var errLines []string
+			for sc.Scan() {
+				errLines = append(errLines, sc.Text())
+				if strings.HasPrefix(sc.Text(), "epoch 1/40") {
+					require.NoError(t, cmd.Process.Signal(sig))
+					break
+				}
+			}
+			for sc.Scan() {
+				errLines = append(errLines, sc.Text())
+			}
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, strings.Join(errLines, "\n"))
+			require.Equal(t, exitInterrupted, ee.ExitCode(), strings.Join(errLines, "\n"))
+			last := errLines[len(errLines)-1]
+			require.Contains(t, last, "interrupted at epoch")
+			require.Contains(t, last, "checkpoint saved to "+ck)
+			saved, err := train.Load(ck)
+			require.NoError(t, err)
+			require.Less(t, saved.Epoch, 40, "stopped early")
+
+			code, _, errOut := runCmd(append(tinyTrain(dir, "--epochs", "40"), "--resume")...)
+			require.Equal(t, 0, code, errOut)
+			resumed, err := os.ReadFile(ck)
+			require.NoError(t, err)
+			other := t.TempDir()
+			code, _, errOut = runCmd(tinyTrain(other, "--epochs", "40")...)
+			require.Equal(t, 0, code, errOut)
+			whole, err := os.ReadFile(filepath.Join(other, "run.ckpt"))
+			require.NoError(t, err)
+			require.Equal(t, whole, resumed)
+		})
+	}
+}
+
+// TestTrainEveryOption trains one tiny epoch with every solver, cell,
+// backward mode and norm the command offers.
+func TestTrainEveryOption(t *testing.T) {
+	var runs [][]string
+	for _, s := range train.Methods() {
+		runs = append(runs, []string{"--solver", s, "--backward-solver", s})
+	}
+	runs = append(runs, []string{"--cell", "wide", "--units", "16"}, []string{"--cell", "mixture", "--terms", "4"})
+	for _, b := range train.BackwardModes() {
+		runs = append(runs, []string{"--backward", b})
+	}
+	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
+		runs = append(runs, []string{"--norm", n})
+	}
+	runs = append(runs, []string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden"})
+	for _, extra := range runs {
+		t.Run(strings.Join(extra, " "), func(t *testing.T) {
+			args := append([]string{"train", "--data", "synthetic", "--train-limit", "128", "--test-limit", "40",
+				"--hidden", "8", "--batch", "64", "--epochs", "1", "--quiet", "--json"}, extra...)
+			code, out, errOut := runCmd(args...)
+			require.Equal(t, 0, code, errOut)
+			m := decodeOne(t, out)
+			final := m["final"].(map[string]any)
+			require.Equal(t, 2.0, final["batches"])
+			require.Equal(t, 0.0, final["skipped"])
+			require.Positive(t, final["fwd_calls_mean"])
+			require.Positive(t, final["test"].(map[string]any)["certified"])
+		})
+	}
+}

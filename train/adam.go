@@ -1,0 +1,171 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Adam is the Adam optimiser (Kingma and Ba, 2015) as a gorgonia.Solver.
+// For each parameter w with gradient g, step t = 1, 2, … computes
+//
+//	m ← β₁m + (1 − β₁)g,   v ← β₂v + (1 − β₂)g²,
+//	w ← w − LR·(m/(1 − β₁ᵗ)) / (√(v/(1 − β₂ᵗ)) + ε)
+//
+// and zeroes g, with the operations in the order of gorgonia's
+// AdamSolver, so that with a constant LR it follows gorgonia.NewAdamSolver's
+// trajectory bit for bit (TestAdamMatchesGorgonia). It exists because
+// gorgonia's AdamSolver keeps its step count and moments in unexported
+// fields and its learning rate fixed: a training run could neither follow a
+// schedule nor save and resume the optimiser. Here LR may change between
+// steps and State/SetState expose the moments.
+//
+// Step takes the parameters in the same order every time; the first Step
+// fixes their number and shapes.
+type Adam struct {
+	// LR is the learning rate of the next Step.
+	LR float64
+	// Beta1, Beta2 and Eps are β₁, β₂ and ε.
+	Beta1, Beta2, Eps float64
+
+	t    int
+	m, v [][]float64
+}
+
+var _ G.Solver = (*Adam)(nil)
+
+// AdamState is the state of an Adam optimiser after Step steps.
+type AdamState struct {
+	// Step is the number of steps taken.
+	Step int
+	// M and V are the first and second moment estimates, one slice per
+	// parameter (nil before the first step).
+	M, V [][]float64
+}
+
+// NewAdam returns an Adam optimiser with the given learning rate and
+// Config's defaults for β₁, β₂ and ε.
+func NewAdam(lr float64) *Adam {
+	return &Adam{LR: lr, Beta1: DefaultBeta1, Beta2: DefaultBeta2, Eps: DefaultAdamEps}
+}
+
+// floats returns the float64 backing slice of a tensor value.
+func floats(v G.Value) ([]float64, error) {
+	t, ok := v.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("train: parameter value is %T, want *tensor.Dense", v)
+	}
+	d, ok := t.Data().([]float64)
+	if !ok {
+		return nil, fmt.Errorf("train: parameter has dtype %v, want float64", t.Dtype())
+	}
+	return d, nil
+}
+
+// Step implements gorgonia.Solver: it updates every parameter's value in
+// place from its gradient and zeroes the gradient.
+func (a *Adam) Step(model []G.ValueGrad) error {
+	ws := make([][]float64, len(model))
+	gs := make([][]float64, len(model))
+	for i, n := range model {
+		var err error
+		if ws[i], err = floats(n.Value()); err != nil {
+			return err
+		}
+		g, err := n.Grad()
+		if err != nil {
+			return fmt.Errorf("train: Adam: parameter %d has no gradient: %w", i, err)
+		}
+		if gs[i], err = floats(g); err != nil {
+			return err
+		}
+		if len(gs[i]) != len(ws[i]) {
+			return fmt.Errorf("train: Adam: parameter %d has %d values and %d gradients", i, len(ws[i]), len(gs[i]))
+		}
+	}
+	if a.m == nil {
+		a.m = make([][]float64, len(model))
+		a.v = make([][]float64, len(model))
+		for i, w := range ws {
+			a.m[i] = make([]float64, len(w))
+			a.v[i] = make([]float64, len(w))
+		}
+	}
+	if len(a.m) != len(model) {
+		return fmt.Errorf("train: Adam: %d parameters, want %d", len(model), len(a.m))
+	}
+	for i, w := range ws {
+		if len(w) != len(a.m[i]) {
+			return fmt.Errorf("train: Adam: parameter %d has %d values, want %d", i, len(w), len(a.m[i]))
+		}
+	}
+	a.t++
+	c1 := 1 / (1 - math.Pow(a.Beta1, float64(a.t)))
+	c2 := 1 / (1 - math.Pow(a.Beta2, float64(a.t)))
+	om1, om2 := 1-a.Beta1, 1-a.Beta2
+	negLR := -a.LR
+	for i, w := range ws {
+		g, m, v := gs[i], a.m[i], a.v[i]
+		for j, gj := range g {
+			m[j] = gj*om1 + m[j]*a.Beta1
+			v[j] = gj*gj*om2 + v[j]*a.Beta2
+			w[j] += m[j] * c1 * negLR / (math.Sqrt(v[j]*c2) + a.Eps)
+			g[j] = 0
+		}
+	}
+	return nil
+}
+
+// State returns a copy of the optimiser's state.
+func (a *Adam) State() AdamState {
+	return AdamState{Step: a.t, M: clone2(a.m), V: clone2(a.v)}
+}
+
+// SetState restores a state returned by State. It returns an error if the
+// state is inconsistent or holds non-finite moments.
+func (a *Adam) SetState(s AdamState) error {
+	switch {
+	case s.Step < 0:
+		return fmt.Errorf("train: AdamState.Step = %d is negative", s.Step)
+	case len(s.M) != len(s.V):
+		return fmt.Errorf("train: AdamState has %d first and %d second moments", len(s.M), len(s.V))
+	case s.Step > 0 && len(s.M) == 0:
+		return fmt.Errorf("train: AdamState after %d steps has no moments", s.Step)
+	}
+	for i := range s.M {
+		if len(s.M[i]) != len(s.V[i]) {
+			return fmt.Errorf("train: AdamState moment %d has lengths %d and %d", i, len(s.M[i]), len(s.V[i]))
+		}
+		if !allFinite(s.M[i]) || !allFinite(s.V[i]) {
+			return fmt.Errorf("train: AdamState moment %d is not finite", i)
+		}
+	}
+	a.t = s.Step
+	a.m, a.v = clone2(s.M), clone2(s.V)
+	return nil
+}
+
+// allFinite reports whether x holds no NaN or Inf.
+func allFinite(x []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// clone2 returns a deep copy of x (nil for an empty x).
+func clone2(x [][]float64) [][]float64 {
+	if len(x) == 0 {
+		return nil
+	}
+	c := make([][]float64, len(x))
+	for i := range x {
+		c[i] = slices.Clone(x[i])
+	}
+	return c
+}

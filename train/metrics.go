@@ -1,0 +1,200 @@
+package train
+
+import (
+	"math"
+
+	"github.com/deqgo/deq/solver"
+)
+
+// SolveSummary summarises a set of fixed-point solves (one per batch).
+type SolveSummary struct {
+	// Solves is the number of solves summarised.
+	Solves int `json:"solves"`
+	// CallsMean, ItersMean and SamplesMean are the mean oracle calls,
+	// iterations (epochs for VR-GHAL) and unit samples per solve, the
+	// certificate's excluded.
+	CallsMean   float64 `json:"calls_mean"`
+	ItersMean   float64 `json:"iters_mean"`
+	SamplesMean float64 `json:"samples_mean"`
+	// Unconverged counts the solves whose Status was not Success.
+	Unconverged int `json:"unconverged"`
+	// Certified counts the solves with a finite residual certificate;
+	// CertBoundMax and CertBoundMean are the largest and mean bound among
+	// them (zero when there is none).
+	Certified     int     `json:"certified"`
+	CertBoundMax  float64 `json:"cert_bound_max"`
+	CertBoundMean float64 `json:"cert_bound_mean"`
+	// CertMetFrac is the fraction of solves whose certified bound is at
+	// most the solver's Tol (zero when Solves is zero).
+	CertMetFrac float64 `json:"cert_met_frac"`
+}
+
+// solveAcc accumulates a SolveSummary. Its fields are exported for the
+// checkpoint's encoding.
+type solveAcc struct {
+	Solves      int
+	Calls       int64
+	Iters       int64
+	Samples     int64
+	Unconverged int
+	Certified   int
+	Met         int
+	BoundMax    float64
+	BoundSum    float64
+}
+
+// add counts a solve whose tolerance is tol.
+func (a *solveAcc) add(r *solver.Result, tol float64) {
+	a.Solves++
+	a.Calls += r.Stats.Calls
+	a.Iters += int64(r.Stats.Iterations)
+	a.Samples += r.Stats.Samples
+	if r.Status != solver.Success {
+		a.Unconverged++
+	}
+	if c := r.Certificate; c != nil && !math.IsNaN(c.Bound) && !math.IsInf(c.Bound, 0) {
+		a.Certified++
+		a.BoundMax = math.Max(a.BoundMax, c.Bound)
+		a.BoundSum += c.Bound
+		if c.Bound <= tol {
+			a.Met++
+		}
+	}
+}
+
+func (a *solveAcc) summary() SolveSummary {
+	s := SolveSummary{Solves: a.Solves, Unconverged: a.Unconverged, Certified: a.Certified, CertBoundMax: a.BoundMax}
+	if a.Solves > 0 {
+		n := float64(a.Solves)
+		s.CallsMean = float64(a.Calls) / n
+		s.ItersMean = float64(a.Iters) / n
+		s.SamplesMean = float64(a.Samples) / n
+		s.CertMetFrac = float64(a.Met) / n
+	}
+	if a.Certified > 0 {
+		s.CertBoundMean = a.BoundSum / float64(a.Certified)
+	}
+	return s
+}
+
+// BatchMetrics describe one training batch.
+type BatchMetrics struct {
+	// Epoch and Batch locate the batch (both from 0); Step is the number of
+	// optimiser steps taken before it.
+	Epoch, Batch, Step int
+	// Examples is the batch size.
+	Examples int
+	// LR is the learning rate of the batch's step.
+	LR float64
+	// Loss is the mean cross-entropy and Accuracy the fraction classified
+	// correctly (by the logits of the forward pass, before the step).
+	Loss, Accuracy float64
+	// GradNorm is the global gradient norm before clipping.
+	GradNorm float64
+	// Skipped is set when the batch was not used for an update, and
+	// SkipReason says why (see Trainer).
+	Skipped    bool
+	SkipReason string
+	// Forward is the forward solver's result; Backward the adjoint
+	// solver's (nil unless the backward mode is implicit).
+	Forward, Backward *solver.Result
+	// VJPs counts the full vector–Jacobian products of the backward pass.
+	VJPs int
+}
+
+// EpochMetrics describe one epoch of training and the evaluation after it.
+// The JSON names are those of the metrics lines of `deq train --metrics`.
+type EpochMetrics struct {
+	// Epoch numbers the epoch from 1.
+	Epoch int `json:"epoch"`
+	// Batches counts the training batches and Skipped those not used for
+	// an update.
+	Batches int `json:"batches"`
+	Skipped int `json:"skipped"`
+	// LR is the learning rate of the epoch's last step.
+	LR float64 `json:"lr"`
+	// TrainLoss and TrainAcc are the mean loss and accuracy over the
+	// epoch's used batches, each measured before that batch's step.
+	TrainLoss float64 `json:"train_loss"`
+	TrainAcc  float64 `json:"train_acc"`
+	// TestLoss and TestAcc are measured on the test set after the epoch,
+	// with the evaluation solver.
+	TestLoss float64 `json:"test_loss"`
+	TestAcc  float64 `json:"test_acc"`
+	// FwdCallsMean, FwdItersMean and FwdSamplesMean are the forward
+	// solver's mean work per used training batch; BwdCallsMean and
+	// BwdItersMean the adjoint solver's (zero unless implicit).
+	FwdCallsMean   float64 `json:"fwd_calls_mean"`
+	FwdItersMean   float64 `json:"fwd_iters_mean"`
+	FwdSamplesMean float64 `json:"fwd_samples_mean"`
+	BwdCallsMean   float64 `json:"bwd_calls_mean"`
+	BwdItersMean   float64 `json:"bwd_iters_mean"`
+	// CertBoundMax and CertBoundMean are the largest and mean certified
+	// residual bound of the training batches' forward solves; CertMetFrac
+	// the fraction of batches whose bound met Forward.Tol.
+	CertBoundMax  float64 `json:"cert_bound_max"`
+	CertBoundMean float64 `json:"cert_bound_mean"`
+	CertMetFrac   float64 `json:"cert_met_frac"`
+	// Forward and Backward summarise the training solves; Test the
+	// evaluation solves.
+	Forward  SolveSummary `json:"forward"`
+	Backward SolveSummary `json:"backward"`
+	Test     SolveSummary `json:"test"`
+	// Trace is the forward residual trace of the epoch's first used batch:
+	// residual against iteration.
+	Trace []TracePoint `json:"-"`
+	// EpochSeconds, TrainSeconds and EvalSeconds are wall times. They are
+	// the only fields that differ between runs of the same Config, and are
+	// not saved in checkpoints: an epoch restored from a checkpoint has
+	// them zero.
+	EpochSeconds float64 `json:"epoch_seconds"`
+	TrainSeconds float64 `json:"train_seconds"`
+	EvalSeconds  float64 `json:"eval_seconds"`
+}
+
+// TracePoint is one point of a residual trace.
+type TracePoint struct {
+	// Iter is the iteration (epoch for VR-GHAL), Calls the oracle calls
+	// made so far and Residual the solver's residual there.
+	Iter     int     `json:"iter"`
+	Calls    int64   `json:"calls"`
+	Residual float64 `json:"residual"`
+}
+
+// epochAcc accumulates the training part of an EpochMetrics. Its fields
+// are exported for the checkpoint's encoding.
+type epochAcc struct {
+	Batches  int
+	Skipped  int
+	Examples int
+	Correct  int
+	LossSum  float64
+	LR       float64
+	Forward  solveAcc
+	Backward solveAcc
+	Trace    []TracePoint
+}
+
+// finish returns the epoch's metrics without the evaluation.
+func (a *epochAcc) finish(epoch int) EpochMetrics {
+	e := EpochMetrics{Epoch: epoch, Batches: a.Batches, Skipped: a.Skipped, LR: a.LR, Trace: a.Trace}
+	if a.Examples > 0 {
+		e.TrainLoss = a.LossSum / float64(a.Examples)
+		e.TrainAcc = float64(a.Correct) / float64(a.Examples)
+	}
+	e.Forward = a.Forward.summary()
+	e.Backward = a.Backward.summary()
+	e.FwdCallsMean, e.FwdItersMean, e.FwdSamplesMean = e.Forward.CallsMean, e.Forward.ItersMean, e.Forward.SamplesMean
+	e.BwdCallsMean, e.BwdItersMean = e.Backward.CallsMean, e.Backward.ItersMean
+	e.CertBoundMax, e.CertBoundMean, e.CertMetFrac = e.Forward.CertBoundMax, e.Forward.CertBoundMean, e.Forward.CertMetFrac
+	return e
+}
+
+// traceOf converts a solver trace.
+func traceOf(t []solver.TracePoint) []TracePoint {
+	out := make([]TracePoint, len(t))
+	for i, p := range t {
+		out[i] = TracePoint{Iter: p.Iter, Calls: p.Calls, Residual: p.Residual}
+	}
+	return out
+}

@@ -1,0 +1,425 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/solver"
+)
+
+func TestTrainLearnsBlobs(t *testing.T) {
+	tr, te := blobData(512, 150)
+	cfg := tinyConfig()
+	cfg.Epochs = 4
+	var batches []*BatchMetrics
+	trn, err := New(cfg, tr, te, &Options{OnBatch: func(b *BatchMetrics) { batches = append(batches, b) }})
+	require.NoError(t, err)
+	res, err := trn.Run(context.Background())
+	require.NoError(t, err)
+	require.False(t, res.Interrupted)
+	require.Len(t, res.Epochs, 4)
+	require.Len(t, batches, 4*16)
+	require.Equal(t, 4*16, res.Steps)
+	f := res.Final()
+	// Chance is 1/3; the Bayes classifier is the limit.
+	bayes := bayesAccuracy(te)
+	t.Logf("test accuracy %.3f, Bayes %.3f", f.TestAcc, bayes)
+	require.GreaterOrEqual(t, bayes, 0.9)
+	require.GreaterOrEqual(t, f.TestAcc, bayes-0.05)
+	require.Less(t, res.Epochs[3].TrainLoss, res.Epochs[0].TrainLoss)
+	for _, e := range res.Epochs {
+		require.Equal(t, 16, e.Batches)
+		require.Zero(t, e.Skipped)
+		require.Equal(t, 16, e.Forward.Solves)
+		require.Equal(t, 16, e.Forward.Certified)
+		// Broyden succeeds on a 0.9-contraction within 40 iterations, and an
+		// exact certificate of a successful solve is its residual ≤ Tol.
+		require.Zero(t, e.Forward.Unconverged)
+		require.Equal(t, 1.0, e.CertMetFrac)
+		require.LessOrEqual(t, e.CertBoundMax, DefaultForwardTol)
+		require.Positive(t, e.CertBoundMean)
+		require.LessOrEqual(t, e.CertBoundMean, e.CertBoundMax)
+		require.Greater(t, e.FwdCallsMean, e.FwdItersMean, "one call per iteration plus the start point")
+		require.Positive(t, e.BwdItersMean)
+		require.Equal(t, 3, e.Test.Solves) // 150 test images in batches of 50
+		require.LessOrEqual(t, e.Test.CertBoundMax, DefaultForwardTol/10)
+		require.NotEmpty(t, e.Trace)
+		require.Positive(t, e.EpochSeconds)
+	}
+	// Batch metrics agree with the epoch's.
+	for e := range 4 {
+		loss, acc := 0.0, 0.0
+		for _, b := range batches[16*e : 16*(e+1)] {
+			require.Equal(t, e, b.Epoch)
+			require.NotNil(t, b.Forward)
+			require.NotNil(t, b.Backward)
+			loss += b.Loss / 16
+			acc += b.Accuracy / 16
+		}
+		require.InDelta(t, res.Epochs[e].TrainLoss, loss, 1e-12)
+		require.InDelta(t, res.Epochs[e].TrainAcc, acc, 1e-12)
+	}
+}
+
+// TestGraphGradientMatchesFiniteDifferences checks the whole training
+// graph — standardisation, encoder, DEQ op with its implicit backward,
+// readout, softmax cross-entropy — against central differences of the
+// loss computed by the independent evaluation path.
+func TestGraphGradientMatchesFiniteDifferences(t *testing.T) {
+	for _, cell := range []string{"dense", "wide", "mixture"} {
+		t.Run(cell, func(t *testing.T) {
+			tr, te := blobData(64, 10)
+			cfg := tinyConfig()
+			cfg.BatchSize = 16
+			cfg.Model = ModelConfig{Cell: cell, Hidden: 5, Encoder: 6, Terms: 3, Units: 7, Activation: "tanh", Gamma: 0.7}
+			cfg.Forward = SolverConfig{Method: "picard", Tol: 1e-13, MaxIter: 500}
+			cfg.Backward = BackwardConfig{Solver: SolverConfig{Method: "picard", Tol: 1e-13, MaxIter: 500}}
+			trn, err := New(cfg, tr, te, nil)
+			require.NoError(t, err)
+			m, g := trn.model, trn.graph
+			x := tr.X[:16*tr.Dim()]
+			labels := tr.Y[:16]
+			m.standardize(g.x, x)
+			clear(g.y)
+			for i, y := range labels {
+				g.y[i*m.Classes+y] = 1
+			}
+			g.vm.Reset()
+			require.NoError(t, g.vm.RunAll())
+			grads, err := g.grads()
+			require.NoError(t, err)
+			vals, err := g.values()
+			require.NoError(t, err)
+			l, err := m.layer(cfg.Forward, nil)
+			require.NoError(t, err)
+			loss := func() float64 {
+				sol, err := l.Forward(context.Background(), m.encode(x, 16))
+				require.NoError(t, err)
+				require.Equal(t, solver.Success, sol.Result.Status)
+				s, _ := crossEntropy(m.logits(sol.Z, 16), labels, m.Classes)
+				return s / 16
+			}
+			require.InDelta(t, g.loss.Data().(float64), loss(), 1e-12, "graph and evaluation path compute the same loss")
+			const h = 1e-5
+			checked := 0
+			for i, v := range vals {
+				name := g.learn[i].Name()
+				for _, j := range []int{0, len(v) / 2, len(v) - 1} {
+					old := v[j]
+					v[j] = old + h
+					lp := loss()
+					v[j] = old - h
+					lm := loss()
+					v[j] = old
+					fd := (lp - lm) / (2 * h)
+					require.InDelta(t, fd, grads[i][j], 1e-6+1e-5*math.Abs(fd), "%s[%d]", name, j)
+					checked++
+				}
+			}
+			require.GreaterOrEqual(t, checked, 3*7)
+		})
+	}
+}
+
+func TestReproducible(t *testing.T) {
+	tr, te := blobData(256, 100)
+	cfg := tinyConfig()
+	r1, b1 := run(t, cfg, tr, te, tempPath(t, "a.ckpt"))
+	r2, b2 := run(t, cfg, tr, te, tempPath(t, "b.ckpt"))
+	require.True(t, equalBytes(b1, b2), "same Config and data give the same checkpoint bytes")
+	require.Equal(t, withoutTimes(r1.Epochs), withoutTimes(r2.Epochs))
+	cfg.Seed++
+	_, b3 := run(t, cfg, tr, te, tempPath(t, "c.ckpt"))
+	require.False(t, equalBytes(b1, b3), "another seed gives another run")
+}
+
+// TestResumeContinuesExactly interrupts runs at several positions —
+// mid-epoch, after an epoch's last batch (during its evaluation), at a
+// later epoch, twice in a row — resumes them from their checkpoints and
+// requires the metrics and final checkpoint bytes of an uninterrupted run.
+func TestResumeContinuesExactly(t *testing.T) {
+	type tc struct {
+		name  string
+		cfg   func(*Config)
+		stops []int // cancel after this many batches of each (re)started run
+	}
+	stochastic := func(c *Config) {
+		c.Model.Cell, c.Model.Terms = "mixture", 3
+		c.Model.Encoder = 6
+		c.Forward = SolverConfig{Method: "vrghal", Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
+		c.Backward.Solver.Method = "picard"
+		c.Eval = SolverConfig{Method: "vrghal", Tol: 1e-2}
+		c.Epochs = 2
+	}
+	cases := []tc{
+		{"dense/mid-epoch", nil, []int{3}},
+		{"dense/during-eval", nil, []int{8}},
+		{"dense/twice", nil, []int{5, 6}},
+		{"dense/at-start", nil, []int{0}},
+		{"mixture-vrghal/mid-epoch", stochastic, []int{11}},
+		{"wide-anderson-step", func(c *Config) {
+			c.Model.Cell = "wide"
+			c.Forward.Method, c.Backward.Solver.Method = "anderson", "anderson"
+			c.Schedule, c.WeightDecay = "step", 1e-3
+		}, []int{2, 9}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, te := blobData(256, 100)
+			cfg := tinyConfig()
+			cfg.Epochs = 3
+			cfg.LR = 0.01
+			if c.cfg != nil {
+				c.cfg(&cfg)
+			}
+			want, wantBytes := run(t, cfg, tr, te, tempPath(t, "full.ckpt"))
+			path := tempPath(t, "run.ckpt")
+			var trn *Trainer
+			var err error
+			for i, stop := range c.stops {
+				ctx, cancel := context.WithCancel(context.Background())
+				seen := 0
+				opts := &Options{Checkpoint: path, OnBatch: func(*BatchMetrics) {
+					seen++
+					if seen == stop {
+						cancel()
+					}
+				}}
+				if stop == 0 {
+					cancel()
+				}
+				if i == 0 {
+					trn, err = New(cfg, tr, te, opts)
+				} else {
+					trn, err = Resume(path, tr, te, opts)
+				}
+				require.NoError(t, err)
+				res, err := trn.Run(ctx)
+				cancel()
+				require.ErrorIs(t, err, context.Canceled)
+				require.True(t, res.Interrupted)
+				ck, err := Load(path)
+				require.NoError(t, err)
+				require.Equal(t, res.Epoch, ck.Epoch)
+				require.Equal(t, res.Batch, ck.Batch)
+			}
+			trn, err = Resume(path, tr, te, &Options{Checkpoint: path})
+			require.NoError(t, err)
+			got, err := trn.Run(context.Background())
+			require.NoError(t, err)
+			gotBytes, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, withoutTimes(want.Epochs), withoutTimes(got.Epochs))
+			require.Equal(t, want.Steps, got.Steps)
+			require.True(t, equalBytes(wantBytes, gotBytes), "resumed run ends with the uninterrupted run's checkpoint")
+		})
+	}
+}
+
+func TestResumeRefusesOtherData(t *testing.T) {
+	tr, te := blobData(256, 100)
+	path := tempPath(t, "a.ckpt")
+	run(t, tinyConfig(), tr, te, path)
+	other := blobs("blobs/train", 256, 0.3, 5)
+	_, err := Resume(path, other, te, nil)
+	require.ErrorIs(t, err, ErrDataMismatch)
+	_, err = Resume(path, tr, te.Head(50), nil)
+	require.ErrorIs(t, err, ErrDataMismatch)
+	// A finished run resumes to nothing more.
+	trn, err := Resume(path, tr, te, nil)
+	require.NoError(t, err)
+	res, err := trn.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, res.Epochs, 2)
+}
+
+func TestSkipsNonFiniteBatches(t *testing.T) {
+	type fault struct {
+		name   string
+		reason string
+		inject func(trn *Trainer)
+	}
+	const bad = 2 // the faulty batch of epoch 0
+	faults := []fault{
+		{"input", "non-finite input", func(trn *Trainer) {
+			// Poison the image that the shuffle puts into batch 2 of epoch 0.
+			trn.batcher.Reset(0)
+			for range bad + 1 {
+				trn.batcher.Next()
+			}
+			i := trn.batcher.Batch().Index[0]
+			trn.train.X[i*trn.train.Dim()] = math.NaN()
+			trn.batcher.Reset(0)
+		}},
+		{"forward", "forward solve diverged", func(trn *Trainer) {
+			trn.beforeRun = func(e, b int, x []float64) {
+				if e == 0 && b == bad {
+					x[3] = math.Inf(1)
+				}
+			}
+		}},
+		{"gradient", "non-finite gradient", func(trn *Trainer) {
+			trn.afterBackward = func(e, b int, g [][]float64) {
+				if e == 0 && b == bad {
+					g[1][0] = math.NaN()
+				}
+			}
+		}},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			tr, te := blobData(256, 100)
+			var logged []string
+			trn, err := New(tinyConfig(), tr, te, &Options{Logf: func(format string, args ...any) { logged = append(logged, format) }})
+			require.NoError(t, err)
+			params := func() []float64 {
+				var all []float64
+				for _, p := range trn.model.own() {
+					all = append(all, p.data...)
+				}
+				for _, p := range trn.model.cell.Params() {
+					all = append(all, p.Data()...)
+				}
+				return all
+			}
+			var skipped []*BatchMetrics
+			before := params()
+			trn.opts.OnBatch = func(b *BatchMetrics) {
+				now := params()
+				if b.Skipped {
+					skipped = append(skipped, b)
+					require.Equal(t, before, now, "a skipped batch changes no parameter")
+				} else {
+					require.NotEqual(t, before, now)
+				}
+				before = now
+			}
+			f.inject(trn)
+			res, err := trn.Run(context.Background())
+			require.NoError(t, err)
+			require.NotEmpty(t, skipped)
+			require.Equal(t, 0, skipped[0].Epoch)
+			require.Equal(t, bad, skipped[0].Batch)
+			require.True(t, strings.HasPrefix(skipped[0].SkipReason, f.reason), skipped[0].SkipReason)
+			require.Equal(t, 1, res.Epochs[0].Skipped)
+			require.Equal(t, 7, res.Epochs[0].Forward.Solves, "the skipped batch is left out of the solver figures")
+			require.Equal(t, res.Steps, 16-len(skipped))
+			require.Len(t, logged, len(skipped))
+			require.True(t, allFinite(params()))
+			require.True(t, allFinite([]float64{res.Final().TrainLoss, res.Final().TestAcc}))
+		})
+	}
+}
+
+func TestAbortsAfterConsecutiveBadBatches(t *testing.T) {
+	tr, te := blobData(256, 100)
+	cfg := tinyConfig()
+	cfg.MaxBadBatches = 3
+	path := tempPath(t, "never.ckpt")
+	trn, err := New(cfg, tr, te, &Options{Checkpoint: path})
+	require.NoError(t, err)
+	trn.afterBackward = func(e, b int, g [][]float64) {
+		if b >= 4 {
+			g[0][0] = math.Inf(1)
+		}
+	}
+	res, err := trn.Run(context.Background())
+	require.ErrorIs(t, err, ErrTooManyBadBatches)
+	require.Equal(t, 4, res.Steps, "four good batches, then three bad ones")
+	require.Equal(t, 0, res.Epoch)
+	require.Equal(t, 7, res.Batch)
+	_, err = os.Stat(path)
+	require.True(t, errors.Is(err, os.ErrNotExist), "an aborted run writes no checkpoint")
+}
+
+func TestLearningRateSchedules(t *testing.T) {
+	tr, te := blobData(256, 100)
+	for _, tc := range []struct {
+		schedule string
+		want     func(epoch, batch int) float64 // with LR = 1, 4 epochs of 8 batches
+	}{
+		{"constant", func(int, int) float64 { return 1 }},
+		{"cosine", func(e, b int) float64 { return (1 + math.Cos(math.Pi*float64(8*e+b)/32)) / 2 }},
+		{"step", func(e, _ int) float64 { return []float64{1, 1, 0.1, 0.01}[e] }},
+	} {
+		t.Run(tc.schedule, func(t *testing.T) {
+			cfg := tinyConfig()
+			cfg.Epochs, cfg.LR, cfg.Schedule = 4, 1, tc.schedule
+			trn, err := New(cfg, tr, te, nil)
+			require.NoError(t, err)
+			for e := range 4 {
+				for b := range 8 {
+					trn.epoch, trn.batch = e, b
+					require.InDelta(t, tc.want(e, b), trn.lr(), 1e-15, "epoch %d batch %d", e, b)
+				}
+			}
+		})
+	}
+}
+
+func TestClipAndDecay(t *testing.T) {
+	g := [][]float64{{3, 0}, {4}}
+	n := globalNorm(g)
+	require.Equal(t, 5.0, n)
+	clipTo(g, n, 10)
+	require.Equal(t, [][]float64{{3, 0}, {4}}, g, "below the threshold nothing changes")
+	clipTo(g, n, 1)
+	require.InDeltaSlice(t, []float64{0.6, 0}, g[0], 1e-15)
+	require.InDeltaSlice(t, []float64{0.8}, g[1], 1e-15)
+	require.InDelta(t, 1, globalNorm(g), 1e-15)
+	clipTo(g, 1, -1)
+	require.InDelta(t, 1, globalNorm(g), 1e-15, "a negative threshold disables clipping")
+	v := [][]float64{{1, 2}, {3}}
+	decay(v, []bool{true, false}, 0.5)
+	require.Equal(t, [][]float64{{0.5, 1}, {3}}, v)
+}
+
+func TestEvaluateMatchesTraining(t *testing.T) {
+	tr, te := blobData(256, 100)
+	path := tempPath(t, "a.ckpt")
+	res, _ := run(t, tinyConfig(), tr, te, path)
+	ck, err := Load(path)
+	require.NoError(t, err)
+	require.Equal(t, 2, ck.Epoch)
+	require.Equal(t, withoutTimes(res.Epochs), withoutTimes(ck.History))
+	require.Equal(t, "blobs/test", ck.TestSet)
+	em, err := ck.Model.Evaluate(context.Background(), te, ck.Config.Eval, ck.Config.EvalBatchSize)
+	require.NoError(t, err)
+	// The evaluation solver (Broyden) is deterministic: the same numbers.
+	require.Equal(t, res.Final().TestAcc, em.Accuracy)
+	require.Equal(t, res.Final().TestLoss, em.Loss)
+	require.Equal(t, res.Final().Test, em.Solver)
+	require.Equal(t, 100, em.Examples)
+	// Another solver finds the same fixed points up to its tolerance.
+	em2, err := ck.Model.Evaluate(context.Background(), te, SolverConfig{Method: "anderson", Tol: 1e-6, MaxIter: 200}, 0)
+	require.NoError(t, err)
+	require.InDelta(t, em.Loss, em2.Loss, 1e-4)
+	require.Equal(t, 1.0, em2.Solver.CertMetFrac)
+	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: "nope"}, 0)
+	require.ErrorContains(t, err, "Eval.Method")
+}
+
+func TestCanceledRunSavesCheckpoint(t *testing.T) {
+	tr, te := blobData(256, 100)
+	path := tempPath(t, "a.ckpt")
+	trn, err := New(tinyConfig(), tr, te, &Options{Checkpoint: path})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := trn.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, res.Interrupted)
+	require.Zero(t, res.Steps)
+	ck, err := Load(path)
+	require.NoError(t, err)
+	require.Zero(t, ck.Epoch)
+	require.Zero(t, ck.Batch)
+	require.True(t, slices.Equal(ck.Model.encW.data, trn.model.encW.data))
+}

@@ -1,0 +1,526 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/solver"
+)
+
+// ErrTooManyBadBatches is returned by Run when Config.MaxBadBatches
+// consecutive batches had to be skipped.
+var ErrTooManyBadBatches = errors.New("train: too many consecutive bad batches")
+
+// Options control what a Trainer does besides training; none of them
+// changes the run's results.
+type Options struct {
+	// Checkpoint is the file written after every epoch and when Run stops
+	// on a done context. Empty means none.
+	Checkpoint string
+	// OnBatch, if not nil, is called after every training batch.
+	OnBatch func(*BatchMetrics)
+	// OnEpoch, if not nil, is called after every epoch's evaluation.
+	OnEpoch func(*EpochMetrics)
+	// Logf, if not nil, receives a line for every skipped batch.
+	Logf func(format string, args ...any)
+}
+
+// Trainer trains a Model on a training set, evaluating it on a test set
+// after every epoch.
+//
+// Each training batch runs the model's gorgonia graph (encoder → DEQ op →
+// readout → softmax cross-entropy), whose DEQ op solves the forward fixed
+// point with Config.Forward and differentiates through it in
+// Config.Backward's mode; then the gradients are clipped by their global
+// norm, the weights decayed, Adam steps with the schedule's learning rate
+// and the cell is projected back onto its Lipschitz bound.
+//
+// # Numerical faults
+//
+// A batch is skipped — no parameter, optimiser moment or projection state
+// changes, and its gradients are discarded — when its input holds NaN or
+// Inf, its forward solve diverges (Status Diverged, which includes NaN or
+// Inf in an evaluation), its loss is not finite, its adjoint solve
+// diverges, or its gradient holds NaN or Inf. A skipped batch is counted
+// (EpochMetrics.Skipped), reported to Options.Logf and OnBatch, left out of
+// the epoch's loss, accuracy and solver figures, and still advances the
+// schedule. After Config.MaxBadBatches consecutive skipped batches Run
+// stops with ErrTooManyBadBatches, writing no checkpoint (the last one
+// written holds finite parameters). Solves that merely stop short of their
+// tolerance (an iteration limit) are not faults: they are used and counted
+// as unconverged.
+//
+// # Checkpoints and resuming
+//
+// With Options.Checkpoint set, Run writes a checkpoint (see Save) after
+// every epoch and when its context is done. Cancellation is checked
+// between batches: the batch in progress completes, so a checkpoint always
+// sits on a batch boundary. Resume continues such a checkpoint exactly:
+// the metrics and the checkpoint bytes of an interrupted and resumed run
+// equal those of an uninterrupted one (only the wall times differ).
+//
+// # Reproducibility
+//
+// Everything random — initialisation, shuffles, solver draws — derives
+// from Config.Seed and the position in the run, so the same Config, data
+// and build give the same metrics and checkpoint bytes. Wall times are the
+// exception. Different BLAS implementations (gonum's pure Go or OpenBLAS,
+// see internal/blasimpl) round differently and give different bits.
+//
+// A Trainer is not safe for concurrent use.
+type Trainer struct {
+	cfg   Config
+	opts  Options
+	model *Model
+	train *datasets.Dataset
+	test  *datasets.Dataset
+	data  [32]byte // fingerprint of train and test
+
+	adam      *Adam
+	layer     *deq.Layer
+	evalLayer *deq.Layer
+	graph     *trainGraph
+	batcher   *datasets.Batcher
+
+	epoch, batch int // position: the next batch to train
+	steps        int // optimiser steps taken
+	bad          int // consecutive skipped batches
+	acc          epochAcc
+	history      []EpochMetrics
+
+	// Fault injection for tests: beforeRun may corrupt a batch's
+	// standardised input after the input check, afterBackward its
+	// gradients.
+	beforeRun     func(epoch, batch int, x []float64)
+	afterBackward func(epoch, batch int, grads [][]float64)
+}
+
+// Result is what Run returns.
+type Result struct {
+	// Epochs holds the metrics of every epoch completed so far, including
+	// those restored from a checkpoint (whose wall times are zero).
+	Epochs []EpochMetrics
+	// Steps is the number of optimiser steps taken.
+	Steps int
+	// Interrupted is set when Run stopped because its context was done.
+	Interrupted bool
+	// Epoch and Batch are the position at which Run stopped: the next
+	// batch to train.
+	Epoch, Batch int
+}
+
+// Final returns the metrics of the last completed epoch, or nil.
+func (r *Result) Final() *EpochMetrics {
+	if len(r.Epochs) == 0 {
+		return nil
+	}
+	return &r.Epochs[len(r.Epochs)-1]
+}
+
+// New returns a Trainer for cfg on the given training and test sets (raw
+// pixels; the model standardises them with statistics of train as
+// cfg.Normalize says). A nil opts means no options.
+func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
+	c, err := cfg.Defaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkData(train, test); err != nil {
+		return nil, err
+	}
+	var norm *datasets.Normalizer
+	switch c.Normalize {
+	case "global":
+		norm, err = datasets.FitNormalizer(train, datasets.NormGlobal)
+	case "per-pixel":
+		norm, err = datasets.FitNormalizer(train, datasets.NormPerPixel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := newModel(c.Model, train.Dim(), train.Classes, norm, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return newTrainer(c, m, train, test, opts)
+}
+
+// checkData validates the training and test sets.
+func checkData(train, test *datasets.Dataset) error {
+	if train == nil || test == nil {
+		return errors.New("train: nil training or test set")
+	}
+	for _, d := range []*datasets.Dataset{train, test} {
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		if d.Len() == 0 {
+			return fmt.Errorf("train: %s is empty", d.Name)
+		}
+	}
+	if train.Dim() != test.Dim() || train.Classes != test.Classes {
+		return fmt.Errorf("train: training images have %d pixels and %d classes, test images %d and %d",
+			train.Dim(), train.Classes, test.Dim(), test.Classes)
+	}
+	return nil
+}
+
+// newTrainer wires a Trainer around a model.
+func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
+	t := &Trainer{cfg: c, model: m, train: train, test: test, data: fingerprint(train, test)}
+	if opts != nil {
+		t.opts = *opts
+	}
+	if c.BatchSize > train.Len() {
+		return nil, fmt.Errorf("train: Config.BatchSize = %d exceeds the %d training images", c.BatchSize, train.Len())
+	}
+	t.adam = &Adam{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.AdamEps}
+	var err error
+	if t.layer, err = m.layer(c.Forward, &c.Backward); err != nil {
+		return nil, err
+	}
+	if t.evalLayer, err = m.layer(c.Eval, nil); err != nil {
+		return nil, err
+	}
+	// The graph's solves are not interrupted: Run checks its context
+	// between batches, so that a checkpoint sits on a batch boundary.
+	if t.graph, err = buildGraph(context.Background(), m, t.layer, c.BatchSize); err != nil {
+		return nil, err
+	}
+	t.batcher, err = datasets.NewBatcher(train, c.BatchSize, &datasets.BatchOptions{Shuffle: true, Seed: mix(c.Seed, streamShuffle), DropLast: true})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Model returns the model being trained.
+func (t *Trainer) Model() *Model { return t.model }
+
+// Config returns the run's configuration with defaults filled in.
+func (t *Trainer) Config() Config { return t.cfg }
+
+// Position returns the next batch to train: its epoch and index, both
+// from 0. After the last epoch, epoch equals Config.Epochs.
+func (t *Trainer) Position() (epoch, batch int) { return t.epoch, t.batch }
+
+// BatchesPerEpoch returns the number of training batches per epoch.
+func (t *Trainer) BatchesPerEpoch() int { return t.batcher.Batches() }
+
+// History returns the metrics of the epochs completed so far.
+func (t *Trainer) History() []EpochMetrics { return append([]EpochMetrics(nil), t.history...) }
+
+// Run trains until Config.Epochs epochs are complete, the context is done
+// or a fatal error occurs. On a done context it finishes the batch in
+// progress (or abandons the evaluation in progress), writes the checkpoint
+// if Options.Checkpoint is set, and returns the Result with Interrupted set
+// and an error wrapping the context's. Run may be called again to
+// continue.
+func (t *Trainer) Run(ctx context.Context) (*Result, error) {
+	nb := t.batcher.Batches()
+	for t.epoch < t.cfg.Epochs {
+		start := time.Now()
+		t.batcher.Reset(t.epoch)
+		for i := 0; i < t.batch; i++ {
+			t.batcher.Next()
+		}
+		for t.batch < nb {
+			if err := ctx.Err(); err != nil {
+				return t.interrupt(err)
+			}
+			t.batcher.Next()
+			bm, err := t.trainBatch(t.batcher.Batch())
+			if err != nil {
+				return t.result(false), err
+			}
+			t.batch++
+			if t.opts.OnBatch != nil {
+				t.opts.OnBatch(bm)
+			}
+			if t.bad >= t.cfg.MaxBadBatches {
+				return t.result(false), fmt.Errorf("%w: %d in a row, the last at epoch %d batch %d (%s)",
+					ErrTooManyBadBatches, t.bad, bm.Epoch+1, bm.Batch, bm.SkipReason)
+			}
+		}
+		trainTime := time.Since(start)
+		em := t.acc.finish(t.epoch + 1)
+		evalStart := time.Now()
+		ev, err := t.model.evaluate(ctx, t.evalLayer, t.test, t.cfg.EvalBatchSize, t.cfg.Eval.Tol, mix3(t.cfg.Seed, streamEval, uint64(t.epoch)))
+		if err != nil {
+			if ctx.Err() != nil {
+				return t.interrupt(ctx.Err())
+			}
+			return t.result(false), err
+		}
+		em.TestAcc, em.TestLoss, em.Test = ev.Accuracy, ev.Loss, ev.Solver
+		em.TrainSeconds = trainTime.Seconds()
+		em.EvalSeconds = time.Since(evalStart).Seconds()
+		em.EpochSeconds = time.Since(start).Seconds()
+		t.history = append(t.history, em)
+		t.epoch++
+		t.batch = 0
+		t.acc = epochAcc{}
+		if t.opts.Checkpoint != "" {
+			if err := t.Save(t.opts.Checkpoint); err != nil {
+				return t.result(false), err
+			}
+		}
+		if t.opts.OnEpoch != nil {
+			t.opts.OnEpoch(&t.history[len(t.history)-1])
+		}
+	}
+	return t.result(false), nil
+}
+
+// interrupt saves the checkpoint after a done context.
+func (t *Trainer) interrupt(cause error) (*Result, error) {
+	if t.opts.Checkpoint != "" {
+		if err := t.Save(t.opts.Checkpoint); err != nil {
+			return t.result(true), errors.Join(fmt.Errorf("train: interrupted: %w", cause), err)
+		}
+	}
+	return t.result(true), fmt.Errorf("train: interrupted at epoch %d batch %d: %w", t.epoch+1, t.batch, cause)
+}
+
+func (t *Trainer) result(interrupted bool) *Result {
+	return &Result{Epochs: t.History(), Steps: t.steps, Interrupted: interrupted, Epoch: t.epoch, Batch: t.batch}
+}
+
+// lr returns the learning rate at the current position.
+func (t *Trainer) lr() float64 {
+	c := t.cfg
+	nb := t.batcher.Batches()
+	switch c.Schedule {
+	case "constant":
+		return c.LR
+	case "step":
+		switch {
+		case t.epoch >= 3*c.Epochs/4 && 3*c.Epochs/4 > 0:
+			return c.LR / 100
+		case t.epoch >= c.Epochs/2 && c.Epochs/2 > 0:
+			return c.LR / 10
+		}
+		return c.LR
+	}
+	pos := float64(t.epoch*nb + t.batch)
+	total := float64(c.Epochs * nb)
+	return c.LR * (1 + math.Cos(math.Pi*pos/total)) / 2
+}
+
+// trainBatch runs one batch and, unless it is skipped, one optimiser step.
+func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
+	g := t.graph
+	lr := t.lr()
+	bm := &BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
+	t.model.standardize(g.x, b.X.RawMatrix().Data)
+	copy(g.y, b.OneHot.RawMatrix().Data)
+	if !allFinite(g.x) {
+		return bm, t.skip(bm, "non-finite input")
+	}
+	if t.beforeRun != nil {
+		t.beforeRun(t.epoch, t.batch, g.x)
+	}
+	t.layer.SetSeeds(mix3(t.cfg.Seed, streamForward, t.position()), mix3(t.cfg.Seed, streamBackward, t.position()))
+	g.vm.Reset()
+	runErr := g.vm.RunAll()
+	sol := g.applied.Solution()
+	if sol != nil {
+		bm.Forward = sol.Result
+	}
+	if bs := g.applied.BackwardStats(); bs != nil {
+		bm.Backward, bm.VJPs = bs.Adjoint, bs.VJPs
+	}
+	if runErr != nil {
+		if sol != nil && sol.Result.Status == solver.Diverged {
+			return bm, t.skip(bm, fmt.Sprintf("forward solve diverged (%v)", runErr))
+		}
+		return bm, fmt.Errorf("train: epoch %d batch %d: %w", t.epoch+1, t.batch, runErr)
+	}
+	grads, err := g.grads()
+	if err != nil {
+		return bm, err
+	}
+	if t.afterBackward != nil {
+		t.afterBackward(t.epoch, t.batch, grads)
+	}
+	bm.Loss = g.loss.Data().(float64)
+	logits, err := floats(g.logits)
+	if err != nil {
+		return bm, err
+	}
+	_, correct := crossEntropy(logits, b.Labels, t.model.Classes)
+	bm.Accuracy = float64(correct) / float64(b.Len())
+	bm.GradNorm = globalNorm(grads)
+	switch {
+	case sol.Result.Status == solver.Diverged:
+		return bm, t.skip(bm, "forward solve diverged")
+	case notFinite(bm.Loss):
+		return bm, t.skip(bm, "non-finite loss")
+	case bm.Backward != nil && bm.Backward.Status == solver.Diverged:
+		return bm, t.skip(bm, "adjoint solve diverged")
+	case notFinite(bm.GradNorm):
+		return bm, t.skip(bm, "non-finite gradient")
+	}
+	clipTo(grads, bm.GradNorm, t.cfg.ClipNorm)
+	if wd := t.cfg.WeightDecay; wd > 0 {
+		vals, err := g.values()
+		if err != nil {
+			return bm, err
+		}
+		decay(vals, g.decay, 1-lr*wd)
+	}
+	t.adam.LR = lr
+	if err := t.adam.Step(G.NodesToValueGrads(g.learn)); err != nil {
+		return bm, err
+	}
+	if err := t.model.cell.Project(); err != nil {
+		return bm, err
+	}
+	t.steps++
+	t.bad = 0
+	t.acc.Batches++
+	t.acc.LR = lr
+	t.acc.Examples += b.Len()
+	t.acc.Correct += correct
+	t.acc.LossSum += bm.Loss * float64(b.Len())
+	t.acc.Forward.add(sol.Result, t.cfg.Forward.Tol)
+	if bm.Backward != nil {
+		t.acc.Backward.add(bm.Backward, t.cfg.Backward.Solver.Tol)
+	}
+	if t.acc.Trace == nil {
+		t.acc.Trace = finiteTrace(sol.Result.Stats.Trace)
+	}
+	return bm, nil
+}
+
+// skip records a skipped batch and discards its gradients.
+func (t *Trainer) skip(bm *BatchMetrics, reason string) error {
+	bm.Skipped, bm.SkipReason = true, reason
+	t.acc.Batches++
+	t.acc.LR = bm.LR
+	t.acc.Skipped++
+	t.bad++
+	if grads, err := t.graph.grads(); err == nil {
+		for _, g := range grads {
+			clear(g)
+		}
+	} else {
+		return err
+	}
+	if t.opts.Logf != nil {
+		t.opts.Logf("epoch %d batch %d skipped: %s", bm.Epoch+1, bm.Batch, reason)
+	}
+	return nil
+}
+
+// position returns the index of the current batch in the whole run.
+func (t *Trainer) position() uint64 { return uint64(t.epoch*t.batcher.Batches() + t.batch) }
+
+// finiteTrace converts a trace, dropping non-finite residuals.
+func finiteTrace(tr []solver.TracePoint) []TracePoint {
+	out := make([]TracePoint, 0, len(tr))
+	for _, p := range traceOf(tr) {
+		if !notFinite(p.Residual) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// fingerprint returns a SHA-256 digest of the training and test sets.
+func fingerprint(sets ...*datasets.Dataset) [32]byte {
+	h := sha256.New()
+	buf := make([]byte, 0, 8<<10)
+	flush := func() {
+		h.Write(buf)
+		buf = buf[:0]
+	}
+	for _, d := range sets {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Len()))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Rows))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Cols))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Classes))
+		for _, v := range d.X {
+			if len(buf)+8 > cap(buf) {
+				flush()
+			}
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		}
+		for _, y := range d.Y {
+			if len(buf)+8 > cap(buf) {
+				flush()
+			}
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(y))
+		}
+	}
+	flush()
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Streams that separate the uses of the seed.
+const (
+	streamInit     = 0x1a2b_3c4d_0000_0001
+	streamCell     = 0x1a2b_3c4d_0000_0002
+	streamShuffle  = 0x1a2b_3c4d_0000_0003
+	streamForward  = 0x1a2b_3c4d_0000_0004
+	streamBackward = 0x1a2b_3c4d_0000_0005
+	streamEval     = 0x1a2b_3c4d_0000_0006
+)
+
+// mix hashes two words into one (SplitMix64's finaliser over their
+// combination).
+func mix(a, b uint64) uint64 {
+	z := a ^ (b + 0x9e3779b97f4a7c15 + (a << 6) + (a >> 2))
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func mix3(a, b, c uint64) uint64 { return mix(mix(a, b), c) }
+
+// globalNorm returns the Euclidean norm of all of grads together.
+func globalNorm(grads [][]float64) float64 {
+	sq := 0.0
+	for _, g := range grads {
+		for _, v := range g {
+			sq += v * v
+		}
+	}
+	return math.Sqrt(sq)
+}
+
+// clipTo scales grads, whose global norm is norm, down to global norm c
+// when norm exceeds c > 0.
+func clipTo(grads [][]float64, norm, c float64) {
+	if c <= 0 || norm <= c {
+		return
+	}
+	f := c / norm
+	for _, g := range grads {
+		for i := range g {
+			g[i] *= f
+		}
+	}
+}
+
+// decay multiplies the values selected by mask by f.
+func decay(vals [][]float64, mask []bool, f float64) {
+	for i, v := range vals {
+		if mask[i] {
+			for j := range v {
+				v[j] *= f
+			}
+		}
+	}
+}
