@@ -57,5 +57,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newSolveCmd())
+	root.AddCommand(newBenchCmd())
 	return root
 }
