@@ -64,6 +64,10 @@ type Config struct {
 	Quick bool
 	// Sections lists the sections to run (see Sections). Empty means all.
 	Sections []string
+	// Problems lists the problems of the stochastic section (see
+	// ProblemNames). Empty means all. The overhead section always uses its
+	// own two problems.
+	Problems []string
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means DefaultSeeds (DefaultQuickSeeds when Quick).
 	Seeds int
@@ -146,6 +150,11 @@ func (c Config) withDefaults() (*settings, error) {
 	for _, name := range Sections() {
 		if s.run[name] {
 			s.Sections = append(s.Sections, name)
+		}
+	}
+	for _, name := range c.Problems {
+		if !slices.Contains(ProblemNames(), name) {
+			return nil, fmt.Errorf("bench: Config.Problems: unknown problem %q (want %s)", name, strings.Join(ProblemNames(), ", "))
 		}
 	}
 	switch {

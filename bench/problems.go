@@ -85,6 +85,16 @@ func problemSpecs() []problemSpec {
 	}
 }
 
+// ProblemNames returns the names of the problems of the stochastic section,
+// in the order the report lists them.
+func ProblemNames() []string {
+	var out []string
+	for _, sp := range problemSpecs() {
+		out = append(out, sp.name)
+	}
+	return out
+}
+
 // suiteInstance builds a problem of package problems.
 func suiteInstance(c problems.Config) (*instance, error) {
 	p, err := problems.New(c)

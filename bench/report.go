@@ -48,6 +48,7 @@ type Machine struct {
 type Settings struct {
 	Quick        bool      `json:"quick"`
 	Sections     []string  `json:"sections"`
+	Problems     []string  `json:"problems,omitempty"`
 	Seeds        int       `json:"seeds"`
 	Seed         uint64    `json:"seed"`
 	Eps          []float64 `json:"eps"`

@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // public returns the settings for the report.
 func (s *settings) public() Settings {
 	return Settings{
-		Quick: s.Quick, Sections: s.Sections, Seeds: s.Seeds, Seed: s.Seed, Eps: s.Eps,
+		Quick: s.Quick, Sections: s.Sections, Problems: s.Problems, Seeds: s.Seeds, Seed: s.Seed, Eps: s.Eps,
 		SampleScale: s.SampleScale, NoiseLevel: s.NoiseLevel, StartDist: s.StartDistance, Delta: s.Delta,
 		BudgetFactor: s.BudgetFactor, Budget: s.budget(), MaxRunTime: s.MaxRunTime.String(),
 		SigmaDraws: s.SigmaDraws, OverheadRuns: s.OverheadRuns, TimeTarget: s.TimeTarget.String(),
@@ -145,7 +145,7 @@ func targets(rep *Report) []Target {
 					Name:        "exponent",
 					Description: fmt.Sprintf("fitted exponent of %s's samples in 1/ε on %s is at most %g", TargetMethod, TargetProblem, TargetExponent),
 					Value:       m.Slope, Threshold: TargetExponent, Met: float64(m.Slope) <= TargetExponent,
-					Note: fmt.Sprintf("least squares over %d accuracies", m.SlopePoints),
+					Note: slopeNote(pr, m),
 				})
 			}
 		}
@@ -191,15 +191,32 @@ func compareAtEpsMin(pr *ProblemResult, method string) comparison {
 	}
 	switch {
 	case math.IsNaN(c.vr) || math.IsInf(c.vr, 1):
-		c.note = fmt.Sprintf("%s did not reach ε = %g for most seeds within the budget", method, c.eps)
+		c.note = fmt.Sprintf("%s did not reach ε = %s for most seeds within the budget of %s samples", method, fmtEps(c.eps), sci(float64(pr.Budget)))
 	case math.IsInf(c.best, 1):
 		c.ratio, c.lowerBound = float64(pr.Budget)/c.vr, true
-		c.note = fmt.Sprintf("no baseline reached ε = %g for most seeds within the budget of %.3g samples; the ratio budget/%s is a lower bound", c.eps, float64(pr.Budget), method)
+		c.note = fmt.Sprintf("no baseline reached ε = %s for most seeds within the budget of %s samples; the ratio budget/%s is a lower bound", fmtEps(c.eps), sci(float64(pr.Budget)), method)
 	default:
 		c.ratio = c.best / c.vr
-		c.note = fmt.Sprintf("best baseline %s: median %.3g samples; %s: %.3g", c.bestName, c.best, method, c.vr)
+		c.note = fmt.Sprintf("best baseline %s: median %s samples; %s: %s", c.bestName, sci(c.best), method, sci(c.vr))
 	}
 	return c
+}
+
+// slopeNote says which accuracies a method's slope covers.
+func slopeNote(pr *ProblemResult, m *MethodResult) string {
+	var used []string
+	for _, e := range m.Eps {
+		md := float64(e.Median)
+		if e.Eps < pr.R0 && !math.IsInf(md, 1) && !math.IsNaN(md) {
+			used = append(used, fmtEps(e.Eps))
+		}
+	}
+	note := fmt.Sprintf("least squares over the %d accuracies %s", len(used), strings.Join(used, ", "))
+	last := m.Eps[len(m.Eps)-1]
+	if md := float64(last.Median); math.IsInf(md, 1) || math.IsNaN(md) {
+		note += fmt.Sprintf("; ε = %s was not reached within the budget, so the slope does not cover it", fmtEps(last.Eps))
+	}
+	return note
 }
 
 func findMethod(pr *ProblemResult, name string) *MethodResult {

@@ -23,6 +23,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		field string
 	}{
 		{Config{Sections: []string{"nope"}}, "Sections"},
+		{Config{Problems: []string{"mdp", "nope"}}, "Problems"},
 		{Config{Seeds: -1}, "Seeds"},
 		{Config{Workers: -2}, "Workers"},
 		{Config{SampleScale: -1}, "SampleScale"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,14 +128,19 @@ type outcome struct {
 // stochastic runs the stochastic section.
 func stochastic(ctx context.Context, s *settings) (*StochasticReport, error) {
 	start := time.Now()
-	specs, methods := problemSpecs(), methodSpecs()
-	cals := make([]*calibration, len(specs))
-	for i, sp := range specs {
+	methods := methodSpecs()
+	var cals []*calibration
+	for i, sp := range problemSpecs() {
+		if len(s.Problems) > 0 && !slices.Contains(s.Problems, sp.name) {
+			continue
+		}
+		// The seed depends on the problem's place in the full list, so
+		// that a subset reproduces the same instances.
 		c, err := calibrate(sp, deriveSeed(s.Seed, 1, uint64(i)), s.SigmaDraws, s.NoiseLevel, s.StartDistance)
 		if err != nil {
 			return nil, err
 		}
-		cals[i] = c
+		cals = append(cals, c)
 		s.logf("stochastic: %s: len %d, κ = %.3g, σ̂ = %.4g, scale %.4g, ‖T(x0) − x0‖ = %.3g, ‖A‖ = %.3g", sp.name, c.len, c.kappa, c.sigmaNative, c.scale, c.r0, c.lipschitz)
 	}
 	budget := s.budget()

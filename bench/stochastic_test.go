@@ -146,6 +146,22 @@ func TestRunReproducibleAcrossWorkers(t *testing.T) {
 			}
 		}
 	}
+	// A subset of the problems reproduces their counts.
+	cfg.Problems = []string{"shift"}
+	sub, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Len(t, sub.Stochastic.Problems, 1)
+	var full ProblemResult
+	for _, pr := range a.Stochastic.Problems {
+		if pr.Name == "shift" {
+			full = pr
+		}
+	}
+	for j, m := range sub.Stochastic.Problems[0].Methods {
+		for e := range m.Eps {
+			require.Equal(t, numbersString(full.Methods[j].Eps[e].Samples), numbersString(m.Eps[e].Samples))
+		}
+	}
 	names := []string{}
 	for _, tg := range a.Targets {
 		names = append(names, tg.Name)

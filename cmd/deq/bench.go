@@ -20,6 +20,7 @@ type benchFlags struct {
 	seeds       int
 	seed        uint64
 	only        []string
+	problems    []string
 	sampleScale float64
 	workers     int
 }
@@ -63,6 +64,7 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.IntVar(&f.seeds, "seeds", 0, "solver seeds per method and ε (0: 20, or 3 with --quick)")
 	fl.Uint64Var(&f.seed, "seed", bench.DefaultSeed, "base seed of problems, σ estimates and solvers")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these sections: "+strings.Join(bench.Sections(), ", ")+" (comma-separated or repeated)")
+	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
 	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
 	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")
 	return cmd
@@ -88,8 +90,13 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 			return bench.Config{}, usagef("--only: unknown section %q (want %s)", s, strings.Join(bench.Sections(), ", "))
 		}
 	}
+	for _, p := range f.problems {
+		if !slices.Contains(bench.ProblemNames(), p) {
+			return bench.Config{}, usagef("--problems: unknown problem %q (want %s)", p, strings.Join(bench.ProblemNames(), ", "))
+		}
+	}
 	return bench.Config{
-		Quick: f.quick, Sections: f.only, Seeds: f.seeds, Seed: f.seed,
+		Quick: f.quick, Sections: f.only, Problems: f.problems, Seeds: f.seeds, Seed: f.seed,
 		SampleScale: f.sampleScale, Workers: f.workers, Command: reproduceCommand(cmd),
 	}, nil
 }
@@ -98,7 +105,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 // flags that change results, not --out, --markdown or --workers.
 func reproduceCommand(cmd *cobra.Command) string {
 	parts := []string{"deq bench"}
-	for _, name := range []string{"quick", "seeds", "seed", "only", "sample-scale"} {
+	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "sample-scale"} {
 		fl := cmd.Flags().Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue
@@ -106,9 +113,8 @@ func reproduceCommand(cmd *cobra.Command) string {
 		switch name {
 		case "quick":
 			parts = append(parts, "--quick")
-		case "only":
-			v := strings.Trim(fl.Value.String(), "[]")
-			parts = append(parts, "--only "+v)
+		case "only", "problems":
+			parts = append(parts, "--"+name+" "+strings.Trim(fl.Value.String(), "[]"))
 		default:
 			parts = append(parts, "--"+name+" "+fl.Value.String())
 		}

@@ -16,6 +16,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		flag string
 	}{
 		{[]string{"--only", "bogus"}, "--only"},
+		{[]string{"--problems", "mdp,nope"}, "--problems"},
 		{[]string{"--seeds", "-1"}, "--seeds"},
 		{[]string{"--seed", "0"}, "--seed"},
 		{[]string{"--sample-scale", "0"}, "--sample-scale"},
