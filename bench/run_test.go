@@ -155,7 +155,7 @@ func TestWriteFiles(t *testing.T) {
 	require.NoError(t, err)
 	s := string(text)
 	require.NotContains(t, s, "stale")
-	require.True(t, strings.HasSuffix(s, EndOfGenerated+"\n## Discussion\n\nkept by hand\n"), s[max(0, len(s)-200):])
+	require.True(t, strings.HasSuffix(s, EndOfGenerated+"\n\n## Discussion\n\nkept by hand\n"), s[max(0, len(s)-200):])
 	// Plot links are relative to the Markdown file.
 	require.Contains(t, s, "](../out/residual_mdp.png)")
 	require.Contains(t, s, "## Throughput")

@@ -77,7 +77,7 @@ func Write(rep *Report, dir, markdown string) ([]string, error) {
 	}
 	if old, err := os.ReadFile(markdown); err == nil {
 		if _, tail, ok := strings.Cut(string(old), EndOfGenerated); ok {
-			b.WriteString(strings.TrimLeft(tail, "\n"))
+			b.WriteString("\n" + strings.TrimLeft(tail, "\n"))
 		}
 	}
 	return written, put(markdown, b.Bytes())
