@@ -75,26 +75,11 @@ func overhead(ctx context.Context, s *settings) (*OverheadReport, error) {
 			calls = append(calls, float64(res.Stats.Calls))
 			samples = append(samples, float64(res.Stats.Samples))
 		}
-		r.Calls, r.Samples = int64(median(calls)), int64(median(samples))
-		r.OracleSeconds, r.TotalSeconds = median(oracle), median(total)
-		r.Overhead = median(frac)
+		r.Calls, r.Samples = int64(quantile(calls, 0.5)), int64(quantile(samples, 0.5))
+		r.OracleSeconds, r.TotalSeconds = quantile(oracle, 0.5), quantile(total, 0.5)
+		r.Overhead = quantile(frac, 0.5)
 		s.logf("overhead: %s: oracle %.3g s of %.3g s, overhead %.1f%%", sp.name, r.OracleSeconds, r.TotalSeconds, 100*r.Overhead)
 		rep.Problems = append(rep.Problems, r)
 	}
 	return rep, nil
-}
-
-// median returns the middle value of xs (the mean of the two middle ones
-// for an even count), NaN for none or if any is NaN.
-func median(xs []float64) float64 {
-	n := len(xs)
-	if n == 0 || slices.ContainsFunc(xs, math.IsNaN) {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -180,14 +180,15 @@ type OverheadResult struct {
 	Budget int64   `json:"budget"`
 	Tol    float64 `json:"tol"`
 	Runs   int     `json:"runs"`
-	// Calls and Samples are medians over runs.
+	// Calls and Samples are medians (nearest rank) over runs.
 	Calls   int64 `json:"calls"`
 	Samples int64 `json:"samples"`
-	// OracleSeconds and TotalSeconds are medians over runs of the time
-	// inside Oracle.Eval and of the whole solve.
+	// OracleSeconds and TotalSeconds are medians (nearest rank) over runs
+	// of the time inside Oracle.Eval and of the whole solve.
 	OracleSeconds float64 `json:"oracle_seconds"`
 	TotalSeconds  float64 `json:"total_seconds"`
-	// Overhead is the median over runs of (total − oracle)/oracle.
+	// Overhead is the median (nearest rank) over runs of
+	// (total − oracle)/oracle; NaN when no oracle call fitted in the budget.
 	Overhead float64 `json:"overhead"`
 }
 

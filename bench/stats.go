@@ -31,9 +31,9 @@ func (n *Number) UnmarshalJSON(b []byte) error {
 
 // quantile returns the nearest-rank q-quantile of xs, the ⌈q·n⌉-th smallest
 // value (+Inf entries, for seeds that did not reach, count as the largest).
-// It returns NaN for an empty xs.
+// It returns NaN for an empty xs or one holding NaN.
 func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
+	if len(xs) == 0 || slices.ContainsFunc(xs, math.IsNaN) {
 		return math.NaN()
 	}
 	s := slices.Clone(xs)

@@ -27,6 +27,7 @@ func TestQuantileNearestRank(t *testing.T) {
 		require.Equal(t, tc.want, quantile(tc.xs, tc.q), "%v q=%v", tc.xs, tc.q)
 	}
 	require.True(t, math.IsNaN(quantile(nil, 0.5)))
+	require.True(t, math.IsNaN(quantile([]float64{1, math.NaN(), 3}, 0.5)))
 	// quantile must not reorder its argument.
 	xs := []float64{3, 1, 2}
 	quantile(xs, 0.5)
