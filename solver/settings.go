@@ -40,8 +40,9 @@ type Settings struct {
 	DivergenceFactor float64
 	// Seed seeds the method's own random draws (minibatch seeds).
 	Seed uint64
-	// Recorder, if not nil, receives every trace point as it is recorded.
-	// An error from it stops the solve with Status Failure.
+	// Recorder, if not nil, receives every trace point as it is recorded
+	// (with its point, if it is a PointRecorder). An error from it stops
+	// the solve with Status Failure.
 	Recorder Recorder
 	// NoTrace keeps Stats.Trace empty (the Recorder still receives points).
 	NoTrace bool
@@ -71,6 +72,18 @@ type CertifySettings struct {
 // Recorder receives trace points as they are recorded.
 type Recorder interface {
 	Record(TracePoint) error
+}
+
+// PointRecorder is a Recorder that also sees the point of each trace point.
+// When Settings.Recorder implements it, Solve calls RecordPoint instead of
+// Record, with x the iterate the method records: after Env.KeepLast (the
+// stochastic methods), the point Solve would return had the method stopped
+// there. Benchmarks use it to measure the true residual of every iterate
+// with an exact operator. x is only valid during the call: RecordPoint must
+// neither modify nor keep it.
+type PointRecorder interface {
+	Recorder
+	RecordPoint(p TracePoint, x []float64) error
 }
 
 // RecorderFunc adapts a function to a Recorder.

@@ -201,6 +201,7 @@ func (e *Env) KeepLast() { e.keepLast = true }
 // the trace, and returns a stop error when the tolerance is met (Success),
 // the iteration limit is reached, the residual is NaN or has grown past
 // DivergenceFactor times the best one (Diverged), or the Recorder fails.
+// A PointRecorder receives x with the trace point.
 func (e *Env) Record(x []float64, residual float64) error {
 	if e.records > 0 {
 		e.stats.Iterations++
@@ -210,8 +211,14 @@ func (e *Env) Record(x []float64, residual float64) error {
 	if !e.settings.NoTrace {
 		e.stats.Trace = append(e.stats.Trace, p)
 	}
-	if e.settings.Recorder != nil {
-		if err := e.settings.Recorder.Record(p); err != nil {
+	if r := e.settings.Recorder; r != nil {
+		var err error
+		if pr, ok := r.(PointRecorder); ok {
+			err = pr.RecordPoint(p, x)
+		} else {
+			err = r.Record(p)
+		}
+		if err != nil {
 			return &stopError{status: Failure, cause: fmt.Errorf("recorder: %w", err)}
 		}
 	}

@@ -109,6 +109,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSolveCmd(), newTrainCmd(), newEvalCmd())
+	root.AddCommand(newSolveCmd(), newTrainCmd(), newEvalCmd(), newBenchCmd())
 	return root
 }

@@ -1,0 +1,242 @@
+package bench
+
+import "time"
+
+// ReportVersion is the version of the JSON schema of Report.
+const ReportVersion = 1
+
+// Report is everything Run measured; Write stores it as JSON, Markdown and
+// PNG plots. Sections that did not run are nil.
+type Report struct {
+	Version int `json:"version"`
+	// Command reproduces the report (Config.Command).
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+	// Seconds is the wall time of the whole run.
+	Seconds float64  `json:"seconds"`
+	Machine Machine  `json:"machine"`
+	Config  Settings `json:"config"`
+
+	Stochastic *StochasticReport `json:"stochastic,omitempty"`
+	Overhead   *OverheadReport   `json:"overhead,omitempty"`
+	Throughput *ThroughputReport `json:"throughput,omitempty"`
+	// Targets are the project's performance targets with their verdicts,
+	// for the sections that ran.
+	Targets []Target `json:"targets"`
+}
+
+// Machine describes where the report was measured.
+type Machine struct {
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	CPU        string `json:"cpu"`
+	NumCPU     int    `json:"num_cpu"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+	// BLAS is internal/blasimpl.Name, the implementation compiled in.
+	BLAS string `json:"blas"`
+	// Blas64 and Gorgonia name the implementations installed in gonum's
+	// blas64 (the cells' forward path and the reference multiply) and in
+	// gorgonia (the VJP graphs).
+	Blas64   string `json:"blas64"`
+	Gorgonia string `json:"gorgonia_blas"`
+	// Revision is the VCS revision of the binary, when known.
+	Revision string `json:"revision,omitempty"`
+}
+
+// Settings are the Config values in force, defaults filled in.
+type Settings struct {
+	Quick        bool      `json:"quick"`
+	Sections     []string  `json:"sections"`
+	Problems     []string  `json:"problems,omitempty"`
+	Seeds        int       `json:"seeds"`
+	Seed         uint64    `json:"seed"`
+	Eps          []float64 `json:"eps"`
+	SampleScale  float64   `json:"sample_scale"`
+	NoiseLevel   float64   `json:"noise_level"`
+	StartDist    float64   `json:"start_distance"`
+	Delta        float64   `json:"delta"`
+	BudgetFactor float64   `json:"budget_factor"`
+	Budget       int64     `json:"budget"`
+	MaxRunTime   string    `json:"max_run_time"`
+	SigmaDraws   int       `json:"sigma_draws"`
+	OverheadRuns int       `json:"overhead_runs"`
+	TimeTarget   string    `json:"time_target"`
+	Shape        Shape     `json:"shape"`
+	Workers      int       `json:"workers"`
+}
+
+// StochasticReport is the stochastic section: samples to reach a true
+// residual ε.
+type StochasticReport struct {
+	Problems []ProblemResult `json:"problems"`
+	// TimeLimited counts runs stopped by Config.MaxRunTime; when it is not
+	// zero the sample counts depend on the machine.
+	TimeLimited int `json:"time_limited"`
+	// Seconds is the wall time of the section.
+	Seconds float64 `json:"seconds"`
+}
+
+// ProblemResult is one problem of the stochastic section.
+type ProblemResult struct {
+	Name    string  `json:"name"`
+	Summary string  `json:"summary"`
+	Len     int     `json:"len"`
+	Norm    string  `json:"norm"`
+	Model   string  `json:"model"`
+	Gamma   float64 `json:"gamma"`
+	// Terms is the number of terms of a finite-sum oracle (0: not one).
+	Terms int     `json:"terms"`
+	Kappa float64 `json:"kappa"`
+	// SigmaNative is σ̂, estimated from unit samples at x* in the problem's
+	// norm before rescaling; SigmaL2 the problem's own ℓ2 noise scale (null
+	// when it reports none).
+	SigmaNative float64 `json:"sigma_native"`
+	SigmaL2     Number  `json:"sigma_l2"`
+	// Scale is the factor c of the change of units x ↦ c·x, and Sigma the
+	// rescaled σ̂ = c·SigmaNative, so that Sigma·√Kappa = NoiseLevel.
+	Scale float64 `json:"scale"`
+	Sigma float64 `json:"sigma"`
+	// R0 = ‖T(x0) − x0‖ and Dist0 = ‖x0 − x*‖ after rescaling.
+	R0    float64 `json:"r0"`
+	Dist0 float64 `json:"dist0"`
+	// ExactLipschitz is ‖A‖ of an affine exact operator T(x) = Ax + b in the
+	// problem's norm, computed from its matrix (null when not computed).
+	ExactLipschitz Number `json:"exact_lipschitz"`
+	// FixedPoint says where x* comes from.
+	FixedPoint string `json:"fixed_point"`
+	// Floor[i] is 2σ²κ ln(1/δ)/Eps[i]² for the accuracies of the section.
+	Eps     []float64      `json:"eps"`
+	Floor   []float64      `json:"floor"`
+	Budget  int64          `json:"budget"`
+	Methods []MethodResult `json:"methods"`
+}
+
+// MethodResult is one method on one problem.
+type MethodResult struct {
+	Method   string `json:"method"`
+	VRGHAL   bool   `json:"vrghal"`
+	PerEps   bool   `json:"per_eps"`
+	Settings string `json:"settings"`
+	// NotApplicable, when not empty, says why the method did not run.
+	NotApplicable string      `json:"not_applicable,omitempty"`
+	Eps           []EpsResult `json:"eps"`
+	// Slope is the least-squares slope of log(median samples) against
+	// log(1/ε) over the SlopePoints accuracies below the start point's
+	// residual R0 whose median was reached; null with fewer than two.
+	// Accuracies the start point already meets measure a method's start-up
+	// cost, not its scaling, and are left out.
+	Slope       Number `json:"slope"`
+	SlopePoints int    `json:"slope_points"`
+	// Statuses counts how the runs ended: "reached" (true residual at the
+	// target) or the solver.Status that stopped them first.
+	Statuses map[string]int `json:"statuses"`
+	Runs     int            `json:"runs"`
+	// Seconds adds up the wall time of the runs.
+	Seconds float64 `json:"seconds"`
+	// Curve is the true residual of the returned point against the sample
+	// budget, for the runs to the smallest ε.
+	Curve Curve `json:"curve"`
+}
+
+// EpsResult holds the samples a method needed to reach accuracy Eps.
+type EpsResult struct {
+	Eps float64 `json:"eps"`
+	// Samples[i] is the samples seed i needed; null when it did not reach
+	// Eps within the budget.
+	Samples []Number `json:"samples"`
+	Reached int      `json:"reached"`
+	// Median and P90 are nearest-rank quantiles over seeds, unreached seeds
+	// counting as +∞ (null when the quantile is not reached).
+	Median Number  `json:"median"`
+	P90    Number  `json:"p90"`
+	Floor  float64 `json:"floor"`
+	// RatioToFloor is Median/Floor.
+	RatioToFloor Number `json:"ratio_to_floor"`
+}
+
+// Curve is the true residual of the point a method returns under a sample
+// budget, against the budget: the median and the 10% and 90% nearest-rank
+// quantiles over seeds.
+type Curve struct {
+	Budgets []float64 `json:"budgets"`
+	Median  []Number  `json:"median"`
+	P10     []Number  `json:"p10"`
+	P90     []Number  `json:"p90"`
+}
+
+// OverheadReport is the overhead section: VR-GHAL's own work against the
+// time spent in its oracle.
+type OverheadReport struct {
+	Problems []OverheadResult `json:"problems"`
+}
+
+// OverheadResult is the overhead of VR-GHAL on one problem.
+type OverheadResult struct {
+	Problem string `json:"problem"`
+	Method  string `json:"method"`
+	// Budget is the sample budget of each timed solve, Tol its tolerance
+	// on VR-GHAL's estimated residual.
+	Budget int64   `json:"budget"`
+	Tol    float64 `json:"tol"`
+	Runs   int     `json:"runs"`
+	// Calls and Samples are medians (nearest rank) over runs.
+	Calls   int64 `json:"calls"`
+	Samples int64 `json:"samples"`
+	// OracleSeconds and TotalSeconds are medians (nearest rank) over runs
+	// of the time inside Oracle.Eval and of the whole solve.
+	OracleSeconds float64 `json:"oracle_seconds"`
+	TotalSeconds  float64 `json:"total_seconds"`
+	// Overhead is the median (nearest rank) over runs of
+	// (total − oracle)/oracle; NaN when no oracle call fitted in the budget.
+	Overhead float64 `json:"overhead"`
+}
+
+// ThroughputReport is the throughput section.
+type ThroughputReport struct {
+	Shape     Shape            `json:"shape"`
+	Workloads []WorkloadResult `json:"workloads"`
+	Memory    Memory           `json:"memory"`
+}
+
+// WorkloadResult is the throughput of one timed operation and of its
+// reference, plain matrix multiplies of the same shapes.
+type WorkloadResult struct {
+	Name string `json:"name"`
+	// FLOPs counts the floating-point operations of one operation (see the
+	// package documentation).
+	FLOPs        float64 `json:"flops"`
+	SecondsPerOp float64 `json:"seconds_per_op"`
+	GFLOPS       float64 `json:"gflops"`
+	BytesPerOp   float64 `json:"bytes_per_op"`
+	AllocsPerOp  float64 `json:"allocs_per_op"`
+	// Reference describes the plain multiply; RefGFLOPS is its rate and
+	// Efficiency = GFLOPS/RefGFLOPS.
+	Reference  string  `json:"reference"`
+	RefGFLOPS  float64 `json:"ref_gflops"`
+	Efficiency float64 `json:"efficiency"`
+}
+
+// Memory is the process's memory use at the end of the throughput section.
+type Memory struct {
+	// HeapSys is the heap memory obtained from the OS (runtime.MemStats),
+	// TotalAlloc the bytes allocated over the whole run.
+	HeapSys    uint64 `json:"heap_sys"`
+	TotalAlloc uint64 `json:"total_alloc"`
+	// MaxRSS is the peak resident set size (getrusage), 0 where unknown.
+	MaxRSS uint64 `json:"max_rss"`
+}
+
+// Target is a performance target of the project with its verdict.
+type Target struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Value is the measured quantity and Threshold the target; Met says
+	// whether it holds. LowerBound marks a Value that is only a lower bound
+	// (a baseline did not reach ε within the budget).
+	Value      Number  `json:"value"`
+	Threshold  float64 `json:"threshold"`
+	Met        bool    `json:"met"`
+	LowerBound bool    `json:"lower_bound,omitempty"`
+	Note       string  `json:"note,omitempty"`
+}

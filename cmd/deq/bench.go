@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deqgo/deq/bench"
+	"github.com/deqgo/deq/internal/blasimpl"
+)
+
+// benchFlags are the flags of `deq bench`.
+type benchFlags struct {
+	out         string
+	markdown    string
+	quick       bool
+	seeds       int
+	seed        uint64
+	only        []string
+	problems    []string
+	sampleScale float64
+	workers     int
+}
+
+func newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "Run the benchmarks and write JSON, PNG plots and a Markdown report",
+		Long: `Bench runs the benchmark sections of package bench: samples the stochastic
+solvers need to reach a true residual ε (stochastic), VR-GHAL's overhead
+against its oracle time (overhead), and DEQ cell GFLOP/s against a plain
+matrix multiply (throughput). It writes bench.json and the PNG plots into
+--out and the Markdown report to --markdown (default: --out/BENCHMARKS.md);
+text after the report's end marker in an existing Markdown file is kept.
+Sample counts are reproducible from the flags; timings depend on the machine.
+--quick is a smoke run that finishes in under a minute.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return err
+			}
+			blasimpl.Use()
+			cfg.Progress = cmd.ErrOrStderr()
+			rep, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return runtimeError{err}
+			}
+			files, err := bench.Write(rep, f.out, f.markdown)
+			if err != nil {
+				return runtimeError{err}
+			}
+			return printBenchSummary(cmd.OutOrStdout(), rep, files)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "bench-results", "directory for bench.json and the plots")
+	fl.StringVar(&f.markdown, "markdown", "", "path of the Markdown report (default: --out/BENCHMARKS.md)")
+	fl.BoolVar(&f.quick, "quick", false, "smoke run: 3 seeds, ε down to 1e-2, small shapes (under a minute)")
+	fl.IntVar(&f.seeds, "seeds", 0, "solver seeds per method and ε (0: 20, or 3 with --quick)")
+	fl.Uint64Var(&f.seed, "seed", bench.DefaultSeed, "base seed of problems, σ estimates and solvers")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these sections: "+strings.Join(bench.Sections(), ", ")+" (comma-separated or repeated)")
+	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
+	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
+	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")
+	return cmd
+}
+
+// config checks the flags and returns the bench configuration. Its errors
+// are usage errors naming the flag.
+func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
+	switch {
+	case f.out == "":
+		return bench.Config{}, usagef("--out must not be empty")
+	case f.seeds < 0:
+		return bench.Config{}, usagef("--seeds = %d must not be negative", f.seeds)
+	case f.seed == 0:
+		return bench.Config{}, usagef("--seed must not be 0")
+	case !(f.sampleScale > 0) || f.sampleScale > 1e6:
+		return bench.Config{}, usagef("--sample-scale = %v must lie in (0, 1e6]", f.sampleScale)
+	case f.workers < 0:
+		return bench.Config{}, usagef("--workers = %d must not be negative", f.workers)
+	}
+	for _, s := range f.only {
+		if !slices.Contains(bench.Sections(), s) {
+			return bench.Config{}, usagef("--only: unknown section %q (want %s)", s, strings.Join(bench.Sections(), ", "))
+		}
+	}
+	for _, p := range f.problems {
+		if !slices.Contains(bench.ProblemNames(), p) {
+			return bench.Config{}, usagef("--problems: unknown problem %q (want %s)", p, strings.Join(bench.ProblemNames(), ", "))
+		}
+	}
+	return bench.Config{
+		Quick: f.quick, Sections: f.only, Problems: f.problems, Seeds: f.seeds, Seed: f.seed,
+		SampleScale: f.sampleScale, Workers: f.workers, Command: reproduceCommand(cmd),
+	}, nil
+}
+
+// reproduceCommand returns the command line that reproduces the run: the
+// flags that change results, not --out, --markdown or --workers.
+func reproduceCommand(cmd *cobra.Command) string {
+	parts := []string{"deq bench"}
+	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "sample-scale"} {
+		fl := cmd.Flags().Lookup(name)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		switch name {
+		case "quick":
+			parts = append(parts, "--quick")
+		case "only", "problems":
+			parts = append(parts, "--"+name+" "+strings.Trim(fl.Value.String(), "[]"))
+		default:
+			parts = append(parts, "--"+name+" "+fl.Value.String())
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// printBenchSummary prints the targets and the files written.
+func printBenchSummary(w io.Writer, rep *bench.Report, files []string) error {
+	for _, t := range rep.Targets {
+		verdict := "MISSED"
+		if t.Met {
+			verdict = "met"
+		}
+		ge := ""
+		if t.LowerBound {
+			ge = "≥ "
+		}
+		fmt.Fprintf(w, "target %s: %s%.3g (threshold %g): %s\n", t.Name, ge, float64(t.Value), t.Threshold, verdict)
+	}
+	fmt.Fprintf(w, "%.1f s; wrote %s\n", rep.Seconds, strings.Join(files, ", "))
+	return nil
+}
