@@ -218,6 +218,19 @@ func sampleBuckets(m int) int { return bits.Len(uint(m-1)) + 1 }
 
 // draw returns drawSize(s.Size, m) indices drawn uniformly with replacement
 // from [0, m), or nil when that is m (the exact average).
+// terms draws the terms of s among m like draw and also returns how many
+// terms the call uses: len(idx), or m for the exact average (idx nil).
+func (sp *sampler) terms(s solver.Sample, m int) (idx []int, k int, err error) {
+	idx, err = sp.draw(s, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	if idx == nil {
+		return nil, m, nil
+	}
+	return idx, len(idx), nil
+}
+
 func (sp *sampler) draw(s solver.Sample, m int) ([]int, error) {
 	if s.Size < 1 {
 		return nil, fmt.Errorf("layers: Sample.Size = %d must be positive", s.Size)

@@ -421,13 +421,9 @@ func (e *mixEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
 	if err := e.ready(); err != nil {
 		return 0, err
 	}
-	idx, err := e.sp.draw(s, e.c.m)
+	idx, k, err := e.sp.terms(s, e.c.m)
 	if err != nil {
 		return 0, err
-	}
-	k := e.c.m
-	if idx != nil {
-		k = len(idx)
 	}
 	mg, err := e.graph(false, k)
 	if err != nil {
