@@ -34,6 +34,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNorm$$' -fuzztime $(FUZZTIME) ./solver/
 	$(GO) test -run '^$$' -fuzz '^FuzzSolveFlags$$' -fuzztime $(FUZZTIME) ./cmd/deq/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadIDX$$' -fuzztime $(FUZZTIME) ./datasets/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadCheckpoint$$' -fuzztime $(FUZZTIME) ./train/
 
 ## lint: gofmt check and go vet.
 lint:

@@ -371,6 +371,15 @@ func (ck *Checkpoint) build() error {
 	if (norm == nil) != (cfg.Normalize == "none") {
 		return fmt.Errorf("%w: input standardisation does not match Normalize = %q", ErrCorrupt, cfg.Normalize)
 	}
+	// Refuse shapes the stored tensors cannot hold before allocating the
+	// model, so that a damaged size cannot make Load allocate gigabytes.
+	stored := 0.0
+	for _, x := range ck.tensors {
+		stored += float64(len(x))
+	}
+	if need := cfg.Model.minParams(m.InputDim, m.Classes); need > stored {
+		return fmt.Errorf("%w: the model needs at least %.0f parameters, the file stores %.0f values", ErrCorrupt, need, stored)
+	}
 	model, err := newModel(cfg.Model, m.InputDim, m.Classes, norm, cfg.Seed)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -471,4 +480,21 @@ func (ck *Checkpoint) Resume(train, test *datasets.Dataset, opts *Options) (*Tra
 	t.acc = ck.meta.Accumulator
 	t.history = ck.History
 	return t, nil
+}
+
+// minParams returns a lower bound on the number of parameters of a model
+// with this configuration (encoder and readout weights and the cell's
+// largest matrices), computed in float64 so that it cannot overflow.
+func (c ModelConfig) minParams(inputDim, classes int) float64 {
+	h, e := float64(c.Hidden), float64(c.Encoder)
+	n := float64(inputDim)*e + h*float64(classes)
+	switch c.Cell {
+	case "dense":
+		n += h * (h + e)
+	case "wide":
+		n += float64(c.Units) * (h + e)
+	case "mixture":
+		n += float64(c.Terms)*h*h + e*h
+	}
+	return n
 }

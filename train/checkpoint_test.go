@@ -19,7 +19,7 @@ import (
 
 // savedCheckpoint trains a tiny model for one epoch and returns its
 // checkpoint's path and bytes.
-func savedCheckpoint(t *testing.T) (string, []byte) {
+func savedCheckpoint(t testing.TB) (string, []byte) {
 	t.Helper()
 	tr, te := blobData(128, 50)
 	cfg := tinyConfig()

@@ -84,7 +84,7 @@ func tinyConfig() Config {
 
 // run trains cfg on data to the end, checkpointing into dir/name, and
 // returns the result and the checkpoint's bytes.
-func run(t *testing.T, cfg Config, train, test *datasets.Dataset, path string) (*Result, []byte) {
+func run(t testing.TB, cfg Config, train, test *datasets.Dataset, path string) (*Result, []byte) {
 	t.Helper()
 	tr, err := New(cfg, train, test, &Options{Checkpoint: path})
 	require.NoError(t, err)
@@ -105,6 +105,6 @@ func withoutTimes(es []EpochMetrics) []EpochMetrics {
 }
 
 // tempPath returns a path in a fresh temporary directory.
-func tempPath(t *testing.T, name string) string { return filepath.Join(t.TempDir(), name) }
+func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
 
 func equalBytes(a, b []byte) bool { return bytes.Equal(a, b) }
