@@ -29,31 +29,29 @@
 //
 // Solve runs a Method from a start point under Settings and returns a Result
 // holding the final point, a Status saying why the method stopped, Stats and a
-// residual Certificate. Deterministic methods: Picard, KrasnoselskiiMann,
+// residual Certificate.
+//
+// Deterministic methods (they need a Deterministic oracle and return the
+// lowest-residual iterate they evaluated): Picard, KrasnoselskiiMann,
 // Halpern, GHAL, Anderson and Broyden.
 //
-// # Reliability
+// VRGHAL is the variance-reduced gradual Halpern method of the reference
+// paper ("Solving Stochastic Fixed-Point Equations with High Probability",
+// Algorithm 1): epochs of Halpern-type inner steps anchored at the previous
+// epoch's point, a median-of-means estimate of T at every epoch start
+// (MedianOfMeans), and recursive estimates built from clipped minibatch
+// differences (ClipDifference) in between, with the paper's schedules and
+// sample sizes for the three oracle models. It is anytime: it returns the
+// last completed epoch's point.
 //
-// Constructors, ParseNorm, ParseModel, Solve and every method's Validate
-// return errors that name the bad field or value; they do not panic on bad
-// input (Norm.Norm and Batched.Each panic on a point of the wrong length, a
-// programming error). An oracle value that is NaN or ±Inf stops the method at
-// once with Status Diverged, and Result.X is then the best finite point
-// recorded (the start point if none was). For an oracle whose answers depend
-// only on the point and the Sample, as the Oracle contract requires, results
-// depend only on the problem, the start point, the Settings (Settings.Seed
-// included) and the method: the same inputs give the same Result bit for bit,
-// wall-clock times aside. A Method value holds only settings and may be shared
-// by goroutines; oracles and norms may hold scratch space, so each concurrent
-// solve needs its own (Norm.Clone). Anderson and Broyden allocate their
-// history once, in proportion to their Memory setting (capped at
-// Settings.MaxIter + 1 slots), and nothing per iteration besides the trace.
+// Stochastic baselines behind the same interface and sample accounting:
+// MinibatchKM, StochasticHalpern (growing minibatches) and PAGEHalpern
+// (recursive variance reduction).
 //
-// # Fuzzing
+// # Certificates
 //
-// FuzzParseNorm checks that ParseNorm never panics and that accepted names
-// round-trip through String. Its seed corpus (testdata/fuzz) runs with every
-// go test; to search further:
-//
-//	go test -run '^$' -fuzz '^FuzzParseNorm$' -fuzztime 60s ./solver/
+// After every solve, fresh samples independent of the solve bound
+// ‖T(x̂) − x̂‖ (see Certificate): exactly for deterministic oracles, and with
+// probability at least 1 − Settings.Certify.Delta, by median-of-means with an
+// empirical scale, for stochastic ones.
 package solver
