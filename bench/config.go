@@ -20,11 +20,16 @@ const (
 	// SectionThroughput measures GFLOP/s of DEQ cell evaluations against a
 	// plain matrix multiply of the same shapes, and memory.
 	SectionThroughput = "throughput"
+	// SectionForward measures deterministic forward solvers on a trained
+	// DEQ's test-set batches.
+	SectionForward = "forward"
+	// SectionTraining measures GFLOP/s and memory of training epochs.
+	SectionTraining = "training"
 )
 
 // Sections returns the section names in the order Run runs them.
 func Sections() []string {
-	return []string{SectionStochastic, SectionOverhead, SectionThroughput}
+	return []string{SectionStochastic, SectionOverhead, SectionThroughput, SectionForward, SectionTraining}
 }
 
 // Defaults used where a Config field is zero. The quick defaults apply when
@@ -112,6 +117,15 @@ type Config struct {
 	// value means 256 examples, 128 hidden and 128 input features (32, 32,
 	// 32 when Quick).
 	Shape Shape
+	// Data is the data set (a datasets.Open spec) of the forward and
+	// training sections. Empty means Fashion-MNIST when it is installed
+	// (datasets.Find), the synthetic digits otherwise; Quick always uses
+	// small synthetic sets.
+	Data string
+	// CacheDir, if not empty, is where the forward section keeps its
+	// trained model (ForwardModelName) between runs: a checkpoint of the
+	// same configuration and data there is used instead of training.
+	CacheDir string
 	// Workers is the number of solves run in parallel. Zero means
 	// runtime.GOMAXPROCS(0). Results do not depend on it.
 	Workers int
