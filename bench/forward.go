@@ -107,7 +107,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 	}
 	tols := ForwardTols()
 	rep := &ForwardReport{
-		Data: d.Test.Name, Cell: model.Config.Cell, Hidden: model.Config.Hidden, Epochs: ts.epochs,
+		Data: d.Test.Name, TrainData: d.Train.Name, Cell: model.Config.Cell, Hidden: model.Config.Hidden, Epochs: ts.epochs,
 		Gamma: gamma, Norm: model.Config.Norm, Cached: cached, Tols: tols, MaxIter: DefaultForwardMaxIter,
 	}
 	ms := forwardMethods()

@@ -247,17 +247,18 @@ type Target struct {
 // ForwardReport is the forward section: deterministic solvers on a trained
 // DEQ's test-set batches.
 type ForwardReport struct {
-	// Data is the test set; Cell, Hidden and Epochs describe the trained
-	// model, Gamma its Lipschitz bound γ̄ (passed to GHAL) and Norm the
+	// Data is the test set solved and TrainData the training set; Cell,
+	// Hidden and Epochs describe the trained model, Gamma its Lipschitz bound γ̄ (passed to GHAL) and Norm the
 	// norm of its residuals. Cached says the model came from
 	// Config.CacheDir rather than being trained in this run.
-	Data   string  `json:"data"`
-	Cell   string  `json:"cell"`
-	Hidden int     `json:"hidden"`
-	Epochs int     `json:"epochs"`
-	Gamma  float64 `json:"gamma"`
-	Norm   string  `json:"norm"`
-	Cached bool    `json:"cached"`
+	Data      string  `json:"data"`
+	TrainData string  `json:"train_data"`
+	Cell      string  `json:"cell"`
+	Hidden    int     `json:"hidden"`
+	Epochs    int     `json:"epochs"`
+	Gamma     float64 `json:"gamma"`
+	Norm      string  `json:"norm"`
+	Cached    bool    `json:"cached"`
 	// Batches test batches of BatchSize images were solved from z = 0 by
 	// every method, each solve capped at MaxIter iterations.
 	Batches   int             `json:"batches"`

@@ -394,8 +394,8 @@ func writeForward(b *strings.Builder, fw *ForwardReport, link func(string) strin
 	if fw.Cached {
 		origin = "loaded from the cache of an earlier run (" + ForwardModelName + ")"
 	}
-	p("A %s DEQ classifier (%d hidden units, Lipschitz bound γ̄ = %g, %s norm) trained for %d epochs on %s, %s. Each of %d test batches of %d images is solved from z = 0 by every method (GHAL with γ̄, Anderson and Broyden with their default memories), each solve capped at %d iterations. Relative residual = ‖f(z) − z‖ / ‖f(0) − 0‖, both as the method records them in the batched norm (`solver.Recorder`). A cell is the nearest-rank median over batches of the function evaluations (oracle calls) and wall time until a method first recorded that relative residual; — marks a median not reached within the cap, with the number of batches that reached it in brackets.\n\n",
-		fw.Cell, fw.Hidden, fw.Gamma, fw.Norm, fw.Epochs, fw.Data, origin, fw.Batches, fw.BatchSize, fw.MaxIter)
+	p("A %s DEQ classifier (%d hidden units, Lipschitz bound γ̄ = %g, %s norm) trained for %d epochs on %s, %s. Each of %d batches of %d images from %s is solved from z = 0 by every method (GHAL with γ̄, Anderson and Broyden with their default memories), each solve capped at %d iterations. Relative residual = ‖f(z) − z‖ / ‖f(0) − 0‖, both as the method records them in the batched norm (`solver.Recorder`). A cell is the nearest-rank median over batches of the function evaluations (oracle calls) and wall time until a method first recorded that relative residual; — marks a median not reached within the cap, with the number of batches that reached it in brackets.\n\n",
+		fw.Cell, fw.Hidden, fw.Gamma, fw.Norm, fw.Epochs, fw.TrainData, origin, fw.Batches, fw.BatchSize, fw.Data, fw.MaxIter)
 	p("| method |")
 	for _, t := range fw.Tols {
 		p(" evals to %g | time to %g |", t, t)
