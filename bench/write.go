@@ -436,8 +436,8 @@ func writeTraining(b *strings.Builder, rep *Report, tr *TrainingReport) {
 			h = bytesStr(float64(tr.HeapAfterEpoch[i]))
 		}
 		p("| %d | %d | %d | %d | %d | %d | %.1f | %s | %.2f | %s | %.2f | %.0f%% | %s | %s | %.4f |\n",
-			e.Epoch, e.Batches, e.FwdCalls, e.CertCalls, e.AdjCalls, e.VJPs, e.FLOPs/1e9, seconds(e.Seconds), e.GFLOPS,
-			seconds(e.RefSeconds), e.RefGFLOPS, 100*e.Efficiency, bytesStr(float64(e.HeapPeak)), h, e.TestAcc)
+			e.Epoch, e.Batches, e.FwdCalls, e.CertCalls, e.AdjCalls, e.VJPs, e.FLOPs/1e9, dur(e.Seconds), e.GFLOPS,
+			dur(e.RefSeconds), e.RefGFLOPS, 100*e.Efficiency, bytesStr(float64(e.HeapPeak)), h, e.TestAcc)
 	}
 	p("\nLive heap after each epoch (runtime.GC, then HeapAlloc) grew by %+.1f%% from the first epoch to the last; the process's peak resident set (getrusage maxrss, whole run) was %s.\n\n",
 		100*tr.HeapGrowth, orUnknown(bytesStrNonZero(tr.MaxRSS)))
