@@ -64,8 +64,10 @@ func DefaultQuickEps() []float64 { return []float64{1e-1, 0.0316227766016838, 1e
 // documented defaults; Quick selects a smoke-test size.
 type Config struct {
 	// Quick selects a run that finishes in well under a minute: fewer seeds,
-	// accuracies down to 1e-2 only, the small throughput shapes and short
-	// timings. Fields set explicitly take precedence.
+	// accuracies down to 1e-2 only, the small throughput shapes, short
+	// timings, and tiny models on small synthetic data sets in the forward
+	// and training sections (whatever Data says). Fields set explicitly
+	// take precedence.
 	Quick bool
 	// Sections lists the sections to run (see Sections). Empty means all.
 	Sections []string
