@@ -2,7 +2,7 @@
 GO      ?= go
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: all build test test-race lint bench fuzz clean run
+.PHONY: all build test test-race lint bench bench-netlib fuzz clean run
 
 all: lint test
 
@@ -43,8 +43,9 @@ lint:
 
 ## bench: Go microbenchmarks with allocation counts (saved to
 ## $(BENCH_OUT)/go-bench.txt), then `deq bench`: JSON and plots in $(BENCH_OUT),
-## tables in BENCHMARKS.md (text after its end marker is kept). About 10
-## minutes on two cores; `make bench BENCH_FLAGS=--quick` runs the smoke size.
+## tables in BENCHMARKS.md (text after its end marker is kept). The forward
+## section trains a model once and caches it as
+## $(BENCH_OUT)/forward-model.ckpt. About 12 minutes on two cores; `make bench BENCH_FLAGS=--quick` runs the smoke size.
 BENCH_OUT   ?= benchmarks
 BENCH_FLAGS ?=
 bench:
@@ -52,6 +53,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./... > $(BENCH_OUT)/go-bench.txt || { cat $(BENCH_OUT)/go-bench.txt; exit 1; }
 	@cat $(BENCH_OUT)/go-bench.txt
 	$(GO) run ./cmd/deq bench --out $(BENCH_OUT) --markdown BENCHMARKS.md $(BENCH_FLAGS)
+
+## bench-netlib: the throughput and training sections again with OpenBLAS
+## behind gonum and gorgonia (-tags netlib; needs cgo and libopenblas-dev),
+## into $(BENCH_OUT)/netlib with its own BENCHMARKS.md. About a minute.
+bench-netlib:
+	$(GO) run -tags netlib ./cmd/deq bench --only throughput,training --out $(BENCH_OUT)/netlib
 
 clean:
 	$(GO) clean -testcache

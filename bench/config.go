@@ -20,11 +20,16 @@ const (
 	// SectionThroughput measures GFLOP/s of DEQ cell evaluations against a
 	// plain matrix multiply of the same shapes, and memory.
 	SectionThroughput = "throughput"
+	// SectionForward measures deterministic forward solvers on a trained
+	// DEQ's test-set batches.
+	SectionForward = "forward"
+	// SectionTraining measures GFLOP/s and memory of training epochs.
+	SectionTraining = "training"
 )
 
 // Sections returns the section names in the order Run runs them.
 func Sections() []string {
-	return []string{SectionStochastic, SectionOverhead, SectionThroughput}
+	return []string{SectionStochastic, SectionOverhead, SectionThroughput, SectionForward, SectionTraining}
 }
 
 // Defaults used where a Config field is zero. The quick defaults apply when
@@ -59,8 +64,10 @@ func DefaultQuickEps() []float64 { return []float64{1e-1, 0.0316227766016838, 1e
 // documented defaults; Quick selects a smoke-test size.
 type Config struct {
 	// Quick selects a run that finishes in well under a minute: fewer seeds,
-	// accuracies down to 1e-2 only, the small throughput shapes and short
-	// timings. Fields set explicitly take precedence.
+	// accuracies down to 1e-2 only, the small throughput shapes, short
+	// timings, and tiny models on small synthetic data sets in the forward
+	// and training sections (whatever Data says). Fields set explicitly
+	// take precedence.
 	Quick bool
 	// Sections lists the sections to run (see Sections). Empty means all.
 	Sections []string
@@ -112,6 +119,15 @@ type Config struct {
 	// value means 256 examples, 128 hidden and 128 input features (32, 32,
 	// 32 when Quick).
 	Shape Shape
+	// Data is the data set (a datasets.Open spec) of the forward and
+	// training sections. Empty means Fashion-MNIST when it is installed
+	// (datasets.Find), the synthetic digits otherwise; Quick always uses
+	// small synthetic sets.
+	Data string
+	// CacheDir, if not empty, is where the forward section keeps its
+	// trained model (ForwardModelName) between runs: a checkpoint of the
+	// same configuration and data there is used instead of training.
+	CacheDir string
 	// Workers is the number of solves run in parallel. Zero means
 	// runtime.GOMAXPROCS(0). Results do not depend on it.
 	Workers int

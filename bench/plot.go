@@ -142,3 +142,39 @@ func save(w io.Writer, p *plot.Plot) error {
 	_, err = wt.WriteTo(w)
 	return err
 }
+
+// ForwardPlotName is the file name of the forward section's plot.
+const ForwardPlotName = "forward_residual.png"
+
+// writeForwardPlot draws the relative residual against function
+// evaluations of every method of the forward section on its first batch,
+// with the tolerances as horizontal lines.
+func writeForwardPlot(w io.Writer, fw *ForwardReport) error {
+	p := logPlot(fmt.Sprintf("trained %s DEQ (%s): forward solves of the first test batch", fw.Cell, fw.Data),
+		"function evaluations", "‖f(z) − z‖ / ‖f(0) − 0‖")
+	last := 1.0
+	for i, m := range fw.Methods {
+		xy := positive(m.Curve.Budgets, m.Curve.Median)
+		if len(xy) < 2 {
+			continue
+		}
+		last = max(last, xy[len(xy)-1].X)
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		styleLine(l, i)
+		p.Add(l)
+		p.Legend.Add(m.Method, l)
+	}
+	for _, t := range fw.Tols {
+		l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: t}, {X: last, Y: t}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{Y: 160}
+		l.Width = vg.Points(0.5)
+		p.Add(l)
+	}
+	return save(w, p)
+}

@@ -20,6 +20,8 @@ type Report struct {
 	Stochastic *StochasticReport `json:"stochastic,omitempty"`
 	Overhead   *OverheadReport   `json:"overhead,omitempty"`
 	Throughput *ThroughputReport `json:"throughput,omitempty"`
+	Forward    *ForwardReport    `json:"forward,omitempty"`
+	Training   *TrainingReport   `json:"training,omitempty"`
 	// Targets are the project's performance targets with their verdicts,
 	// for the sections that ran.
 	Targets []Target `json:"targets"`
@@ -64,6 +66,7 @@ type Settings struct {
 	TimeTarget   string    `json:"time_target"`
 	Shape        Shape     `json:"shape"`
 	Workers      int       `json:"workers"`
+	Data         string    `json:"data,omitempty"`
 }
 
 // StochasticReport is the stochastic section: samples to reach a true
@@ -239,4 +242,107 @@ type Target struct {
 	Met        bool    `json:"met"`
 	LowerBound bool    `json:"lower_bound,omitempty"`
 	Note       string  `json:"note,omitempty"`
+}
+
+// ForwardReport is the forward section: deterministic solvers on a trained
+// DEQ's test-set batches.
+type ForwardReport struct {
+	// Data is the test set solved and TrainData the training set; Cell,
+	// Hidden and Epochs describe the trained model, Gamma its Lipschitz bound γ̄ (passed to GHAL) and Norm the
+	// norm of its residuals. Cached says the model came from
+	// Config.CacheDir rather than being trained in this run.
+	Data      string  `json:"data"`
+	TrainData string  `json:"train_data"`
+	Cell      string  `json:"cell"`
+	Hidden    int     `json:"hidden"`
+	Epochs    int     `json:"epochs"`
+	Gamma     float64 `json:"gamma"`
+	Norm      string  `json:"norm"`
+	Cached    bool    `json:"cached"`
+	// Batches test batches of BatchSize images were solved from z = 0 by
+	// every method, each solve capped at MaxIter iterations.
+	Batches   int             `json:"batches"`
+	BatchSize int             `json:"batch_size"`
+	MaxIter   int             `json:"max_iter"`
+	Tols      []float64       `json:"tols"`
+	Methods   []ForwardMethod `json:"methods"`
+	Seconds   float64         `json:"seconds"`
+}
+
+// ForwardMethod is one method of the forward section.
+type ForwardMethod struct {
+	Method string       `json:"method"`
+	Tols   []ForwardTol `json:"tols"`
+	// Curve is the relative residual against oracle calls of the solve of
+	// the first batch (Median holds that one run's values).
+	Curve Curve `json:"curve"`
+}
+
+// ForwardTol is the cost of reaching one relative residual.
+type ForwardTol struct {
+	Tol float64 `json:"tol"`
+	// Reached counts the batches whose solve reached Tol within MaxIter.
+	Reached int `json:"reached"`
+	// Calls and Seconds are nearest-rank medians over batches of the
+	// oracle calls (function evaluations) and wall time until the relative
+	// residual first fell to Tol; null when most batches did not reach it.
+	Calls   Number `json:"calls"`
+	Seconds Number `json:"seconds"`
+}
+
+// TrainingReport is the training section: the arithmetic throughput and
+// memory of training epochs.
+type TrainingReport struct {
+	// Data is the training set; the model is a Cell DEQ classifier of
+	// Pixels inputs, Encoder features, Hidden units and Classes outputs,
+	// trained in batches of BatchSize with the Forward solver and the
+	// Backward mode.
+	Data      string        `json:"data"`
+	Cell      string        `json:"cell"`
+	Pixels    int           `json:"pixels"`
+	Encoder   int           `json:"encoder"`
+	Hidden    int           `json:"hidden"`
+	Classes   int           `json:"classes"`
+	BatchSize int           `json:"batch_size"`
+	Forward   string        `json:"forward"`
+	Backward  string        `json:"backward"`
+	Epochs    []EpochResult `json:"epochs"`
+	// HeapAfterEpoch[i] is runtime.MemStats.HeapAlloc after epoch i+1 and
+	// a runtime.GC; HeapGrowth is (last − first)/first.
+	HeapAfterEpoch []uint64 `json:"heap_after_epoch"`
+	HeapGrowth     float64  `json:"heap_growth"`
+	// MaxRSS is the process's peak resident set size (getrusage) at the
+	// end of the section, 0 where unknown.
+	MaxRSS  uint64  `json:"max_rss"`
+	Seconds float64 `json:"seconds"`
+}
+
+// EpochResult is one training epoch.
+type EpochResult struct {
+	Epoch    int `json:"epoch"`
+	Batches  int `json:"batches"`
+	Examples int `json:"examples"`
+	// FwdCalls, CertCalls and AdjCalls are the forward solver's, its
+	// certificate's and the adjoint solver's oracle calls, VJPs the full
+	// vector–Jacobian products, all summed over the epoch.
+	FwdCalls  int64 `json:"fwd_calls"`
+	CertCalls int64 `json:"cert_calls"`
+	AdjCalls  int64 `json:"adj_calls"`
+	VJPs      int64 `json:"vjps"`
+	// FLOPs counts the epoch's matrix products (see the package
+	// documentation); Seconds is its training wall time (the test-set
+	// evaluation excluded) and GFLOPS = FLOPs/Seconds.
+	FLOPs   float64 `json:"flops"`
+	Seconds float64 `json:"seconds"`
+	GFLOPS  float64 `json:"gflops"`
+	// RefSeconds is the time blas64.Gemm takes for the same products, each
+	// shape timed alone, RefGFLOPS = FLOPs/RefSeconds, and Efficiency =
+	// GFLOPS/RefGFLOPS.
+	RefSeconds float64 `json:"ref_seconds"`
+	RefGFLOPS  float64 `json:"ref_gflops"`
+	Efficiency float64 `json:"efficiency"`
+	// HeapPeak is the largest runtime.MemStats.HeapInuse seen after a
+	// batch of the epoch.
+	HeapPeak uint64  `json:"heap_peak"`
+	TestAcc  float64 `json:"test_acc"`
 }

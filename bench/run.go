@@ -31,6 +31,14 @@ const (
 	// sample targets are judged on, and TargetMethod the VR-GHAL variant.
 	TargetProblem = "averaged"
 	TargetMethod  = "vrghal/samplewise-lipschitz"
+	// TargetGHALRatio bounds GHAL's median function evaluations relative
+	// to Anderson's at relative residual TargetForwardTol on the trained
+	// DEQ of the forward section.
+	TargetGHALRatio  = 2.0
+	TargetForwardTol = 1e-3
+	// TargetTrainingEfficiency is the fraction of the same-shape matrix
+	// multiply's GFLOP/s a training epoch should reach.
+	TargetTrainingEfficiency = 0.4
 )
 
 // Run runs the sections of cfg and returns their report. It honours ctx
@@ -62,6 +70,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
+	if s.run[SectionForward] {
+		if rep.Forward, err = forward(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if s.run[SectionTraining] {
+		if rep.Training, err = training(ctx, s); err != nil {
+			return nil, err
+		}
+	}
 	rep.Targets = targets(rep)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
@@ -74,7 +92,7 @@ func (s *settings) public() Settings {
 		SampleScale: s.SampleScale, NoiseLevel: s.NoiseLevel, StartDist: s.StartDistance, Delta: s.Delta,
 		BudgetFactor: s.BudgetFactor, Budget: s.budget(), MaxRunTime: s.MaxRunTime.String(),
 		SigmaDraws: s.SigmaDraws, OverheadRuns: s.OverheadRuns, TimeTarget: s.TimeTarget.String(),
-		Shape: s.Shape, Workers: s.Workers,
+		Shape: s.Shape, Workers: s.Workers, Data: s.dataName(),
 	}
 }
 
@@ -159,7 +177,73 @@ func targets(rep *Report) []Target {
 			})
 		}
 	}
+	if fw := rep.Forward; fw != nil {
+		out = append(out, forwardTarget(fw))
+	}
+	if tr := rep.Training; tr != nil {
+		out = append(out, trainingTarget(tr))
+	}
 	return out
+}
+
+// forwardTarget judges GHAL's function evaluations against Anderson's at
+// relative residual TargetForwardTol.
+func forwardTarget(fw *ForwardReport) Target {
+	t := Target{
+		Name:        "ghal-vs-anderson",
+		Description: fmt.Sprintf("GHAL needs at most %g× Anderson's median function evaluations to reach relative residual %g on the trained DEQ", TargetGHALRatio, TargetForwardTol),
+		Value:       Number(math.NaN()), Threshold: TargetGHALRatio,
+	}
+	calls := func(name string) float64 {
+		for _, m := range fw.Methods {
+			if m.Method != name {
+				continue
+			}
+			for _, tl := range m.Tols {
+				if tl.Tol == TargetForwardTol {
+					return float64(tl.Calls)
+				}
+			}
+		}
+		return math.NaN()
+	}
+	g, a := calls("ghal"), calls("anderson")
+	switch {
+	case math.IsNaN(g) || math.IsNaN(a):
+		t.Note = fmt.Sprintf("GHAL or Anderson was not measured at %g", TargetForwardTol)
+	case math.IsInf(a, 1):
+		t.Note = fmt.Sprintf("Anderson did not reach %g within %d iterations on most batches", TargetForwardTol, fw.MaxIter)
+	case math.IsInf(g, 1):
+		t.Note = fmt.Sprintf("GHAL did not reach %g within %d iterations on most batches", TargetForwardTol, fw.MaxIter)
+	default:
+		t.Value = Number(g / a)
+		t.Met = g/a <= TargetGHALRatio
+		t.Note = fmt.Sprintf("median evaluations: GHAL %g, Anderson %g", g, a)
+	}
+	return t
+}
+
+// trainingTarget judges the best epoch's GFLOP/s against the same-shape
+// matrix multiply.
+func trainingTarget(tr *TrainingReport) Target {
+	t := Target{
+		Name:        "training-efficiency",
+		Description: fmt.Sprintf("a training epoch's arithmetic runs at least %g%% as fast as blas64.Gemm on the same products", 100*TargetTrainingEfficiency),
+		Value:       Number(math.NaN()), Threshold: TargetTrainingEfficiency,
+	}
+	best := -1
+	for i, e := range tr.Epochs {
+		if best < 0 || e.Efficiency > tr.Epochs[best].Efficiency {
+			best = i
+		}
+	}
+	if best >= 0 {
+		e := tr.Epochs[best]
+		t.Value = Number(e.Efficiency)
+		t.Met = e.Efficiency >= TargetTrainingEfficiency
+		t.Note = fmt.Sprintf("best of %d epochs (epoch %d): %.2f GFLOP/s against %.2f GFLOP/s", len(tr.Epochs), e.Epoch, e.GFLOPS, e.RefGFLOPS)
+	}
+	return t
 }
 
 // comparison is a VR-GHAL variant against the best baseline at ε_min.

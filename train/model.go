@@ -162,6 +162,17 @@ func (m *Model) encode(x []float64, n int) []float64 {
 	return e
 }
 
+// Encode returns the encoder features relu(std(x)·We + be) of the n raw
+// images x (row-major, n·InputDim pixels): the input of the model's DEQ
+// layer. Benchmarks use it to solve the trained cell's fixed points
+// directly.
+func (m *Model) Encode(x []float64, n int) ([]float64, error) {
+	if n < 1 || len(x) != n*m.InputDim {
+		return nil, fmt.Errorf("train: Encode: len(x) = %d, want n·InputDim = %d·%d", len(x), n, m.InputDim)
+	}
+	return m.encode(x, n), nil
+}
+
 // logits returns z·Wr + br for n hidden states.
 func (m *Model) logits(z []float64, n int) []float64 {
 	out := make([]float64, n*m.Classes)

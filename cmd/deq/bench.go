@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deqgo/deq/bench"
-	"github.com/deqgo/deq/internal/blasimpl"
 )
 
 // benchFlags are the flags of `deq bench`.
@@ -23,6 +22,7 @@ type benchFlags struct {
 	problems    []string
 	sampleScale float64
 	workers     int
+	data        string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -32,8 +32,10 @@ func newBenchCmd() *cobra.Command {
 		Short: "Run the benchmarks and write JSON, PNG plots and a Markdown report",
 		Long: `Bench runs the benchmark sections of package bench: samples the stochastic
 solvers need to reach a true residual ε (stochastic), VR-GHAL's overhead
-against its oracle time (overhead), and DEQ cell GFLOP/s against a plain
-matrix multiply (throughput). It writes bench.json and the PNG plots into
+against its oracle time (overhead), DEQ cell GFLOP/s against a plain
+matrix multiply (throughput), function evaluations of the deterministic
+solvers on a trained DEQ (forward; the model is trained once and cached in
+--out) and GFLOP/s and memory of training epochs (training). It writes bench.json and the PNG plots into
 --out and the Markdown report to --markdown (default: --out/BENCHMARKS.md);
 text after the report's end marker in an existing Markdown file is kept.
 Sample counts are reproducible from the flags; timings depend on the machine.
@@ -44,7 +46,6 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 			if err != nil {
 				return err
 			}
-			blasimpl.Use()
 			cfg.Progress = cmd.ErrOrStderr()
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -66,6 +67,7 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.StringSliceVar(&f.only, "only", nil, "run only these sections: "+strings.Join(bench.Sections(), ", ")+" (comma-separated or repeated)")
 	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
 	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
+	fl.StringVar(&f.data, "data", "", "data set of the forward and training sections (default: fashion-mnist if installed, else synthetic)")
 	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")
 	return cmd
 }
@@ -98,6 +100,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	return bench.Config{
 		Quick: f.quick, Sections: f.only, Problems: f.problems, Seeds: f.seeds, Seed: f.seed,
 		SampleScale: f.sampleScale, Workers: f.workers, Command: reproduceCommand(cmd),
+		Data: f.data, CacheDir: f.out,
 	}, nil
 }
 
@@ -105,7 +108,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 // flags that change results, not --out, --markdown or --workers.
 func reproduceCommand(cmd *cobra.Command) string {
 	parts := []string{"deq bench"}
-	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "sample-scale"} {
+	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "sample-scale", "data"} {
 		fl := cmd.Flags().Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue

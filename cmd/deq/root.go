@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/deqgo/deq/internal/blasimpl"
 )
 
 // Exit statuses of the command.
@@ -105,6 +107,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Deep equilibrium models and certified stochastic fixed-point solvers",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Every subcommand runs with the BLAS compiled in (OpenBLAS under
+		// the build tag netlib) installed in gonum and gorgonia.
+		PersistentPreRun: func(*cobra.Command, []string) { blasimpl.Use() },
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)

@@ -1,9 +1,12 @@
 package blasimpl
 
 import (
+	"fmt"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	G "gorgonia.org/gorgonia"
 )
 
 func TestImplementationMultiplies(t *testing.T) {
@@ -20,5 +23,15 @@ func TestImplementationMultiplies(t *testing.T) {
 		}
 	}
 	var _ blas.Float64 = impl
+}
 
+func TestUseInstallsEverywhere(t *testing.T) {
+	Use()
+	want := fmt.Sprintf("%T", Implementation())
+	if got := fmt.Sprintf("%T", blas64.Implementation()); got != want {
+		t.Errorf("blas64 uses %s, want %s", got, want)
+	}
+	if got := fmt.Sprintf("%T", G.WhichBLAS()); got != want {
+		t.Errorf("gorgonia uses %s, want %s", got, want)
+	}
 }

@@ -14,6 +14,7 @@ const Name = "gonum"
 // Implementation returns the Float64 BLAS to install with Use.
 func Implementation() blas.Float64 { return blas64.Implementation() }
 
-// Use installs the compiled-in implementation into gonum. Call it once, from
-// main, before any concurrent work; the pure-Go build leaves gonum's default.
+// Use installs the compiled-in implementation into gonum's blas64 and into
+// gorgonia. Call it once, from main, before any concurrent work; the pure-Go
+// build leaves both at their default, gonum's pure-Go implementation.
 func Use() string { return Name }
