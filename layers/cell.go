@@ -154,6 +154,19 @@ func checkLen(what string, got, want int) {
 	}
 }
 
+// checkVJP checks the lengths of a VJP call's arguments: z, g and a non-nil
+// dz of the state length n, a non-nil dx of the input length nx.
+func checkVJP(n, nx int, dz, dx, z, g []float64) {
+	checkLen("z", len(z), n)
+	checkLen("g", len(g), n)
+	if dz != nil {
+		checkLen("dz", len(dz), n)
+	}
+	if dx != nil {
+		checkLen("dx", len(dx), nx)
+	}
+}
+
 // cache is a small most-recently-used cache keyed by int.
 type cache[V any] struct {
 	keys []int

@@ -309,14 +309,7 @@ func (e *denseEval) VJPHidden(dst, z, g []float64, _ solver.Sample) (int, error)
 }
 
 func (e *denseEval) VJP(dz, dx, z, g []float64) error {
-	checkLen("z", len(z), e.Len())
-	checkLen("g", len(g), e.Len())
-	if dz != nil {
-		checkLen("dz", len(dz), e.Len())
-	}
-	if dx != nil {
-		checkLen("dx", len(dx), len(e.x))
-	}
+	checkVJP(e.Len(), len(e.x), dz, dx, z, g)
 	if err := e.ready(); err != nil {
 		return err
 	}
