@@ -154,6 +154,24 @@ func checkLen(what string, got, want int) {
 	}
 }
 
+// cachedGraph returns the full graph, built once into *full, or the graph
+// of a k-term minibatch, kept in sampled (one per size bucket).
+func cachedGraph[V comparable](full bool, k int, slot *V, sampled *cache[V], build func() (V, error)) (V, error) {
+	if !full {
+		return sampled.get(k, build)
+	}
+	var zero V
+	if *slot != zero {
+		return *slot, nil
+	}
+	v, err := build()
+	if err != nil {
+		return zero, err
+	}
+	*slot = v
+	return v, nil
+}
+
 // checkVJP checks the lengths of a VJP call's arguments: z, g and a non-nil
 // dz of the state length n, a non-nil dx of the input length nx.
 func checkVJP(n, nx int, dz, dx, z, g []float64) {

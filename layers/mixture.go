@@ -312,9 +312,6 @@ type mixGraph struct {
 }
 
 func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
-	if full && e.full != nil {
-		return e.full, nil
-	}
 	buildIt := func() (*mixGraph, error) {
 		c := e.c
 		h, pl, rows := c.shape.Hidden, c.pl, e.rows
@@ -356,15 +353,7 @@ func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
 		})
 		return mg, err
 	}
-	if full {
-		mg, err := buildIt()
-		if err != nil {
-			return nil, err
-		}
-		e.full = mg
-		return mg, nil
-	}
-	return e.hidden.get(k, buildIt)
+	return cachedGraph(full, k, &e.full, &e.hidden, buildIt)
 }
 
 // packW fills the graph's stacked Wᵀ with W_{t_j}ᵀ for slot j, where t_j

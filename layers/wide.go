@@ -341,9 +341,6 @@ type wideGraph struct {
 }
 
 func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
-	if full && e.full != nil {
-		return e.full, nil
-	}
 	buildIt := func() (*wideGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
@@ -383,15 +380,7 @@ func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
 		})
 		return wg, err
 	}
-	if full {
-		wg, err := buildIt()
-		if err != nil {
-			return nil, err
-		}
-		e.full = wg
-		return wg, nil
-	}
-	return e.hidden.get(k, buildIt)
+	return cachedGraph(full, k, &e.full, &e.hidden, buildIt)
 }
 
 func (e *wideEval) EvalGraph(dst, z []float64) error {
