@@ -1,0 +1,34 @@
+package numeric
+
+import "math"
+
+// Golden is 2⁶⁴/φ, the increment of the SplitMix64 generator.
+const Golden = 0x9e3779b97f4a7c15
+
+// Finalize is the SplitMix64 output function (Stafford's "Mix13"): a
+// bijection of uint64 whose outputs for nearby inputs look unrelated. Every
+// seed derivation in the module goes through it, so that streams seeded from
+// neighbouring values start far apart.
+func Finalize(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// SplitMix64 returns the SplitMix64 generator's output for state z:
+// Finalize(z + Golden).
+func SplitMix64(z uint64) uint64 { return Finalize(z + Golden) }
+
+// Mix hashes two words into one: the boost hash_combine of a and b, then
+// Finalize.
+func Mix(a, b uint64) uint64 { return Finalize(a ^ (b + Golden + (a << 6) + (a >> 2))) }
+
+// AllFinite reports whether x holds no NaN and no ±Inf.
+func AllFinite(x []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}

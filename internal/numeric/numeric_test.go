@@ -1,0 +1,50 @@
+package numeric
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSplitMix64KnownValues(t *testing.T) {
+	// The first outputs of the SplitMix64 generator seeded with 0 (Vigna's
+	// reference implementation): state k·Golden gives output k+1.
+	want := []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f}
+	var s uint64
+	for i, w := range want {
+		require.Equal(t, w, SplitMix64(s), "output %d", i)
+		s += Golden
+	}
+}
+
+func TestFinalizeIsABijectionOnASample(t *testing.T) {
+	seen := map[uint64]uint64{}
+	for z := range uint64(1 << 16) {
+		f := Finalize(z)
+		_, dup := seen[f]
+		require.False(t, dup, "Finalize(%d) repeats Finalize(%d)", z, seen[f])
+		seen[f] = z
+	}
+}
+
+func TestMixDependsOnBothWords(t *testing.T) {
+	require.NotEqual(t, Mix(1, 2), Mix(2, 1))
+	require.NotEqual(t, Mix(1, 2), Mix(1, 3))
+	require.NotEqual(t, Mix(1, 2), Mix(0, 2))
+}
+
+func TestAllFinite(t *testing.T) {
+	for _, tc := range []struct {
+		x    []float64
+		want bool
+	}{
+		{nil, true},
+		{[]float64{0, -1, math.MaxFloat64, math.SmallestNonzeroFloat64}, true},
+		{[]float64{1, math.NaN()}, false},
+		{[]float64{math.Inf(1), 0}, false},
+		{[]float64{0, math.Inf(-1)}, false},
+	} {
+		require.Equal(t, tc.want, AllFinite(tc.x), "%v", tc.x)
+	}
+}
