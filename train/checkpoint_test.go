@@ -10,9 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -141,65 +141,161 @@ func TestCheckpointRoundTrip(t *testing.T) {
 }
 
 // crashEnv makes the test binary a child that writes checkpoints in a
-// loop (see TestCheckpointSurvivesKill).
+// loop (see TestCheckpointSurvivesKill); its value is "path:base".
 const crashEnv = "DEQ_TRAIN_CRASH_CHILD"
 
-// crashChild writes checkpoints to path forever, each with encoder.W[0]
-// one larger than the last, printing "ready" after the first.
-func crashChild(path string) {
-	tr, te := blobs("blobs/train", 128, 0.3, 1), blobs("blobs/test", 50, 0.3, 2)
+// crashStride separates the states of successive children: child base b
+// writes encoder.W[0] = b·crashStride + i for i = 0, 1, 2, …, exact integers
+// far below 2⁵³, so every state names the child and the save that wrote it.
+const crashStride = 1 << 30
+
+// crashConfig is the model of the crash children: a checkpoint of about
+// 0.5 MB, so that a kill often lands inside a write.
+func crashConfig() Config {
 	cfg := tinyConfig()
-	cfg.Model.Hidden, cfg.Model.Encoder = 64, 256 // a checkpoint of about 0.5 MB
-	trn, err := New(cfg, tr, te, nil)
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	for i := 0; ; i++ {
-		if err := trn.Save(path); err != nil {
-			fmt.Println(err)
-			os.Exit(1)
-		}
-		if i == 0 {
-			fmt.Println("ready")
-		}
-		trn.model.encW.data[0]++
-	}
+	cfg.Model.Hidden, cfg.Model.Encoder = 64, 256
+	return cfg
 }
 
-// TestCheckpointSurvivesKill kills a child process at random moments while
-// it rewrites its checkpoint in a loop; after every kill the file on disk
-// must load, holding one of the states the child wrote.
+// crashTrainer is the trainer every crash child starts from.
+func crashTrainer() (*Trainer, error) {
+	tr, te := blobs("blobs/train", 128, 0.3, 1), blobs("blobs/test", 50, 0.3, 2)
+	return New(crashConfig(), tr, te, nil)
+}
+
+// crashChild writes checkpoints to path forever, the i-th with
+// encoder.W[0] = base·crashStride + i, printing "wrote i" once Save has
+// returned for it.
+func crashChild(arg string) {
+	path, baseText, _ := strings.Cut(arg, ":")
+	base, err := strconv.Atoi(baseText)
+	if err == nil {
+		var trn *Trainer
+		if trn, err = crashTrainer(); err == nil {
+			for i := 0; err == nil; i++ {
+				trn.model.encW.data[0] = float64(base*crashStride + i)
+				if err = trn.Save(path); err == nil {
+					_, err = fmt.Printf("wrote %d\n", i)
+				}
+			}
+		}
+	}
+	fmt.Println(err)
+	os.Exit(1)
+}
+
+// checkKilledState checks the checkpoint a killed child left at path: it
+// must load (so its checksum holds: no torn or half-renamed write), hold
+// exactly the state the child started from except for encoder.W[0], and
+// encoder.W[0] must be a state the child wrote: save last (the last one it
+// reported) or last+1 (finished, but killed before reporting it). A child
+// reports save i+1 only after Save returned for it, so nothing later can be
+// on disk.
+func checkKilledState(path string, ref *Model, base, last int) error {
+	ck, err := Load(path)
+	if err != nil {
+		return err
+	}
+	got := ck.Model.encW.data[0]
+	if got != float64(base*crashStride+last) && got != float64(base*crashStride+last+1) {
+		return fmt.Errorf("encoder.W[0] = %v is not a state child %d wrote last (%d or %d)",
+			got, base, base*crashStride+last, base*crashStride+last+1)
+	}
+	var diff error
+	_, err = ck.Model.tensors(func(name string, _, _ int, x []float64) error {
+		_, err := ref.tensors(func(rname string, _, _ int, y []float64) error {
+			if rname != name || diff != nil {
+				return nil
+			}
+			for i := range x {
+				if name == "encoder.W" && i == 0 {
+					continue
+				}
+				if x[i] != y[i] { // copies, not arithmetic: equal bit for bit
+					diff = fmt.Errorf("%s[%d] = %v, the child wrote %v", name, i, x[i], y[i])
+					return nil
+				}
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return diff
+}
+
+// TestCheckpointSurvivesKill kills a child process while it rewrites its
+// checkpoint in a loop, each time after a random number (fixed seed) of
+// saves that the child reported as finished, so the kill lands at an
+// arbitrary point of a later write; after every kill the file on disk must
+// load and hold one of the last two states the child wrote (see
+// checkKilledState). Nothing depends on timing: the kill follows an event,
+// and the check is exact whatever the child managed to write.
 func TestCheckpointSurvivesKill(t *testing.T) {
-	if path := os.Getenv(crashEnv); path != "" {
-		crashChild(path)
+	if arg := os.Getenv(crashEnv); arg != "" {
+		crashChild(arg)
 		return
 	}
+	ref, err := crashTrainer()
+	require.NoError(t, err)
 	path := tempPath(t, "crash.ckpt")
 	rng := rand.New(rand.NewPCG(5, 5))
-	var first float64
-	states := map[float64]bool{}
 	for kill := range 8 {
+		base := kill + 1
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointSurvivesKill$")
-		cmd.Env = append(os.Environ(), crashEnv+"="+path)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d", crashEnv, path, base))
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		line, err := bufio.NewReader(out).ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "ready\n", line)
-		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Kill())
-		cmd.Wait()
-		ck, err := Load(path)
-		require.NoError(t, err, "after kill %d", kill)
-		v := ck.Model.encW.data[0]
-		if kill == 0 {
-			first = v
+		sc := bufio.NewScanner(out)
+		want := 1 + rng.IntN(12) // kill after this many finished saves
+		last := -1
+		for last+1 < want && sc.Scan() {
+			_, err := fmt.Sscanf(sc.Text(), "wrote %d", &last)
+			require.NoError(t, err, "child says %q", sc.Text())
 		}
-		steps := v - first
-		require.Equal(t, math.Trunc(steps), steps, "a state the child wrote")
-		states[v] = true
+		require.NoError(t, cmd.Process.Kill())
+		for sc.Scan() { // reports made before the kill
+			_, err := fmt.Sscanf(sc.Text(), "wrote %d", &last)
+			require.NoError(t, err, "child says %q", sc.Text())
+		}
+		_ = cmd.Wait() // killed: the error is the signal
+		require.GreaterOrEqual(t, last, want-1, "the child reported %d finished saves before the kill", want)
+		require.NoError(t, checkKilledState(path, ref.model, base, last), "after kill %d", kill)
 	}
-	require.Greater(t, len(states), 1, "the children wrote several states")
+}
+
+// TestCheckKilledStateCatchesBadFiles shows that the check of
+// TestCheckpointSurvivesKill can fail: a torn write (a new checkpoint's
+// first half over an old one), a file cut short, a state the child never
+// wrote and a state of an earlier child are all refused.
+func TestCheckKilledStateCatchesBadFiles(t *testing.T) {
+	trn, err := crashTrainer()
+	require.NoError(t, err)
+	ref, err := crashTrainer()
+	require.NoError(t, err)
+	state := func(base, i int) []byte {
+		trn.model.encW.data[0] = float64(base*crashStride + i)
+		b, err := trn.marshal()
+		require.NoError(t, err)
+		return b
+	}
+	path := tempPath(t, "crash.ckpt")
+	check := func(b []byte, base, last int) error {
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		return checkKilledState(path, ref.model, base, last)
+	}
+	require.NoError(t, check(state(3, 7), 3, 7))
+	require.NoError(t, check(state(3, 8), 3, 7), "finished but not yet reported")
+	old, cur := state(3, 7), state(3, 8)
+	torn := append(append([]byte(nil), cur[:len(cur)/2]...), old[len(cur)/2:]...)
+	require.ErrorIs(t, check(torn, 3, 7), ErrChecksum, "torn write")
+	require.ErrorIs(t, check(cur[:len(cur)/3], 3, 7), ErrTruncated, "half-written file")
+	require.ErrorContains(t, check(state(3, 9), 3, 7), "not a state child 3 wrote last")
+	require.ErrorContains(t, check(state(3, 6), 3, 7), "not a state child 3 wrote last")
+	require.ErrorContains(t, check(state(2, 8), 3, 7), "not a state child 3 wrote last")
+	trn.model.outB.data[0]++
+	require.ErrorContains(t, check(state(3, 7), 3, 7), "readout.b[0]")
 }
