@@ -2,7 +2,7 @@
 GO      ?= go
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: all build test test-race lint bench bench-netlib fuzz clean run
+.PHONY: all build test test-race test-netlib lint bench bench-netlib fuzz clean run bin/deq openblas
 
 all: lint test
 
@@ -10,10 +10,25 @@ build:
 	$(GO) build ./...
 
 ## test: the project's test suite (what CI runs): every test, then the
-## race detector over the short tests.
+## race detector over the short tests, then the short tests again on
+## OpenBLAS (-tags netlib) when it can be linked.
 test: build
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory test-race
+	@$(MAKE) --no-print-directory test-netlib
+
+## test-netlib: go test -short with -tags netlib (OpenBLAS behind gonum and
+## gorgonia). Skipped with a note when cgo or libopenblas is missing, except
+## under CI (CI=true), where that is an error: CI builds and tests both BLAS.
+test-netlib:
+	@if $(HAVE_OPENBLAS); then \
+		echo "$(GO) test -tags netlib -short -count=1 ./..."; \
+		$(GO) test -tags netlib -short -count=1 ./...; \
+	else \
+		echo "test-netlib: OpenBLAS cannot be linked (needs cgo and Debian's libopenblas-dev)" >&2; \
+		if [ -n "$$CI" ]; then exit 1; fi; \
+		echo "test-netlib: skipped" >&2; \
+	fi
 
 ## test-race: go test -race -short over every package. The race detector
 ## needs cgo and a C compiler; without them it is skipped with a note, except
@@ -62,6 +77,36 @@ bench-netlib:
 
 clean:
 	$(GO) clean -testcache
+	rm -rf bin
+
+## HAVE_OPENBLAS: a shell test that succeeds when cgo is on and a C program
+## links against -lopenblas.
+HAVE_OPENBLAS = { [ "$$($(GO) env CGO_ENABLED)" = 1 ] && \
+	printf 'void cblas_dgemm(void); int main(void){ cblas_dgemm(); return 0; }' | \
+	$$($(GO) env CC) -x c - -lopenblas -o /dev/null >/dev/null 2>&1; }
+
+## openblas: install Debian's libopenblas-dev when it is missing and make runs
+## as root with apt-get at hand; otherwise do nothing.
+openblas:
+	@if ! $(HAVE_OPENBLAS) && [ "$$(id -u)" = 0 ] && [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make: installing libopenblas-dev with apt-get (the fastest BLAS for deq)"; \
+		apt-get install -y -q libopenblas-dev >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null 2>&1 && apt-get install -y -q libopenblas-dev >/dev/null 2>&1; } || \
+		echo "make: could not install libopenblas-dev"; \
+	fi
+
+## bin/deq: the command, built with the fastest BLAS this machine can link:
+## OpenBLAS (-tags netlib) when cgo and libopenblas are available (installed
+## first when run as root), pure Go otherwise, with a one-line note.
+bin/deq: openblas
+	@mkdir -p bin
+	@if $(HAVE_OPENBLAS); then \
+		echo "$(GO) build -tags netlib -o bin/deq ./cmd/deq   # OpenBLAS"; \
+		$(GO) build -tags netlib -o bin/deq ./cmd/deq; \
+	else \
+		echo "make: OpenBLAS unavailable (needs cgo and libopenblas-dev): building bin/deq with pure-Go BLAS, several times slower"; \
+		$(GO) build -o bin/deq ./cmd/deq; \
+	fi
 
 ## run: build deq and train a DEQ classifier on the default data, then print
 ## its test accuracy and certificate summary. The data are Fashion-MNIST when
@@ -70,12 +115,11 @@ clean:
 ## bin/: the checkpoint run.ckpt, the metrics run.jsonl and plots/.
 RUN_FLAGS ?= --hidden 128 --epochs 4 --lr 2e-3 --seed 1
 FASHION_MNIST = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-run:
+run: bin/deq
 	@if [ ! -f $(FASHION_MNIST) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "make run: installing dataset-fashion-mnist with apt-get"; \
 		apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
 		{ apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1; } || \
 		echo "make run: could not install dataset-fashion-mnist; training on synthetic digits"; \
 	fi
-	$(GO) build -o bin/deq ./cmd/deq
 	./bin/deq train $(RUN_FLAGS) --checkpoint bin/run.ckpt --metrics bin/run.jsonl --plot bin/plots
