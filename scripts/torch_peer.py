@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Same-machine PyTorch peer of `deq train`, for benchmarks only.
+
+It trains, with PyTorch on the CPU, the DEQ classifiers that `deq train`
+trains -- the same architecture, initialisation scheme, forward and backward
+solvers, tolerances, optimiser and schedule -- so that a benchmark can report
+seconds per epoch and accuracy of both in one run on one machine. It is not
+part of the library: nothing in the Go module imports or needs it, and the
+benchmarks skip it with a note when Python or torch is missing (Debian's
+python3-torch provides torch on these machines).
+
+Models (--model):
+
+  dense  e = relu(x We + be); z* = relu(z* W + e U + b) with the spectral norm
+         of W projected onto gamma after every step; logits = z* Wr + br.
+         Forward and backward: limited-memory Broyden on the whole batch as
+         one vector (as the Go solver package does), forward tolerance on the
+         largest per-example l2 residual, backward tolerance relative to the
+         adjoint's first residual.
+  conv   the TorchDEQ-style convolutional DEQ: a stride-2 3x3 conv encoder to
+         C x 14 x 14 with GroupNorm, cell f(z) = GroupNorm(relu(W*z + u)) with
+         weight normalisation on W, Anderson forward (relative tolerance) and
+         Anderson implicit backward, 2x2 average pooling and a linear readout.
+
+Data (--data DIR) are the files a benchmark writes: train-x.f32 and
+test-x.f32 (row-major float32 images, already standardised), train-y.u8 and
+test-y.u8 (labels), and meta.json {"rows", "cols", "train", "test",
+"classes"}. --idx DIR reads the four Fashion-MNIST/MNIST IDX files (gzip or
+not) instead and standardises with the training set's mean and deviation.
+
+Output: one JSON object per epoch on standard output, then a summary object
+with "final": true.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# ----------------------------------------------------------------- data
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        b = f.read()
+    ndim = b[3]
+    dims = struct.unpack(">" + "I" * ndim, b[4 : 4 + 4 * ndim])
+    return np.frombuffer(b, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def find(dirname, stem):
+    for name in (stem + ".gz", stem):
+        p = os.path.join(dirname, name)
+        if os.path.exists(p):
+            return p
+    raise FileNotFoundError(os.path.join(dirname, stem))
+
+
+def load_idx(dirname):
+    xtr = read_idx(find(dirname, "train-images-idx3-ubyte")).astype(np.float32) / 255
+    ytr = read_idx(find(dirname, "train-labels-idx1-ubyte")).astype(np.int64)
+    xte = read_idx(find(dirname, "t10k-images-idx3-ubyte")).astype(np.float32) / 255
+    yte = read_idx(find(dirname, "t10k-labels-idx1-ubyte")).astype(np.int64)
+    mean, std = xtr.mean(), xtr.std()
+    xtr, xte = (xtr - mean) / std, (xte - mean) / std
+    rows, cols = xtr.shape[1], xtr.shape[2]
+    return xtr.reshape(len(xtr), -1), ytr, xte.reshape(len(xte), -1), yte, rows, cols, 10
+
+
+def load_dir(dirname):
+    with open(os.path.join(dirname, "meta.json")) as f:
+        meta = json.load(f)
+    n, m, d = meta["train"], meta["test"], meta["rows"] * meta["cols"]
+    xtr = np.fromfile(os.path.join(dirname, "train-x.f32"), dtype="<f4").reshape(n, d)
+    xte = np.fromfile(os.path.join(dirname, "test-x.f32"), dtype="<f4").reshape(m, d)
+    ytr = np.fromfile(os.path.join(dirname, "train-y.u8"), dtype=np.uint8).astype(np.int64)
+    yte = np.fromfile(os.path.join(dirname, "test-y.u8"), dtype=np.uint8).astype(np.int64)
+    return xtr, ytr, xte, yte, meta["rows"], meta["cols"], meta.get("classes", 10)
+
+
+# -------------------------------------------------------------- solvers
+
+class SolveStats:
+    def __init__(self):
+        self.iters = 0
+        self.met = True
+
+
+def batch_residual(fz, z):
+    """Largest per-example l2 norm of fz - z, and per-example norms."""
+    r = (fz - z).flatten(1).norm(dim=1)
+    return r.max().item(), r
+
+
+def broyden(f, z0, tol, max_iter, memory=30, relative=False):
+    """Limited-memory Broyden ("good" update of the inverse Jacobian of
+    g(z) = f(z) - z, started at -I) on the whole batch as one vector. Stops
+    when the largest per-example l2 residual is at most tol (times the first
+    residual when relative). Returns the iterate of lowest residual."""
+    shape = z0.shape
+    z = z0.reshape(-1).clone()
+    fz = f(z.view(shape)).reshape(-1)
+    g = fz - z
+    res0, _ = batch_residual(g.view(shape), torch.zeros_like(g).view(shape))
+    target = tol * res0 if relative else tol
+    best, best_res = z.clone(), res0
+    us, vs = [], []
+    st = SolveStats()
+    res = res0
+    while res > target and st.iters < max_iter:
+        # dz = -H g with H = -I + sum u v^T
+        dz = g.clone()
+        for u, v in zip(us, vs):
+            dz -= u * torch.dot(v, g)
+        z_new = z + dz
+        fz_new = f(z_new.view(shape)).reshape(-1)
+        g_new = fz_new - z_new
+        st.iters += 1
+        y = g_new - g
+        hy = -y
+        for u, v in zip(us, vs):
+            hy += u * torch.dot(v, y)
+        hts = -dz
+        for u, v in zip(us, vs):
+            hts += v * torch.dot(u, dz)
+        den = torch.dot(dz, hy)
+        if den.abs() > 1e-30:
+            if len(us) == memory:
+                us.pop(0)
+                vs.pop(0)
+            us.append((dz - hy) / den)
+            vs.append(hts)
+        z, g = z_new, g_new
+        res, _ = batch_residual(g.view(shape), torch.zeros_like(g).view(shape))
+        if res < best_res:
+            best, best_res = z.clone(), res
+    st.met = best_res <= target
+    return best.view(shape), st
+
+
+def anderson(f, z0, tol, max_iter, memory=5, ridge=1e-4, beta=1.0):
+    """Anderson acceleration (type II) per example, as in TorchDEQ-style
+    code: stops when every example's relative residual
+    ||f(z) - z|| / (||f(z)|| + 1e-5) is at most tol."""
+    bsz = z0.shape[0]
+    shape = z0.shape
+    d = z0[0].numel()
+    X = torch.zeros(bsz, memory, d, dtype=z0.dtype)
+    Fv = torch.zeros(bsz, memory, d, dtype=z0.dtype)
+    X[:, 0] = z0.reshape(bsz, -1)
+    Fv[:, 0] = f(z0).reshape(bsz, -1)
+    X[:, 1] = Fv[:, 0]
+    Fv[:, 1] = f(Fv[:, 0].view(shape)).reshape(bsz, -1)
+    H = torch.zeros(bsz, memory + 1, memory + 1, dtype=z0.dtype)
+    H[:, 0, 1:] = H[:, 1:, 0] = 1
+    y = torch.zeros(bsz, memory + 1, 1, dtype=z0.dtype)
+    y[:, 0] = 1
+    st = SolveStats()
+    st.iters = 2
+    best, best_res = Fv[:, 1].clone(), float("inf")
+    k = 2
+    while True:
+        n = min(k, memory)
+        G = Fv[:, :n] - X[:, :n]
+        rel = (G.norm(dim=2) / (Fv[:, :n].norm(dim=2) + 1e-5))
+        last = (k - 1) % memory
+        r_last = ((Fv[:, last] - X[:, last]).norm(dim=1) / (Fv[:, last].norm(dim=1) + 1e-5)).max().item()
+        if r_last < best_res:
+            best, best_res = Fv[:, last].clone(), r_last
+        if r_last <= tol or st.iters >= max_iter:
+            break
+        H[:, 1 : n + 1, 1 : n + 1] = torch.bmm(G, G.transpose(1, 2)) + ridge * torch.eye(n, dtype=z0.dtype)[None]
+        alpha = torch.linalg.solve(H[:, : n + 1, : n + 1], y[:, : n + 1])[:, 1 : n + 1, 0]
+        i = k % memory
+        X[:, i] = beta * (alpha[:, None] @ Fv[:, :n])[:, 0] + (1 - beta) * (alpha[:, None] @ X[:, :n])[:, 0]
+        Fv[:, i] = f(X[:, i].view(shape)).reshape(bsz, -1)
+        st.iters += 1
+        k += 1
+        del rel
+    st.met = best_res <= tol
+    return best.view(shape), st
+
+
+def anderson_adjoint(f, z0, tol, max_iter):
+    return anderson(f, z0, tol, max_iter)
+
+
+# --------------------------------------------------------------- models
+
+class DenseDEQ(nn.Module):
+    def __init__(self, inputs, hidden, encoder, classes, gamma):
+        super().__init__()
+        self.enc = nn.Linear(inputs, encoder)
+        self.W = nn.Parameter(torch.empty(hidden, hidden))
+        self.U = nn.Parameter(torch.empty(encoder, hidden))
+        self.b = nn.Parameter(torch.zeros(hidden))
+        self.out = nn.Linear(hidden, classes)
+        self.gamma = gamma
+        with torch.no_grad():
+            nn.init.normal_(self.enc.weight, std=math.sqrt(2 / inputs))
+            nn.init.zeros_(self.enc.bias)
+            nn.init.normal_(self.W, std=math.sqrt(1 / hidden))
+            nn.init.normal_(self.U, std=math.sqrt(1 / encoder))
+            nn.init.normal_(self.out.weight, std=math.sqrt(1 / hidden))
+            nn.init.zeros_(self.out.bias)
+        self.project()
+
+    def project(self):
+        with torch.no_grad():
+            s = torch.linalg.matrix_norm(self.W, ord=2)
+            if s > self.gamma:
+                self.W.mul_(self.gamma / s)
+
+    def cell(self, z, inj):
+        return F.relu(z @ self.W + inj)
+
+    def injection(self, x):
+        e = F.relu(self.enc(x))
+        return e @ self.U + self.b
+
+
+class ConvDEQ(nn.Module):
+    def __init__(self, side, channels, classes, groups):
+        super().__init__()
+        c = channels
+        self.enc = nn.Conv2d(1, c, 3, stride=2, padding=1)
+        self.enc_norm = nn.GroupNorm(groups, c)
+        self.conv = nn.utils.weight_norm(nn.Conv2d(c, c, 3, padding=1, bias=False))
+        self.norm = nn.GroupNorm(groups, c)
+        self.side = side
+        self.out = nn.Linear(c * (side // 4) * (side // 4), classes)
+
+    def cell(self, z, inj):
+        return self.norm(F.relu(self.conv(z) + inj))
+
+    def injection(self, x):
+        x = x.view(-1, 1, self.side, self.side)
+        return self.enc_norm(self.enc(x))
+
+    def project(self):
+        pass
+
+
+# -------------------------------------------------------------- training
+
+def deq_forward(model, inj, fwd, bwd, training):
+    """Solve z* = cell(z*, inj) without a graph, then attach one cell step
+    whose backward hook solves the adjoint fixed point (implicit
+    differentiation)."""
+    f = lambda z: model.cell(z, inj)
+    with torch.no_grad():
+        z_star, fst = fwd(f, torch.zeros_like(inj))
+    bst = SolveStats()
+    if not training:
+        return z_star, fst, bst
+    z = f(z_star.requires_grad_())
+    z0 = z.detach().requires_grad_()
+    f0 = model.cell(z0, inj)
+
+    def hook(grad):
+        if hook.done:
+            return grad
+        hook.done = True
+        vjp = lambda y: torch.autograd.grad(f0, z0, y, retain_graph=True)[0] + grad
+        g, s = bwd(vjp, grad.clone())
+        bst.iters, bst.met = s.iters, s.met
+        return g
+
+    hook.done = False
+    z.register_hook(hook)
+    return z, fst, bst
+
+
+def run(args):
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    if args.idx:
+        xtr, ytr, xte, yte, rows, cols, classes = load_idx(args.idx)
+    else:
+        xtr, ytr, xte, yte, rows, cols, classes = load_dir(args.data)
+    if args.train_limit:
+        xtr, ytr = xtr[: args.train_limit], ytr[: args.train_limit]
+    if args.test_limit:
+        xte, yte = xte[: args.test_limit], yte[: args.test_limit]
+    dtype = torch.float64 if args.float64 else torch.float32
+    xtr, xte = torch.tensor(xtr, dtype=dtype), torch.tensor(xte, dtype=dtype)
+    ytr, yte = torch.tensor(ytr), torch.tensor(yte)
+
+    if args.model == "dense":
+        model = DenseDEQ(rows * cols, args.hidden, args.encoder or args.hidden, classes, args.gamma)
+        fwd = lambda f, z0: broyden(f, z0, args.tol, args.max_iter)
+        bwd = lambda f, g0: broyden(f, g0, args.backward_tol, args.backward_iter, relative=True)
+        efwd = lambda f, z0: broyden(f, z0, args.tol / 10, 2 * args.max_iter)
+    else:
+        model = ConvDEQ(rows, args.channels, classes, args.groups)
+        fwd = lambda f, z0: anderson(f, z0, args.tol, args.max_iter)
+        bwd = lambda f, g0: anderson(f, g0, args.backward_tol, args.backward_iter)
+        efwd = fwd
+    model = model.to(dtype)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    nb = len(xtr) // args.batch
+    total = args.epochs * nb
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 0.5 * (1 + math.cos(math.pi * t / total)))
+    g = torch.Generator().manual_seed(args.seed)
+    history = []
+    for epoch in range(args.epochs):
+        model.train()
+        perm = torch.randperm(len(xtr), generator=g)
+        t0 = time.perf_counter()
+        loss_sum, correct, fwd_iters, bwd_iters, fwd_met = 0.0, 0, 0, 0, 0
+        for i in range(nb):
+            idx = perm[i * args.batch : (i + 1) * args.batch]
+            x, y = xtr[idx], ytr[idx]
+            inj = model.injection(x)
+            z, fst, bst = deq_forward(model, inj, fwd, bwd, True)
+            h = F.avg_pool2d(z, 2).flatten(1) if args.model == "conv" else z
+            logits = model.out(h)
+            loss = F.cross_entropy(logits, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            opt.step()
+            sched.step()
+            model.project()
+            loss_sum += loss.item()
+            correct += (logits.argmax(1) == y).sum().item()
+            fwd_iters += fst.iters
+            bwd_iters += bst.iters
+            fwd_met += int(fst.met)
+        train_seconds = time.perf_counter() - t0
+        model.eval()
+        test_correct = 0
+        with torch.no_grad():
+            for i in range(0, len(xte), args.eval_batch):
+                x = xte[i : i + args.eval_batch]
+                inj = model.injection(x)
+                z, _, _ = deq_forward(model, inj, efwd, None, False)
+                h = F.avg_pool2d(z, 2).flatten(1) if args.model == "conv" else z
+                test_correct += (model.out(h).argmax(1) == yte[i : i + args.eval_batch]).sum().item()
+        rec = {
+            "epoch": epoch + 1,
+            "train_seconds": train_seconds,
+            "train_loss": loss_sum / nb,
+            "train_acc": correct / (nb * args.batch),
+            "test_acc": test_correct / len(xte),
+            "fwd_iters_mean": fwd_iters / nb,
+            "bwd_iters_mean": bwd_iters / nb,
+            "fwd_met_frac": fwd_met / nb,
+        }
+        history.append(rec)
+        print(json.dumps(rec), flush=True)
+    summary = {
+        "final": True,
+        "model": args.model,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "blas": blas_name(),
+        "dtype": str(dtype).replace("torch.", ""),
+        "train": len(xtr),
+        "test": len(xte),
+        "epochs": args.epochs,
+        "seconds_per_epoch": sum(h["train_seconds"] for h in history) / len(history),
+        "test_acc": history[-1]["test_acc"],
+    }
+    print(json.dumps(summary), flush=True)
+
+
+def blas_name():
+    """The BLAS torch links: from its build settings, or for Debian's generic
+    build the library behind the libblas.so.3 alternative."""
+    cfg = torch.__config__.show()
+    info = cfg.split("BLAS_INFO=", 1)[1].split(",", 1)[0] if "BLAS_INFO=" in cfg else "unknown"
+    if info != "generic":
+        return info
+    for path in ("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", "/etc/alternatives/libblas.so.3"):
+        if os.path.exists(path):
+            target = os.path.realpath(path)
+            for name in ("openblas", "blis", "atlas", "mkl"):
+                if name in target:
+                    return name
+            return "reference (" + target + ")"
+    return "generic"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="directory written by the benchmark (meta.json, *.f32, *.u8)")
+    src.add_argument("--idx", help="directory of the four IDX files")
+    p.add_argument("--model", choices=["dense", "conv"], default="dense")
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--encoder", type=int, default=0)
+    p.add_argument("--channels", type=int, default=48)
+    p.add_argument("--groups", type=int, default=8)
+    p.add_argument("--gamma", type=float, default=0.9)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--eval-batch", type=int, default=500)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--clip", type=float, default=5.0)
+    p.add_argument("--tol", type=float, default=1e-3)
+    p.add_argument("--max-iter", type=int, default=40)
+    p.add_argument("--backward-tol", type=float, default=1e-3)
+    p.add_argument("--backward-iter", type=int, default=40)
+    p.add_argument("--train-limit", type=int, default=0)
+    p.add_argument("--test-limit", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--float64", action="store_true", help="compute in float64, as deq does (default float32)")
+    args = p.parse_args(argv)
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
