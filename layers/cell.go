@@ -154,24 +154,6 @@ func checkLen(what string, got, want int) {
 	}
 }
 
-// cachedGraph returns the full graph, built once into *full, or the graph
-// of a k-term minibatch, kept in sampled (one per size bucket).
-func cachedGraph[V comparable](full bool, k int, slot *V, sampled *cache[V], build func() (V, error)) (V, error) {
-	if !full {
-		return sampled.get(k, build)
-	}
-	var zero V
-	if *slot != zero {
-		return *slot, nil
-	}
-	v, err := build()
-	if err != nil {
-		return zero, err
-	}
-	*slot = v
-	return v, nil
-}
-
 // checkVJP checks the lengths of a VJP call's arguments: z, g and a non-nil
 // dz of the state length n, a non-nil dx of the input length nx.
 func checkVJP(n, nx int, dz, dx, z, g []float64) {
@@ -183,39 +165,6 @@ func checkVJP(n, nx int, dz, dx, z, g []float64) {
 	if dx != nil {
 		checkLen("dx", len(dx), nx)
 	}
-}
-
-// cache is a small most-recently-used cache keyed by int.
-type cache[V any] struct {
-	keys []int
-	vals []V
-	max  int
-}
-
-func (c *cache[V]) get(k int, build func() (V, error)) (V, error) {
-	for i, kk := range c.keys {
-		if kk == k {
-			v := c.vals[i]
-			// Move to the front.
-			copy(c.keys[1:i+1], c.keys[:i])
-			copy(c.vals[1:i+1], c.vals[:i])
-			c.keys[0], c.vals[0] = k, v
-			return v, nil
-		}
-	}
-	v, err := build()
-	if err != nil {
-		return v, err
-	}
-	if len(c.keys) < c.max {
-		var zero V
-		c.keys = append(c.keys, 0)
-		c.vals = append(c.vals, zero)
-	}
-	copy(c.keys[1:], c.keys)
-	copy(c.vals[1:], c.vals)
-	c.keys[0], c.vals[0] = k, v
-	return v, nil
 }
 
 // sampler draws term indices for Samples without allocating.

@@ -424,7 +424,7 @@ func TestEvaluatorCacheIsBounded(t *testing.T) {
 		_, err := c.Evaluator(n)
 		require.NoError(t, err)
 	}
-	require.Len(t, c.evals.keys, MaxCachedBatches)
+	require.Equal(t, MaxCachedBatches, c.evals.Len())
 	evicted, err := c.Evaluator(1)
 	require.NoError(t, err)
 	require.NotSame(t, first, evicted, "the least recently used batch size is evicted")
@@ -520,11 +520,12 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 				require.Equal(t, sz.drawn, n, "VJPHidden, size %d", sz.size)
 			}
 			var keys []int
+			collect := func(k int, _ any) { keys = append(keys, k) }
 			switch e := e.(type) {
 			case *wideEval:
-				keys = slices.Clone(e.hidden.keys)
+				e.graphs.hidden.Each(func(k int, g *wideGraph) { collect(k, g) })
 			case *mixEval:
-				keys = slices.Clone(e.hidden.keys)
+				e.graphs.hidden.Each(func(k int, g *mixGraph) { collect(k, g) })
 			}
 			slices.Sort(keys)
 			require.Equal(t, []int{1, 2, 4, 8, 16, m}, keys)

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -70,7 +71,7 @@ type Wide struct {
 	u     *Param
 	b     *Param
 	v     *Param
-	evals cache[*wideEval]
+	evals mru.Cache[int, *wideEval]
 }
 
 var _ Cell = (*Wide)(nil)
@@ -99,7 +100,7 @@ func NewWide(cfg WideConfig) (*Wide, error) {
 		u:     newParam("U", d, m),
 		b:     newParam("b", 1, m),
 		v:     newParam("V", m, h),
-		evals: cache[*wideEval]{max: MaxCachedBatches},
+		evals: mru.Cache[int, *wideEval]{Max: MaxCachedBatches},
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d))
 	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
@@ -199,20 +200,18 @@ func (c *Wide) Evaluator(n int) (Evaluator, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("layers: Wide.Evaluator: batch size %d must be positive", n)
 	}
-	return c.evals.get(n, func() (*wideEval, error) { return newWideEval(c, n), nil })
+	return c.evals.Get(n, func() (*wideEval, error) { return newWideEval(c, n), nil })
 }
 
 type wideEval struct {
-	c       *Wide
-	n, rows int
-	x, xu   []float64 // input; xU + b (rows×M)
-	hasX    bool
-	sp      *sampler
+	evalBase
+	runner[*wideGraph]
+	rowMajor
+	c  *Wide
+	xu []float64 // xU + b (rows×M)
 	// Scratch for sampled evaluations, sized for m = M.
 	pre, ws, vs, cs []float64
-	full            *wideGraph
-	fwd             *machine
-	hidden          cache[*wideGraph]
+	graphs          graphs[*wideGraph]
 }
 
 var _ Evaluator = (*wideEval)(nil)
@@ -220,27 +219,25 @@ var _ Evaluator = (*wideEval)(nil)
 func newWideEval(c *Wide, n int) *wideEval {
 	rows := n * c.shape.Rows
 	h, m := c.shape.Hidden, c.m
-	return &wideEval{
-		c: c, n: n, rows: rows,
-		x:      make([]float64, rows*c.shape.Input),
-		xu:     make([]float64, rows*m),
-		sp:     newSampler(),
-		pre:    make([]float64, rows*m),
-		ws:     make([]float64, h*m),
-		vs:     make([]float64, m*h),
-		cs:     make([]float64, rows*m),
-		hidden: cache[*wideGraph]{max: sampleBuckets(m)},
+	e := &wideEval{
+		evalBase: newEvalBase("Wide", c.shape, n, m, true),
+		rowMajor: rowMajor{c.Params()},
+		c:        c,
+		xu:       make([]float64, rows*m),
+		pre:      make([]float64, rows*m),
+		ws:       make([]float64, h*m),
+		vs:       make([]float64, m*h),
+		cs:       make([]float64, rows*m),
+		graphs:   newGraphs[*wideGraph](m),
 	}
+	e.runner.e = e
+	return e
 }
 
-func (e *wideEval) Len() int            { return e.rows * e.c.shape.Hidden }
 func (e *wideEval) Model() solver.Model { return solver.LipschitzInExpectation }
-func (e *wideEval) Examples() int       { return e.n }
-func (e *wideEval) Terms() int          { return e.c.m }
 
 func (e *wideEval) SetInput(x []float64) error {
-	checkLen("input", len(x), len(e.x))
-	copy(e.x, x)
+	e.setInput(x)
 	d, m := e.c.shape.Input, e.c.m
 	b := e.c.b.Data()
 	for r := 0; r < e.rows; r++ {
@@ -251,13 +248,6 @@ func (e *wideEval) SetInput(x []float64) error {
 		blas64.General{Rows: d, Cols: m, Stride: m, Data: e.c.u.Data()},
 		1, blas64.General{Rows: e.rows, Cols: m, Stride: m, Data: e.xu})
 	e.hasX = true
-	return nil
-}
-
-func (e *wideEval) ready() error {
-	if !e.hasX {
-		return fmt.Errorf("layers: Wide evaluator: SetInput has not been called")
-	}
 	return nil
 }
 
@@ -303,9 +293,7 @@ func (e *wideEval) forward(dst, z, w, v, c []float64, k int) {
 }
 
 func (e *wideEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
+	if err := e.checkEval(dst, z); err != nil {
 		return 0, err
 	}
 	idx, err := e.sp.draw(s, e.c.m)
@@ -321,9 +309,7 @@ func (e *wideEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 }
 
 func (e *wideEval) EvalExact(dst, z []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
+	if err := e.checkEval(dst, z); err != nil {
 		return err
 	}
 	e.forward(dst, z, e.c.w.Data(), e.c.v.Data(), e.xu, e.c.m)
@@ -331,17 +317,16 @@ func (e *wideEval) EvalExact(dst, z []float64) error {
 }
 
 // wideGraph is the graph of (1/k) σ(zW + c)V with the gradient of ⟨g, f⟩:
-// the full graph has c = xU + b and the parameters bound; a hidden graph
-// has c, W and V as inputs filled by gather.
+// the full graph has c = xU + b and the parameters bound (gradients with
+// respect to z, x, W, U, b, V); a hidden graph has c, W and V as inputs
+// filled by gather (gradient with respect to z).
 type wideGraph struct {
+	tape
 	z, x, c, w, v, g []float64
-	out              *G.Node
-	grads            G.Nodes // full: z, x, W, U, b, V; hidden: z
-	m                *machine
 }
 
 func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
-	buildIt := func() (*wideGraph, error) {
+	return e.graphs.get(full, k, func() (*wideGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		wg := &wideGraph{}
@@ -371,57 +356,22 @@ func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
 			}
 			a := c.act.node(pre)
 			scaleNode := G.NewConstant(1/float64(k), G.WithName("1/k"))
-			wg.out = G.Must(G.Mul(G.Must(G.Mul(a, v)), scaleNode))
-			wg.grads = backprop(wg.out, g, wrt)
-			wg.m = newMachine(gr.g, wg.grads...)
-			if full {
-				e.fwd = newMachine(gr.g, wg.out)
-			}
+			out := G.Must(G.Mul(G.Must(G.Mul(a, v)), scaleNode))
+			e.finish(&wg.tape, gr, full, out, g, wrt)
 		})
 		return wg, err
-	}
-	return cachedGraph(full, k, &e.full, &e.hidden, buildIt)
+	})
 }
 
-func (e *wideEval) EvalGraph(dst, z []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
-		return err
-	}
-	wg, err := e.graph(true, e.c.m)
-	if err != nil {
-		return err
-	}
-	copy(wg.z, z)
-	copy(wg.x, e.x)
-	if err := e.fwd.run(); err != nil {
-		return err
-	}
-	copy(dst, nodeData(wg.out))
-	return nil
-}
-
-func (e *wideEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	checkLen("g", len(g), e.Len())
-	if err := e.ready(); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.sp.terms(s, e.c.m)
-	if err != nil {
-		return 0, err
-	}
-	wg, err := e.graph(false, k)
-	if err != nil {
-		return 0, err
-	}
-	if idx == nil {
+func (e *wideEval) load(wg *wideGraph, z, g []float64, idx []int) {
+	switch {
+	case wg.full:
+		copy(wg.x, e.x)
+	case idx == nil:
 		copy(wg.w, e.c.w.Data())
 		copy(wg.v, e.c.v.Data())
 		copy(wg.c, e.xu)
-	} else {
+	default:
 		e.gather(idx)
 		copy(wg.w, e.ws[:len(wg.w)])
 		copy(wg.v, e.vs[:len(wg.v)])
@@ -429,36 +379,4 @@ func (e *wideEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	}
 	copy(wg.z, z)
 	copy(wg.g, g)
-	if err := wg.m.run(); err != nil {
-		return 0, err
-	}
-	copy(dst, nodeData(wg.grads[0]))
-	return k, nil
-}
-
-func (e *wideEval) VJP(dz, dx, z, g []float64) error {
-	checkVJP(e.Len(), len(e.x), dz, dx, z, g)
-	if err := e.ready(); err != nil {
-		return err
-	}
-	wg, err := e.graph(true, e.c.m)
-	if err != nil {
-		return err
-	}
-	copy(wg.z, z)
-	copy(wg.x, e.x)
-	copy(wg.g, g)
-	if err := wg.m.run(); err != nil {
-		return err
-	}
-	if dz != nil {
-		copy(dz, nodeData(wg.grads[0]))
-	}
-	if dx != nil {
-		copy(dx, nodeData(wg.grads[1]))
-	}
-	for i, p := range e.c.Params() {
-		addTo(p.GradData(), nodeData(wg.grads[2+i]))
-	}
-	return nil
 }
