@@ -36,9 +36,9 @@ type DenseConfig struct {
 // hidden state (and the matching row x of the input): with column vectors,
 // z ↦ σ(Wᵀz + Uᵀx + b).
 //
-// After Project, ‖Wᵀ‖_{p→p} ≤ γ̄ in the ℓp norm of Lipschitz.Norm (see
+// After Project, ‖Wᵀ‖_{p→p} ≤ γ̄ in the ℓp norm of Lipschitz.P (see
 // Constraint), so the cell is γ̄-Lipschitz in z in that norm, per example
-// (vector or entrywise on the Rows×Hidden matrix), and in Schatten-2 for l2.
+// (vector or entrywise on the Rows×Hidden matrix), and in Schatten-2 for ℓ2.
 // Under Schatten-p with p ≠ 2 and Rows > 1 no bound is proven: the linear
 // part is ‖W‖₂-Lipschitz in every Schatten norm but the elementwise
 // activation need not be nonexpansive there; Proven reports false and deq
@@ -128,7 +128,7 @@ func (c *Dense) ProjectionState() ProjectionState { return c.con.state() }
 func (c *Dense) SetProjectionState(s ProjectionState) error { return c.con.setState("Dense", s) }
 
 // Bound returns the certified bound on ‖Wᵀ‖_{p→p} in the constraint's norm
-// computed from the current W (the exact spectral norm for l2), hence on the
+// computed from the current W (the exact spectral norm for ℓ2), hence on the
 // cell's Lipschitz constant in z.
 func (c *Dense) Bound() float64 { return c.con.bound(c.w.Data(), c.shape.Hidden) }
 

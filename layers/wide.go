@@ -26,8 +26,8 @@ type WideConfig struct {
 	Rows int
 	// Activation is σ; the zero value is ReLU.
 	Activation Activation
-	// Lipschitz names the norm ("l2", "linf" or "lp:P"; empty means l2) and
-	// the bound γ̄ (zero means DefaultGamma) on the constant L below.
+	// Lipschitz gives the exponent P of the ℓp norm (zero means 2) and the
+	// bound γ̄ (zero means DefaultGamma) on the constant L below.
 	// PowerIters and ExactEvery are not used.
 	Lipschitz Constraint
 	// Seed seeds the initialisation: w_m, u_m have independent N(0, 1/Hidden)
@@ -54,8 +54,8 @@ type WideConfig struct {
 // model: E_m‖φ_m(z) − φ_m(z')‖² ≤ L²‖z − z'‖²), the exact operator is
 // (1/M)Σ‖v_m‖‖w_m‖_* ≤ L -Lipschitz. Project rescales V so that L ≤ γ̄; the
 // individual terms may still be expansive, so the oracle's Model is
-// LipschitzInExpectation, not SamplewiseLipschitz. Lipschitz.Norm = "l2"
-// covers ℓ2 and every Schatten-p norm.
+// LipschitzInExpectation, not SamplewiseLipschitz. Lipschitz.P = 2 covers
+// ℓ2 and every Schatten-p norm.
 //
 // Its parameters are W (Hidden×M, column m is w_m), U (Input×M, column m is
 // u_m), b (1×M) and V (M×Hidden, row m is v_m).
@@ -88,7 +88,7 @@ func NewWide(cfg WideConfig) (*Wide, error) {
 	if err := cfg.Activation.valid(); err != nil {
 		return nil, err
 	}
-	con, err := newOpNorm(Constraint{Norm: cfg.Lipschitz.Norm, Gamma: cfg.Lipschitz.Gamma}, 1)
+	con, err := newOpNorm(Constraint{P: cfg.Lipschitz.P, Gamma: cfg.Lipschitz.Gamma}, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (c *Wide) Params() []*Param { return []*Param{c.w, c.u, c.b, c.v} }
 func (c *Wide) Gamma() float64 { return c.gamma }
 
 // Proven implements Cell. Norm families: an ℓp norm with the constraint's p;
-// any Schatten-p norm when the constraint is l2.
+// any Schatten-p norm when the constraint is ℓ2.
 func (c *Wide) Proven(n solver.Norm) bool {
 	if b, ok := n.(*solver.Batched); ok {
 		n = b.Example
