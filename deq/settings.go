@@ -19,28 +19,21 @@ const (
 	// ∂L/∂θ = (∂f/∂θ)ᵀg and ∂L/∂x = (∂f/∂x)ᵀg. Exact up to the adjoint
 	// solve's tolerance.
 	Implicit Backward = iota
-	// JacobianFree takes g = ∂L/∂z* (Fung et al. 2022): one VJP, no solve. A
-	// descent direction for contractive cells, not the gradient.
+	// JacobianFree takes g = ∂L/∂z*, as in "JFB: Jacobian-Free
+	// Backpropagation for Implicit Networks" by Samy Wu Fung and others
+	// (2022): one VJP, no solve. A descent direction for contractive cells,
+	// not the gradient.
 	JacobianFree
 	// Phantom backpropagates through PhantomSteps damped steps
 	// h ← (1 − λ)h + λ f(h, x) started at z* (treated as a constant), with
-	// λ = PhantomDamping (Geng et al. 2021): a truncated Neumann series of
-	// the implicit gradient, exact only in the limit of many steps.
+	// λ = PhantomDamping, the phantom gradient of "On Training Implicit
+	// Models" by Zhengyang Geng and others (2021): a truncated Neumann series
+	// of the implicit gradient, exact only in the limit of many steps.
 	Phantom
 )
 
 // String returns the name ParseBackward accepts.
-func (b Backward) String() string {
-	switch b {
-	case Implicit:
-		return "implicit"
-	case JacobianFree:
-		return "jacobian-free"
-	case Phantom:
-		return "phantom"
-	}
-	return fmt.Sprintf("Backward(%d)", int(b))
-}
+func (b Backward) String() string { return enumName("Backward", b, backwardNames()) }
 
 // OracleMode says how a solver sees a stochastic cell (one whose
 // evaluator's Model is not solver.Deterministic). Deterministic cells are
@@ -61,17 +54,7 @@ const (
 )
 
 // String returns the name ParseOracleMode accepts.
-func (m OracleMode) String() string {
-	switch m {
-	case Auto:
-		return "auto"
-	case Exact:
-		return "exact"
-	case Sampled:
-		return "sampled"
-	}
-	return fmt.Sprintf("OracleMode(%d)", int(m))
-}
+func (m OracleMode) String() string { return enumName("OracleMode", m, oracleModeNames()) }
 
 // Monitor says when a Layer measures empirical Lipschitz ratios along the
 // forward solve (see layers.LipschitzMonitor).
@@ -88,17 +71,7 @@ const (
 )
 
 // String returns the name ParseMonitor accepts.
-func (m Monitor) String() string {
-	switch m {
-	case MonitorUnproven:
-		return "unproven"
-	case MonitorAlways:
-		return "always"
-	case MonitorNever:
-		return "never"
-	}
-	return fmt.Sprintf("Monitor(%d)", int(m))
-}
+func (m Monitor) String() string { return enumName("Monitor", m, monitorNames()) }
 
 // Default values used where a Settings field is zero.
 const (

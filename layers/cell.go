@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -132,8 +134,9 @@ var (
 	_ solver.Exact  = exactOracle{}
 )
 
-// checkShape validates the common fields of a cell configuration.
-func checkShape(kind string, rows, hidden, input int) (Shape, error) {
+// checkConfig validates the fields every cell configuration has and
+// returns the shape.
+func checkConfig(kind string, rows, hidden, input int, act Activation) (Shape, error) {
 	switch {
 	case hidden < 1:
 		return Shape{}, fmt.Errorf("layers: %s.Hidden = %d must be positive", kind, hidden)
@@ -142,10 +145,19 @@ func checkShape(kind string, rows, hidden, input int) (Shape, error) {
 	case rows < 0:
 		return Shape{}, fmt.Errorf("layers: %s.Rows = %d must not be negative", kind, rows)
 	}
-	if rows == 0 {
-		rows = 1
+	if err := act.valid(); err != nil {
+		return Shape{}, err
 	}
-	return Shape{Rows: rows, Hidden: hidden, Input: input}, nil
+	return Shape{Rows: cmp.Or(rows, 1), Hidden: hidden, Input: input}, nil
+}
+
+// evaluator returns the evaluator of a cell of the given kind for n
+// examples from the cell's cache, building it on first use.
+func evaluator[E Evaluator](kind string, evals *mru.Cache[int, E], n int, build func() E) (Evaluator, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("layers: %s.Evaluator: batch size %d must be positive", kind, n)
+	}
+	return evals.Get(n, func() (E, error) { return build(), nil })
 }
 
 func checkLen(what string, got, want int) {

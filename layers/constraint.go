@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -110,7 +111,11 @@ type opNorm struct {
 
 // newOpNorm validates c and returns its enforcer for h×h matrices.
 func newOpNorm(c Constraint, h int) (*opNorm, error) {
-	o := &opNorm{gamma: c.Gamma, powerIters: c.PowerIters, exactEvery: c.ExactEvery}
+	o := &opNorm{
+		gamma:      cmp.Or(c.Gamma, DefaultGamma),
+		powerIters: cmp.Or(c.PowerIters, DefaultPowerIters),
+		exactEvery: cmp.Or(c.ExactEvery, 1),
+	}
 	switch {
 	case c.Gamma < 0 || math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0):
 		return nil, fmt.Errorf("layers: Constraint.Gamma = %v must be positive and finite", c.Gamma)
@@ -118,15 +123,6 @@ func newOpNorm(c Constraint, h int) (*opNorm, error) {
 		return nil, fmt.Errorf("layers: Constraint.PowerIters = %d must not be negative", c.PowerIters)
 	case c.ExactEvery < 0:
 		return nil, fmt.Errorf("layers: Constraint.ExactEvery = %d must not be negative", c.ExactEvery)
-	}
-	if o.gamma == 0 {
-		o.gamma = DefaultGamma
-	}
-	if o.powerIters == 0 {
-		o.powerIters = DefaultPowerIters
-	}
-	if o.exactEvery == 0 {
-		o.exactEvery = 1
 	}
 	switch p := c.P; {
 	case p == 0 || p == 2:

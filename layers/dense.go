@@ -59,11 +59,8 @@ var _ Cell = (*Dense)(nil)
 
 // NewDense returns a Dense cell initialised from cfg.Seed and projected.
 func NewDense(cfg DenseConfig) (*Dense, error) {
-	shape, err := checkShape("DenseConfig", cfg.Rows, cfg.Hidden, cfg.Input)
+	shape, err := checkConfig("DenseConfig", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Activation)
 	if err != nil {
-		return nil, err
-	}
-	if err := cfg.Activation.valid(); err != nil {
 		return nil, err
 	}
 	con, err := newOpNorm(cfg.Lipschitz, cfg.Hidden)
@@ -134,10 +131,7 @@ func (c *Dense) Bound() float64 { return c.con.bound(c.w.Data(), c.shape.Hidden)
 
 // Evaluator implements Cell.
 func (c *Dense) Evaluator(n int) (Evaluator, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("layers: Dense.Evaluator: batch size %d must be positive", n)
-	}
-	return c.evals.Get(n, func() (*denseEval, error) { return newDenseEval(c, n), nil })
+	return evaluator("Dense", &c.evals, n, func() *denseEval { return newDenseEval(c, n) })
 }
 
 type denseEval struct {

@@ -74,11 +74,8 @@ func NewMixture(cfg MixtureConfig) (*Mixture, error) {
 	if cfg.PatchLen < 1 {
 		return nil, fmt.Errorf("layers: MixtureConfig.PatchLen = %d must be positive", cfg.PatchLen)
 	}
-	shape, err := checkShape("MixtureConfig", cfg.Rows, cfg.Hidden, cfg.Terms*cfg.PatchLen)
+	shape, err := checkConfig("MixtureConfig", cfg.Rows, cfg.Hidden, cfg.Terms*cfg.PatchLen, cfg.Activation)
 	if err != nil {
-		return nil, err
-	}
-	if err := cfg.Activation.valid(); err != nil {
 		return nil, err
 	}
 	con, err := newOpNorm(cfg.Lipschitz, cfg.Hidden)
@@ -159,10 +156,7 @@ func (c *Mixture) Bound() float64 {
 
 // Evaluator implements Cell.
 func (c *Mixture) Evaluator(n int) (Evaluator, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("layers: Mixture.Evaluator: batch size %d must be positive", n)
-	}
-	return c.evals.Get(n, func() (*mixEval, error) { return newMixEval(c, n), nil })
+	return evaluator("Mixture", &c.evals, n, func() *mixEval { return newMixEval(c, n) })
 }
 
 type mixEval struct {

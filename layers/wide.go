@@ -78,15 +78,12 @@ var _ Cell = (*Wide)(nil)
 
 // NewWide returns a Wide cell initialised from cfg.Seed and projected.
 func NewWide(cfg WideConfig) (*Wide, error) {
-	shape, err := checkShape("WideConfig", cfg.Rows, cfg.Hidden, cfg.Input)
+	shape, err := checkConfig("WideConfig", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Activation)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Units < 1 {
 		return nil, fmt.Errorf("layers: WideConfig.Units = %d must be positive", cfg.Units)
-	}
-	if err := cfg.Activation.valid(); err != nil {
-		return nil, err
 	}
 	con, err := newOpNorm(Constraint{P: cfg.Lipschitz.P, Gamma: cfg.Lipschitz.Gamma}, 1)
 	if err != nil {
@@ -197,10 +194,7 @@ func (c *Wide) Project() error {
 
 // Evaluator implements Cell.
 func (c *Wide) Evaluator(n int) (Evaluator, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("layers: Wide.Evaluator: batch size %d must be positive", n)
-	}
-	return c.evals.Get(n, func() (*wideEval, error) { return newWideEval(c, n), nil })
+	return evaluator("Wide", &c.evals, n, func() *wideEval { return newWideEval(c, n) })
 }
 
 type wideEval struct {
