@@ -7,7 +7,8 @@
 // a deterministic method sees the cell's exact operator, a stochastic one
 // its minibatch oracle (Settings.ForwardOracle). Each Forward returns a
 // Solution holding z*, the solver's Result (status, statistics and residual
-// certificate in the chosen per-example norm) and, for cells whose Lipschitz
+// certificate in the per-example norm Settings.Norm, a solver.Norm applied
+// to each example's Rows×Hidden state; nil means ℓ2) and, for cells whose Lipschitz
 // bound is not proven in that norm, empirical Lipschitz ratios with a
 // warning when they exceed the bound.
 //
@@ -23,6 +24,12 @@
 //   - Phantom: backpropagation through k damped steps from z*.
 //
 // Memory does not grow with solver iterations: no graph is unrolled.
+//
+// The zero value of every Settings field is its documented default. The
+// modes (Backward, OracleMode, Monitor) are typed values inside the
+// library; ParseBackward, ParseOracleMode and ParseMonitor, and their
+// MarshalText and UnmarshalText methods, convert them at the flag and JSON
+// boundary, rejecting unknown names.
 //
 // # Training with gorgonia
 //

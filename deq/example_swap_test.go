@@ -22,7 +22,7 @@ func Example_swapSolver() {
 	// re-parameterised to be 0.8-Lipschitz in ℓ2.
 	cell, err := layers.NewWide(layers.WideConfig{
 		Hidden: 8, Input: 4, Units: 4096, Activation: layers.Tanh,
-		Lipschitz: layers.Constraint{Norm: "l2", Gamma: 0.8}, Seed: 1,
+		Lipschitz: layers.Constraint{P: 2, Gamma: 0.8}, Seed: 1,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -30,8 +30,8 @@ func Example_swapSolver() {
 	x := []float64{0.5, -1, 0.25, 2, 1, 0, -0.5, 0.75} // two examples
 
 	// Broyden sees the exact (full-average) cell.
+	// Norm nil: residuals in ℓ2, example by example.
 	layer, err := deq.New(cell, &deq.Settings{
-		Norm:            "l2",
 		Forward:         solver.Broyden{},
 		ForwardSettings: solver.Settings{Tol: 1e-10},
 	})
@@ -46,7 +46,6 @@ func Example_swapSolver() {
 
 	// Swap in VR-GHAL.
 	layer, err = deq.New(cell, &deq.Settings{
-		Norm:            "l2",
 		Forward:         solver.VRGHAL{Gamma: 0.8, Delta: 0.05},
 		ForwardSettings: solver.Settings{Tol: 1e-3, Seed: 7},
 	})

@@ -157,7 +157,7 @@ func TestLipschitzHoldsAfterEveryAdamUpdate(t *testing.T) {
 	const h, gamma, steps = 6, 0.7, 25
 	for _, norm := range []string{"l2", "linf"} {
 		t.Run(norm, func(t *testing.T) {
-			cell := must(layers.NewDense(layers.DenseConfig{Hidden: h, Input: 3, Activation: layers.Tanh, Lipschitz: layers.Constraint{Norm: norm, Gamma: gamma}, Seed: 5}))
+			cell := must(layers.NewDense(layers.DenseConfig{Hidden: h, Input: 3, Activation: layers.Tanh, Lipschitz: constraint(norm, gamma), Seed: 5}))
 			m := must(newModel(cell, 16, 3))
 			// A large learning rate pushes W off the constraint at every step.
 			adam := G.NewAdamSolver(G.WithLearnRate(0.1))
@@ -190,7 +190,7 @@ func TestLipschitzHoldsAfterEveryAdamUpdate(t *testing.T) {
 func Example_training() {
 	cell, err := layers.NewDense(layers.DenseConfig{
 		Hidden: 8, Input: 3, Activation: layers.Tanh,
-		Lipschitz: layers.Constraint{Norm: "l2", Gamma: 0.8}, Seed: 1,
+		Lipschitz: layers.Constraint{P: 2, Gamma: 0.8}, Seed: 1,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -20,13 +21,12 @@ import (
 type Layer struct {
 	cell    layers.Cell
 	s       Settings
-	batches []*batch // most recently used first
-	applied int      // number of Apply calls, to name graph nodes
+	batches mru.Cache[int, *batch]
+	applied int // number of Apply calls, to name graph nodes
 }
 
 // batch is the state of a Layer for one batch size.
 type batch struct {
-	n       int
 	ev      layers.Evaluator
 	norm    solver.Norm // forward norm (Batched)
 	adjNorm solver.Norm
@@ -75,18 +75,11 @@ func New(cell layers.Cell, s *Settings) (*Layer, error) {
 	if cell == nil {
 		return nil, errors.New("deq: New: nil cell")
 	}
-	c, err := s.withDefaults()
+	c, err := s.withDefaults(cell.Shape())
 	if err != nil {
 		return nil, err
 	}
-	sh := cell.Shape()
-	if _, err := solver.ParseNorm(c.Norm, sh.Rows, sh.Hidden); err != nil {
-		return nil, fmt.Errorf("deq: Settings.Norm: %w", err)
-	}
-	if _, err := solver.ParseNorm(c.AdjointNorm, sh.Rows, sh.Hidden); err != nil {
-		return nil, fmt.Errorf("deq: Settings.AdjointNorm: %w", err)
-	}
-	return &Layer{cell: cell, s: c}, nil
+	return &Layer{cell: cell, s: c, batches: mru.Cache[int, *batch]{Max: layers.MaxCachedBatches}}, nil
 }
 
 // Cell returns the layer's cell.
@@ -95,8 +88,13 @@ func (l *Layer) Cell() layers.Cell { return l.cell }
 // Params returns the cell's parameters.
 func (l *Layer) Params() []*layers.Param { return l.cell.Params() }
 
-// Settings returns the layer's settings with defaults filled in.
-func (l *Layer) Settings() Settings { return l.s }
+// Settings returns the layer's settings with defaults filled in (the
+// norms are clones of the layer's own).
+func (l *Layer) Settings() Settings {
+	s := l.s
+	s.Norm, s.AdjointNorm = s.Norm.Clone(), s.AdjointNorm.Clone()
+	return s
+}
 
 // SetSeeds sets the seeds of the solves that follow:
 // Settings.ForwardSettings.Seed and Settings.AdjointSettings.Seed. A
@@ -110,30 +108,20 @@ func (l *Layer) SetSeeds(forward, adjoint uint64) {
 
 // batch returns the state for n examples, building it on first use.
 func (l *Layer) batch(n int) (*batch, error) {
-	for i, b := range l.batches {
-		if b.n == n {
-			copy(l.batches[1:i+1], l.batches[:i])
-			l.batches[0] = b
-			return b, nil
-		}
-	}
+	return l.batches.Get(n, func() (*batch, error) { return l.newBatch(n) })
+}
+
+// newBatch builds the state for n examples.
+func (l *Layer) newBatch(n int) (*batch, error) {
 	ev, err := l.cell.Evaluator(n)
 	if err != nil {
 		return nil, err
 	}
-	sh := l.cell.Shape()
-	batched := func(name string) (solver.Norm, error) {
-		ex, err := solver.ParseNorm(name, sh.Rows, sh.Hidden)
-		if err != nil {
-			return nil, err
-		}
-		return solver.NewBatched(ex, n)
-	}
-	b := &batch{n: n, ev: ev}
-	if b.norm, err = batched(l.s.Norm); err != nil {
+	b := &batch{ev: ev}
+	if b.norm, err = solver.NewBatched(l.s.Norm.Clone(), n); err != nil {
 		return nil, err
 	}
-	if b.adjNorm, err = batched(l.s.AdjointNorm); err != nil {
+	if b.adjNorm, err = solver.NewBatched(l.s.AdjointNorm.Clone(), n); err != nil {
 		return nil, err
 	}
 	b.proven = l.cell.Proven(b.norm)
@@ -144,11 +132,6 @@ func (l *Layer) batch(n int) (*batch, error) {
 		}
 		b.fwd = b.monitor
 	}
-	if len(l.batches) < layers.MaxCachedBatches {
-		l.batches = append(l.batches, nil)
-	}
-	copy(l.batches[1:], l.batches)
-	l.batches[0] = b
 	return b, nil
 }
 

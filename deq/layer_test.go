@@ -22,6 +22,20 @@ func must[T any](v T, err error) T {
 	return v
 }
 
+// normFor returns the per-example norm of the given name on cell's states.
+func normFor(name string, cell layers.Cell) solver.Norm {
+	sh := cell.Shape()
+	return must(solver.ParseNorm(name, sh.Rows, sh.Hidden))
+}
+
+// constraint returns the cell constraint for the norm of the given name,
+// with bound gamma.
+func constraint(name string, gamma float64) layers.Constraint {
+	c := must(layers.ConstraintFor(must(solver.ParseNorm(name, 1, 1))))
+	c.Gamma = gamma
+	return c
+}
+
 func randVec(rng *rand.Rand, n int, sd float64) []float64 {
 	x := make([]float64, n)
 	for i := range x {
@@ -57,7 +71,7 @@ func gradCells() []gradCase {
 	con := layers.Constraint{Gamma: 0.5}
 	return []gradCase{
 		{"dense", must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Activation: layers.Tanh, Lipschitz: con, Seed: 1})), 2},
-		{"dense-rows-linf", must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Rows: 2, Activation: layers.Tanh, Lipschitz: layers.Constraint{Norm: "linf", Gamma: 0.5}, Seed: 2})), 2},
+		{"dense-rows-linf", must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Rows: 2, Activation: layers.Tanh, Lipschitz: constraint("linf", 0.5), Seed: 2})), 2},
 		{"wide", must(layers.NewWide(layers.WideConfig{Hidden: 3, Input: 2, Units: 4, Activation: layers.Tanh, Lipschitz: con, Seed: 3})), 2},
 		{"mixture", must(layers.NewMixture(layers.MixtureConfig{Hidden: 3, Terms: 2, PatchLen: 2, Activation: layers.Tanh, Lipschitz: con, Seed: 4})), 2},
 	}
@@ -263,8 +277,8 @@ func TestSettingsErrors(t *testing.T) {
 		{Settings{PhantomSteps: -1}, "Settings.PhantomSteps"},
 		{Settings{PhantomDamping: 1.5}, "Settings.PhantomDamping"},
 		{Settings{Monitor: 4}, "Settings.Monitor"},
-		{Settings{Norm: "l1"}, "Settings.Norm"},
-		{Settings{AdjointNorm: "schatten:1"}, "Settings.AdjointNorm"},
+		{Settings{Norm: must(solver.NewLInf(5))}, "Settings.Norm"},
+		{Settings{AdjointNorm: must(solver.NewSchatten(2, 3, 1))}, "Settings.AdjointNorm"},
 	} {
 		_, err := New(cell, &tc.s)
 		require.ErrorContains(t, err, tc.want)
@@ -280,4 +294,19 @@ func TestSettingsErrors(t *testing.T) {
 	require.ErrorContains(t, err, "gz has length")
 	_, err = l.Backward(context.Background(), sol, make([]float64, 6), make([]float64, 1))
 	require.ErrorContains(t, err, "dx has length")
+}
+
+func TestSettingsNormDefaultsAndClones(t *testing.T) {
+	cell := must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Rows: 2, Seed: 1}))
+	l := must(New(cell, nil))
+	s := l.Settings()
+	require.Equal(t, must(solver.NewLP(2, 6)), s.Norm, "nil means ℓ2 on Rows·Hidden entries")
+	require.Equal(t, must(solver.NewLP(2, 6)), s.AdjointNorm)
+	sch := must(solver.NewSchatten(4, 2, 3))
+	l = must(New(cell, &Settings{Norm: sch}))
+	require.NotSame(t, sch, l.Settings().Norm, "the layer keeps a clone")
+	require.Equal(t, "schatten:4", l.Settings().Norm.String())
+	sol, err := l.Forward(context.Background(), make([]float64, 3*cell.Shape().InputLen()))
+	require.NoError(t, err)
+	require.Len(t, sol.Result.Certificate.PerExample, 3, "a batch is measured example by example")
 }

@@ -58,7 +58,7 @@ func TestForwardMethodsGiveTheImplicitGradient(t *testing.T) {
 // minibatches stay below the full average, so the sampled oracle is really
 // sampled.
 func manyTermCells(norm string, rows int) map[string]layers.Cell {
-	con := layers.Constraint{Norm: norm, Gamma: 0.6}
+	con := constraint(norm, 0.6)
 	return map[string]layers.Cell{
 		"wide":    must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 4000, Rows: rows, Lipschitz: con, Seed: 31})),
 		"mixture": must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 4000, PatchLen: 2, Rows: rows, Lipschitz: con, Seed: 32})),
@@ -99,7 +99,7 @@ func TestVRGHALForwardOnSampledCellNearExactFixedPoint(t *testing.T) {
 				x := randVec(rng, n*sh.InputLen(), 1)
 				ref := broydenFixedPoint(t, cell, n, x)
 				s := Settings{
-					Norm:            nc.norm,
+					Norm:            normFor(nc.norm, cell),
 					Forward:         solver.VRGHAL{Gamma: cell.Gamma()},
 					ForwardOracle:   Sampled,
 					ForwardSettings: solver.Settings{Tol: 5e-3, Seed: 1},

@@ -1,9 +1,11 @@
 package deq
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -17,28 +19,21 @@ const (
 	// ∂L/∂θ = (∂f/∂θ)ᵀg and ∂L/∂x = (∂f/∂x)ᵀg. Exact up to the adjoint
 	// solve's tolerance.
 	Implicit Backward = iota
-	// JacobianFree takes g = ∂L/∂z* (Fung et al. 2022): one VJP, no solve. A
-	// descent direction for contractive cells, not the gradient.
+	// JacobianFree takes g = ∂L/∂z*, as in "JFB: Jacobian-Free
+	// Backpropagation for Implicit Networks" by Samy Wu Fung and others
+	// (2022): one VJP, no solve. A descent direction for contractive cells,
+	// not the gradient.
 	JacobianFree
 	// Phantom backpropagates through PhantomSteps damped steps
 	// h ← (1 − λ)h + λ f(h, x) started at z* (treated as a constant), with
-	// λ = PhantomDamping (Geng et al. 2021): a truncated Neumann series of
-	// the implicit gradient, exact only in the limit of many steps.
+	// λ = PhantomDamping, the phantom gradient of "On Training Implicit
+	// Models" by Zhengyang Geng and others (2021): a truncated Neumann series
+	// of the implicit gradient, exact only in the limit of many steps.
 	Phantom
 )
 
-// String names the mode.
-func (b Backward) String() string {
-	switch b {
-	case Implicit:
-		return "implicit"
-	case JacobianFree:
-		return "jacobian-free"
-	case Phantom:
-		return "phantom"
-	}
-	return fmt.Sprintf("Backward(%d)", int(b))
-}
+// String returns the name ParseBackward accepts.
+func (b Backward) String() string { return enumName("Backward", b, backwardNames()) }
 
 // OracleMode says how a solver sees a stochastic cell (one whose
 // evaluator's Model is not solver.Deterministic). Deterministic cells are
@@ -58,18 +53,8 @@ const (
 	Sampled
 )
 
-// String names the mode.
-func (m OracleMode) String() string {
-	switch m {
-	case Auto:
-		return "auto"
-	case Exact:
-		return "exact"
-	case Sampled:
-		return "sampled"
-	}
-	return fmt.Sprintf("OracleMode(%d)", int(m))
-}
+// String returns the name ParseOracleMode accepts.
+func (m OracleMode) String() string { return enumName("OracleMode", m, oracleModeNames()) }
 
 // Monitor says when a Layer measures empirical Lipschitz ratios along the
 // forward solve (see layers.LipschitzMonitor).
@@ -85,9 +70,11 @@ const (
 	MonitorNever
 )
 
+// String returns the name ParseMonitor accepts.
+func (m Monitor) String() string { return enumName("Monitor", m, monitorNames()) }
+
 // Default values used where a Settings field is zero.
 const (
-	DefaultNorm           = "l2"
 	DefaultPhantomSteps   = 5
 	DefaultPhantomDamping = 1.0
 )
@@ -95,18 +82,20 @@ const (
 // Settings configure a Layer. The zero value of every field selects the
 // documented default; New validates the rest.
 type Settings struct {
-	// Norm names the per-example norm of the forward solve, as accepted by
-	// solver.ParseNorm for the cell's Rows×Hidden state ("l2", "linf",
-	// "lp:P", "schatten:P"). Residuals and tolerances are measured in the
-	// solver.Batched norm over the batch: the largest per-example norm.
-	// Empty means DefaultNorm.
-	Norm string
+	// Norm is the per-example norm of the forward solve on the cell's
+	// Rows×Hidden state (a solver.LP, solver.LInf or *solver.Schatten, say
+	// from solver.ParseNorm(name, Rows, Hidden)); its Len must be the cell's
+	// Shape().HiddenLen(). Residuals and tolerances are measured in the
+	// solver.Batched norm over the batch: the largest per-example norm. The
+	// Layer keeps its own clone. Nil means ℓ2.
+	Norm solver.Norm
 	// Forward is the forward fixed-point method. Nil means solver.Picard{}.
 	Forward solver.Method
 	// ForwardSettings are passed to solver.Solve for the forward solve
 	// (zero values mean the solver package's defaults).
 	ForwardSettings solver.Settings
-	// ForwardOracle says how the forward method sees a stochastic cell.
+	// ForwardOracle says how the forward method sees a stochastic cell; the
+	// zero value is Auto.
 	ForwardOracle OracleMode
 
 	// Backward is the backward mode; the zero value is Implicit.
@@ -116,15 +105,15 @@ type Settings struct {
 	Adjoint solver.Method
 	// AdjointSettings are passed to solver.Solve for the adjoint solve.
 	AdjointSettings solver.Settings
-	// AdjointNorm names the per-example norm of the adjoint solve. Empty
-	// means "l2". The adjoint map g ↦ J_f(z*)ᵀg + v is a contraction in the
+	// AdjointNorm is the per-example norm of the adjoint solve, as Norm.
+	// Nil means ℓ2. The adjoint map g ↦ J_f(z*)ᵀg + v is a contraction in the
 	// dual of the forward norm (ℓq with 1/p + 1/q = 1), which package solver
 	// does not offer for q < 2; its spectral radius is at most the forward
 	// Lipschitz bound in every norm, so the iteration still converges.
-	AdjointNorm string
+	AdjointNorm solver.Norm
 	// AdjointOracle says how the adjoint method sees a stochastic cell: the
 	// sampled adjoint uses minibatched VJPs (the same terms for every
-	// evaluation with the same Sample).
+	// evaluation with the same Sample). The zero value is Auto.
 	AdjointOracle OracleMode
 	// PhantomSteps is the number of unrolled steps of Phantom. Zero means
 	// DefaultPhantomSteps.
@@ -133,35 +122,38 @@ type Settings struct {
 	// DefaultPhantomDamping.
 	PhantomDamping float64
 
-	// Monitor says when to measure empirical Lipschitz ratios.
+	// Monitor says when to measure empirical Lipschitz ratios; the zero
+	// value is MonitorUnproven.
 	Monitor Monitor
 }
 
-// withDefaults validates s and returns a copy with defaults filled in.
-func (s *Settings) withDefaults() (Settings, error) {
+// withDefaults validates s against a cell of shape sh and returns a copy
+// with defaults filled in and the norms cloned.
+func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 	var c Settings
 	if s != nil {
 		c = *s
 	}
 	switch {
-	case c.Backward < Implicit || c.Backward > Phantom:
+	case !c.Backward.valid():
 		return c, fmt.Errorf("deq: Settings.Backward = %v is not a backward mode", c.Backward)
-	case c.ForwardOracle < Auto || c.ForwardOracle > Sampled:
+	case !c.ForwardOracle.valid():
 		return c, fmt.Errorf("deq: Settings.ForwardOracle = %v is not an oracle mode", c.ForwardOracle)
-	case c.AdjointOracle < Auto || c.AdjointOracle > Sampled:
+	case !c.AdjointOracle.valid():
 		return c, fmt.Errorf("deq: Settings.AdjointOracle = %v is not an oracle mode", c.AdjointOracle)
 	case c.PhantomSteps < 0:
 		return c, fmt.Errorf("deq: Settings.PhantomSteps = %d must not be negative", c.PhantomSteps)
 	case c.PhantomDamping < 0 || c.PhantomDamping > 1 || math.IsNaN(c.PhantomDamping):
 		return c, fmt.Errorf("deq: Settings.PhantomDamping = %v outside (0, 1]", c.PhantomDamping)
-	case c.Monitor < MonitorUnproven || c.Monitor > MonitorNever:
-		return c, fmt.Errorf("deq: Settings.Monitor = %d is not a monitor mode", int(c.Monitor))
+	case !c.Monitor.valid():
+		return c, fmt.Errorf("deq: Settings.Monitor = %v is not a monitor mode", c.Monitor)
 	}
-	if c.Norm == "" {
-		c.Norm = DefaultNorm
+	var err error
+	if c.Norm, err = exampleNorm("Norm", c.Norm, sh); err != nil {
+		return c, err
 	}
-	if c.AdjointNorm == "" {
-		c.AdjointNorm = "l2"
+	if c.AdjointNorm, err = exampleNorm("AdjointNorm", c.AdjointNorm, sh); err != nil {
+		return c, err
 	}
 	if c.Forward == nil {
 		c.Forward = solver.Picard{}
@@ -169,11 +161,24 @@ func (s *Settings) withDefaults() (Settings, error) {
 	if c.Adjoint == nil {
 		c.Adjoint = solver.Picard{}
 	}
-	if c.PhantomSteps == 0 {
-		c.PhantomSteps = DefaultPhantomSteps
-	}
-	if c.PhantomDamping == 0 {
-		c.PhantomDamping = DefaultPhantomDamping
-	}
+	c.PhantomSteps = cmp.Or(c.PhantomSteps, DefaultPhantomSteps)
+	c.PhantomDamping = cmp.Or(c.PhantomDamping, DefaultPhantomDamping)
 	return c, nil
+}
+
+// exampleNorm checks the per-example norm of Settings.field for a cell of
+// shape sh and returns a clone of it, or ℓ2 when it is nil.
+func exampleNorm(field string, n solver.Norm, sh layers.Shape) (solver.Norm, error) {
+	if n == nil {
+		return solver.NewLP(2, sh.HiddenLen())
+	}
+	if n.Len() != sh.HiddenLen() {
+		return nil, fmt.Errorf("deq: Settings.%s = %v has length %d, want the cell's Rows·Hidden = %d", field, n, n.Len(), sh.HiddenLen())
+	}
+	if s, ok := n.(*solver.Schatten); ok {
+		if r, c := s.Dims(); r != sh.Rows || c != sh.Hidden {
+			return nil, fmt.Errorf("deq: Settings.%s = %v is on %d×%d matrices, want the cell's %d×%d", field, n, r, c, sh.Rows, sh.Hidden)
+		}
+	}
+	return n.Clone(), nil
 }

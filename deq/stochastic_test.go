@@ -26,10 +26,10 @@ type normCase struct {
 func normCases() []normCase {
 	const gamma = 0.6
 	wide := func(norm string, rows int) layers.Cell {
-		return must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 8, Rows: rows, Lipschitz: layers.Constraint{Norm: norm, Gamma: gamma}, Seed: 11}))
+		return must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 8, Rows: rows, Lipschitz: constraint(norm, gamma), Seed: 11}))
 	}
 	mix := func(norm string, rows int) layers.Cell {
-		return must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 5, PatchLen: 2, Rows: rows, Lipschitz: layers.Constraint{Norm: norm, Gamma: gamma}, Seed: 12}))
+		return must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 5, PatchLen: 2, Rows: rows, Lipschitz: constraint(norm, gamma), Seed: 12}))
 	}
 	return []normCase{
 		{"wide", "l2", wide("l2", 1), true},
@@ -78,7 +78,7 @@ func testForwardNearExact(t *testing.T, s Settings, tol func(sol *Solution, gamm
 			x := randVec(rng, n*tc.cell.Shape().InputLen(), 1)
 			ref := referenceFixedPoint(t, tc.cell, n, x)
 			ss := s
-			ss.Norm = tc.norm
+			ss.Norm = normFor(tc.norm, tc.cell)
 			l := must(New(tc.cell, &ss))
 			sol, err := l.Forward(context.Background(), x)
 			require.NoError(t, err)

@@ -31,7 +31,8 @@ func (a Activation) String() string {
 	return fmt.Sprintf("Activation(%d)", int(a))
 }
 
-// ParseActivation parses "relu" or "tanh".
+// ParseActivation returns the activation named s: "relu" or "tanh" (as
+// String names them). Any other name is an error.
 func ParseActivation(s string) (Activation, error) {
 	switch s {
 	case "relu":
@@ -40,6 +41,24 @@ func ParseActivation(s string) (Activation, error) {
 		return Tanh, nil
 	}
 	return 0, fmt.Errorf("layers: unknown activation %q (want relu or tanh)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler with the activation's
+// name. It returns an error for a value that is not an activation.
+func (a Activation) MarshalText() ([]byte, error) {
+	if err := a.valid(); err != nil {
+		return nil, err
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseActivation.
+func (a *Activation) UnmarshalText(text []byte) error {
+	v, err := ParseActivation(string(text))
+	if err == nil {
+		*a = v
+	}
+	return err
 }
 
 func (a Activation) valid() error {

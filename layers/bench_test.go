@@ -108,7 +108,7 @@ func BenchmarkMixtureVJP(b *testing.B) { benchOpN(b, benchMixture(), benchMixBat
 // benchProject times Project of a 128-hidden dense cell whose W is pushed
 // off the constraint before every call.
 func benchProject(b *testing.B, norm string) {
-	c := mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: 1, Lipschitz: Constraint{Norm: norm}, Seed: 1}))
+	c := mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: 1, Lipschitz: Constraint{P: constraintP(norm)}, Seed: 1}))
 	w := c.W().Data()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -132,8 +134,9 @@ var (
 	_ solver.Exact  = exactOracle{}
 )
 
-// checkShape validates the common fields of a cell configuration.
-func checkShape(kind string, rows, hidden, input int) (Shape, error) {
+// checkConfig validates the fields every cell configuration has and
+// returns the shape.
+func checkConfig(kind string, rows, hidden, input int, act Activation) (Shape, error) {
 	switch {
 	case hidden < 1:
 		return Shape{}, fmt.Errorf("layers: %s.Hidden = %d must be positive", kind, hidden)
@@ -142,34 +145,25 @@ func checkShape(kind string, rows, hidden, input int) (Shape, error) {
 	case rows < 0:
 		return Shape{}, fmt.Errorf("layers: %s.Rows = %d must not be negative", kind, rows)
 	}
-	if rows == 0 {
-		rows = 1
+	if err := act.valid(); err != nil {
+		return Shape{}, err
 	}
-	return Shape{Rows: rows, Hidden: hidden, Input: input}, nil
+	return Shape{Rows: cmp.Or(rows, 1), Hidden: hidden, Input: input}, nil
+}
+
+// evaluator returns the evaluator of a cell of the given kind for n
+// examples from the cell's cache, building it on first use.
+func evaluator[E Evaluator](kind string, evals *mru.Cache[int, E], n int, build func() E) (Evaluator, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("layers: %s.Evaluator: batch size %d must be positive", kind, n)
+	}
+	return evals.Get(n, func() (E, error) { return build(), nil })
 }
 
 func checkLen(what string, got, want int) {
 	if got != want {
 		panic(fmt.Sprintf("layers: %s has length %d, want %d", what, got, want))
 	}
-}
-
-// cachedGraph returns the full graph, built once into *full, or the graph
-// of a k-term minibatch, kept in sampled (one per size bucket).
-func cachedGraph[V comparable](full bool, k int, slot *V, sampled *cache[V], build func() (V, error)) (V, error) {
-	if !full {
-		return sampled.get(k, build)
-	}
-	var zero V
-	if *slot != zero {
-		return *slot, nil
-	}
-	v, err := build()
-	if err != nil {
-		return zero, err
-	}
-	*slot = v
-	return v, nil
 }
 
 // checkVJP checks the lengths of a VJP call's arguments: z, g and a non-nil
@@ -183,39 +177,6 @@ func checkVJP(n, nx int, dz, dx, z, g []float64) {
 	if dx != nil {
 		checkLen("dx", len(dx), nx)
 	}
-}
-
-// cache is a small most-recently-used cache keyed by int.
-type cache[V any] struct {
-	keys []int
-	vals []V
-	max  int
-}
-
-func (c *cache[V]) get(k int, build func() (V, error)) (V, error) {
-	for i, kk := range c.keys {
-		if kk == k {
-			v := c.vals[i]
-			// Move to the front.
-			copy(c.keys[1:i+1], c.keys[:i])
-			copy(c.vals[1:i+1], c.vals[:i])
-			c.keys[0], c.vals[0] = k, v
-			return v, nil
-		}
-	}
-	v, err := build()
-	if err != nil {
-		return v, err
-	}
-	if len(c.keys) < c.max {
-		var zero V
-		c.keys = append(c.keys, 0)
-		c.vals = append(c.vals, zero)
-	}
-	copy(c.keys[1:], c.keys)
-	copy(c.vals[1:], c.vals)
-	c.keys[0], c.vals[0] = k, v
-	return v, nil
 }
 
 // sampler draws term indices for Samples without allocating.

@@ -33,9 +33,9 @@ func mustCell[C Cell](c C, err error) C {
 func smallCells() []testCell {
 	return []testCell{
 		{"dense-tanh", mustCell(NewDense(DenseConfig{Hidden: 5, Input: 3, Activation: Tanh, Seed: 1})), 3},
-		{"dense-relu-rows", mustCell(NewDense(DenseConfig{Hidden: 4, Input: 3, Rows: 3, Seed: 2, Lipschitz: Constraint{Norm: "linf", Gamma: 0.8}})), 2},
+		{"dense-relu-rows", mustCell(NewDense(DenseConfig{Hidden: 4, Input: 3, Rows: 3, Seed: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.8}})), 2},
 		{"wide-tanh", mustCell(NewWide(WideConfig{Hidden: 4, Input: 3, Units: 7, Activation: Tanh, Seed: 3})), 3},
-		{"wide-relu-rows", mustCell(NewWide(WideConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Seed: 4, Lipschitz: Constraint{Norm: "lp:4"}})), 2},
+		{"wide-relu-rows", mustCell(NewWide(WideConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Seed: 4, Lipschitz: Constraint{P: 4}})), 2},
 		{"mixture-tanh", mustCell(NewMixture(MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Activation: Tanh, Seed: 5})), 3},
 		{"mixture-relu-rows", mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: 4, PatchLen: 2, Rows: 2, Seed: 6})), 2},
 	}
@@ -315,12 +315,12 @@ func TestProvenLipschitz(t *testing.T) {
 	}{
 		{"dense-l2", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{Gamma: 0.7}, Seed: 1})), []string{"l2", "schatten:2"}, 0},
 		{"dense-l2-vector", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Lipschitz: Constraint{Gamma: 0.7}, Seed: 1})), []string{"l2", "schatten:4", "schatten:inf"}, 0},
-		{"dense-linf", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{Norm: "linf", Gamma: 0.7}, Seed: 2})), []string{"linf"}, 0},
-		{"dense-lp4", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{Norm: "lp:4", Gamma: 0.7}, Seed: 3})), []string{"lp:4"}, 0},
+		{"dense-linf", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 2})), []string{"linf"}, 0},
+		{"dense-lp4", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{P: 4, Gamma: 0.7}, Seed: 3})), []string{"lp:4"}, 0},
 		{"wide-l2", mustCell(NewWide(WideConfig{Hidden: 5, Input: 2, Units: 9, Rows: 3, Lipschitz: Constraint{Gamma: 0.7}, Seed: 4})), []string{"l2", "schatten:2", "schatten:4", "schatten:inf"}, 0},
-		{"wide-linf", mustCell(NewWide(WideConfig{Hidden: 5, Input: 2, Units: 9, Lipschitz: Constraint{Norm: "linf", Gamma: 0.7}, Seed: 5})), []string{"linf"}, 0},
+		{"wide-linf", mustCell(NewWide(WideConfig{Hidden: 5, Input: 2, Units: 9, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 5})), []string{"linf"}, 0},
 		{"mixture-l2-sampled", mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 4, PatchLen: 2, Rows: 2, Lipschitz: Constraint{Gamma: 0.7}, Seed: 6})), []string{"l2", "schatten:2"}, 1},
-		{"mixture-linf-sampled", mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 4, PatchLen: 2, Lipschitz: Constraint{Norm: "linf", Gamma: 0.7}, Seed: 7})), []string{"linf"}, 2},
+		{"mixture-linf-sampled", mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 4, PatchLen: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 7})), []string{"linf"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range tc.cell.Params() {
@@ -354,10 +354,10 @@ func TestProvenLipschitz(t *testing.T) {
 
 func TestProvenTable(t *testing.T) {
 	dense := func(norm string, rows int) Cell {
-		return mustCell(NewDense(DenseConfig{Hidden: 3, Input: 1, Rows: rows, Lipschitz: Constraint{Norm: norm}}))
+		return mustCell(NewDense(DenseConfig{Hidden: 3, Input: 1, Rows: rows, Lipschitz: Constraint{P: constraintP(norm)}}))
 	}
 	wide := func(norm string) Cell {
-		return mustCell(NewWide(WideConfig{Hidden: 3, Input: 1, Units: 2, Rows: 2, Lipschitz: Constraint{Norm: norm}}))
+		return mustCell(NewWide(WideConfig{Hidden: 3, Input: 1, Units: 2, Rows: 2, Lipschitz: Constraint{P: constraintP(norm)}}))
 	}
 	for _, tc := range []struct {
 		cell Cell
@@ -395,8 +395,10 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Rows: -1})), "DenseConfig.Rows"},
 		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Activation: 7})), "Activation"},
 		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{Gamma: -1}})), "Constraint.Gamma"},
-		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{Norm: "schatten:2"}})), "Constraint.Norm"},
-		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{Norm: "l7"}})), "Constraint.Norm"},
+		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{P: 1}})), "Constraint.P"},
+		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{P: -2}})), "Constraint.P"},
+		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{P: math.NaN()}})), "Constraint.P"},
+		{second(NewWide(WideConfig{Hidden: 1, Input: 1, Units: 1, Lipschitz: Constraint{P: math.Inf(-1)}})), "Constraint.P"},
 		{second(NewWide(WideConfig{Hidden: 1, Input: 1})), "WideConfig.Units"},
 		{second(NewMixture(MixtureConfig{Hidden: 1, Terms: 2})), "MixtureConfig.PatchLen"},
 		{second(NewMixture(MixtureConfig{Hidden: 1, PatchLen: 2})), "MixtureConfig.Terms"},
@@ -424,14 +426,14 @@ func TestEvaluatorCacheIsBounded(t *testing.T) {
 		_, err := c.Evaluator(n)
 		require.NoError(t, err)
 	}
-	require.Len(t, c.evals.keys, MaxCachedBatches)
+	require.Equal(t, MaxCachedBatches, c.evals.Len())
 	evicted, err := c.Evaluator(1)
 	require.NoError(t, err)
 	require.NotSame(t, first, evicted, "the least recently used batch size is evicted")
 }
 
 func ExampleDense() {
-	cell, err := NewDense(DenseConfig{Hidden: 3, Input: 2, Activation: Tanh, Lipschitz: Constraint{Norm: "linf", Gamma: 0.5}, Seed: 1})
+	cell, err := NewDense(DenseConfig{Hidden: 3, Input: 2, Activation: Tanh, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.5}, Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -520,11 +522,12 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 				require.Equal(t, sz.drawn, n, "VJPHidden, size %d", sz.size)
 			}
 			var keys []int
+			collect := func(k int, _ any) { keys = append(keys, k) }
 			switch e := e.(type) {
 			case *wideEval:
-				keys = slices.Clone(e.hidden.keys)
+				e.graphs.hidden.Each(func(k int, g *wideGraph) { collect(k, g) })
 			case *mixEval:
-				keys = slices.Clone(e.hidden.keys)
+				e.graphs.hidden.Each(func(k int, g *mixGraph) { collect(k, g) })
 			}
 			slices.Sort(keys)
 			require.Equal(t, []int{1, 2, 4, 8, 16, m}, keys)

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -25,34 +26,63 @@ const (
 // state as z ↦ zW, that is, to column vectors as z ↦ Wᵀz. Project rescales W
 // in place so that the induced operator norm ‖Wᵀ‖_{p→p} stays at most Gamma:
 //
-//   - l2 (the default): spectral normalisation. PowerIters steps of power
+//   - P = 2 (the default): spectral normalisation. PowerIters steps of power
 //     iteration from a persistent vector estimate σ̂ ≤ ‖W‖₂ and rescale W by
 //     Gamma/σ̂ when σ̂ > Gamma; every ExactEvery-th call (every call by
 //     default) the exact largest singular value σ (gonum's SVD) is computed
 //     and W rescaled by Gamma/σ when σ > Gamma. Only the exact check makes the
 //     bound certain; between checks it holds up to the accuracy of the power
 //     iteration.
-//   - linf: every row of Wᵀ (column of W) whose absolute sum exceeds Gamma is
-//     rescaled to sum Gamma, so max_i Σ_j |W_ji| ≤ Gamma exactly.
-//   - lp:P (2 < P < ∞): W is rescaled as a whole so that the Riesz–Thorin
-//     bound ‖Wᵀ‖_p ≤ ‖Wᵀ‖₁^{1/p} ‖Wᵀ‖_∞^{1−1/p} is at most Gamma; the true
+//   - P = +Inf (ℓ∞): every row of Wᵀ (column of W) whose absolute sum
+//     exceeds Gamma is rescaled to sum Gamma, so max_i Σ_j |W_ji| ≤ Gamma
+//     exactly.
+//   - 2 < P < ∞: W is rescaled as a whole so that the Riesz–Thorin bound
+//     ‖Wᵀ‖_p ≤ ‖Wᵀ‖₁^{1/p} ‖Wᵀ‖_∞^{1−1/p} is at most Gamma; the true
 //     operator norm may be smaller, so this is conservative.
 //
 // With an elementwise 1-Lipschitz activation the cell z ↦ σ(zW + c) is then
 // Gamma-Lipschitz in that ℓp norm, applied to a vector or entrywise to a
-// Rows×Hidden matrix state (each row is mapped by the same W).
+// Rows×Hidden matrix state (each row is mapped by the same W). The ℓ2
+// constraint also covers the Schatten norms as far as the cell's Proven
+// says; ConstraintFor picks the constraint for a solver norm.
+//
+// The zero value is the ℓ2 constraint with the default bound.
 type Constraint struct {
-	// Norm is "l2", "linf" or "lp:P" with 2 ≤ P < ∞. Empty means "l2".
-	Norm string
+	// P is the exponent of the ℓp norm: 2 ≤ P < ∞, or math.Inf(1) for ℓ∞.
+	// Zero means 2.
+	P float64
 	// Gamma is the bound γ̄ > 0. Zero means DefaultGamma. The solvers need
 	// γ̄ < 1 for a contraction and γ̄ ≤ 1 for a nonexpansive cell.
 	Gamma float64
-	// PowerIters is the number of power-iteration steps per Project for l2.
-	// Zero means DefaultPowerIters.
+	// PowerIters is the number of power-iteration steps per Project for
+	// P = 2. Zero means DefaultPowerIters.
 	PowerIters int
-	// ExactEvery makes every ExactEvery-th Project for l2 compute the exact
-	// spectral norm. Zero means 1: every call.
+	// ExactEvery makes every ExactEvery-th Project for P = 2 compute the
+	// exact spectral norm. Zero means 1: every call.
 	ExactEvery int
+}
+
+// ConstraintFor returns the Constraint (with only P set) under which a
+// cell's bound holds in the per-example norm n, as far as the cell's Proven
+// reports: P = p for solver.LP, +Inf for solver.LInf and 2 for every
+// *solver.Schatten (‖W‖₂ bounds the linear part in every Schatten norm). A
+// *solver.Batched is read through its Example, and nil means ℓ2. Other
+// norms are an error.
+func ConstraintFor(n solver.Norm) (Constraint, error) {
+	if b, ok := n.(*solver.Batched); ok {
+		n = b.Example
+	}
+	switch n := n.(type) {
+	case nil:
+		return Constraint{P: 2}, nil
+	case solver.LP:
+		return Constraint{P: n.P()}, nil
+	case solver.LInf:
+		return Constraint{P: math.Inf(1)}, nil
+	case *solver.Schatten:
+		return Constraint{P: 2}, nil
+	}
+	return Constraint{}, fmt.Errorf("layers: ConstraintFor: no ℓp constraint for the norm %v (%T)", n, n)
 }
 
 // normKind is the family of the constraint norm.
@@ -81,7 +111,11 @@ type opNorm struct {
 
 // newOpNorm validates c and returns its enforcer for h×h matrices.
 func newOpNorm(c Constraint, h int) (*opNorm, error) {
-	o := &opNorm{gamma: c.Gamma, powerIters: c.PowerIters, exactEvery: c.ExactEvery}
+	o := &opNorm{
+		gamma:      cmp.Or(c.Gamma, DefaultGamma),
+		powerIters: cmp.Or(c.PowerIters, DefaultPowerIters),
+		exactEvery: cmp.Or(c.ExactEvery, 1),
+	}
 	switch {
 	case c.Gamma < 0 || math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0):
 		return nil, fmt.Errorf("layers: Constraint.Gamma = %v must be positive and finite", c.Gamma)
@@ -90,33 +124,15 @@ func newOpNorm(c Constraint, h int) (*opNorm, error) {
 	case c.ExactEvery < 0:
 		return nil, fmt.Errorf("layers: Constraint.ExactEvery = %d must not be negative", c.ExactEvery)
 	}
-	if o.gamma == 0 {
-		o.gamma = DefaultGamma
-	}
-	if o.powerIters == 0 {
-		o.powerIters = DefaultPowerIters
-	}
-	if o.exactEvery == 0 {
-		o.exactEvery = 1
-	}
-	name := c.Norm
-	if name == "" {
-		name = "l2"
-	}
-	n, err := solver.ParseNorm(name, 1, 1)
-	if err != nil {
-		return nil, fmt.Errorf("layers: Constraint.Norm: %w", err)
-	}
-	switch n := n.(type) {
-	case solver.LP:
-		o.kind, o.p = kindLP, n.P()
-		if n.P() == 2 {
-			o.kind = kindL2
-		}
-	case solver.LInf:
-		o.kind, o.p = kindLInf, math.Inf(1)
+	switch p := c.P; {
+	case p == 0 || p == 2:
+		o.kind, o.p = kindL2, 2
+	case math.IsInf(p, 1):
+		o.kind, o.p = kindLInf, p
+	case p > 2:
+		o.kind, o.p = kindLP, p
 	default:
-		return nil, fmt.Errorf("layers: Constraint.Norm = %q is not an ℓp norm (want l2, linf or lp:P; use l2 for Schatten-2)", c.Norm)
+		return nil, fmt.Errorf("layers: Constraint.P = %v must be 0 (meaning 2), at least 2, or +Inf", c.P)
 	}
 	if o.kind == kindL2 {
 		o.u = make([]float64, h)
@@ -128,17 +144,6 @@ func newOpNorm(c Constraint, h int) (*opNorm, error) {
 		o.sv = make([]float64, h)
 	}
 	return o, nil
-}
-
-// String names the norm as accepted by solver.ParseNorm.
-func (o *opNorm) String() string {
-	switch o.kind {
-	case kindL2:
-		return "l2"
-	case kindLInf:
-		return "linf"
-	}
-	return fmt.Sprintf("lp:%g", o.p)
 }
 
 // dualExponent returns q with 1/p + 1/q = 1.
@@ -173,8 +178,8 @@ func (o *opNorm) proven(n solver.Norm, rows int) bool {
 }
 
 // Bound returns the certified bound on ‖Wᵀ‖_{p→p} for the h×h matrix w that
-// Project enforces: the exact spectral norm for l2, the maximum absolute
-// column sum of W for linf, the Riesz–Thorin bound for lp.
+// Project enforces: the exact spectral norm for ℓ2, the maximum absolute
+// column sum of W for ℓ∞, the Riesz–Thorin bound for other ℓp.
 func (o *opNorm) bound(w []float64, h int) float64 {
 	switch o.kind {
 	case kindL2:
@@ -196,7 +201,7 @@ func (o *opNorm) spectral(w []float64, h int) float64 {
 }
 
 // project rescales the h×h matrix w in place to satisfy the constraint and
-// returns the bound that now holds (for l2 between exact checks: the power
+// returns the bound that now holds (for ℓ2 between exact checks: the power
 // estimate).
 func (o *opNorm) project(w []float64, h int) float64 {
 	switch o.kind {
@@ -297,14 +302,14 @@ func maxRowSum(w []float64, h int) float64 {
 
 // ProjectionState is the state that Project keeps between calls besides the
 // parameters: the number of calls made (which decides when the exact
-// spectral check of the l2 constraint runs) and, for l2, the persistent
+// spectral check of the ℓ2 constraint runs) and, for ℓ2, the persistent
 // power-iteration vector. Restoring it with SetProjectionState makes the
 // projections that follow bit-for-bit those of the cell it was taken from,
 // which a training checkpoint needs to resume a run exactly.
 type ProjectionState struct {
 	// Calls counts the projections of one weight matrix made so far.
 	Calls int
-	// Vector is the power-iteration vector (l2 only; nil otherwise).
+	// Vector is the power-iteration vector (ℓ2 only; nil otherwise).
 	Vector []float64
 }
 

@@ -36,7 +36,7 @@ func TestProjectBoundsInducedNorm(t *testing.T) {
 	const h, gamma = 7, 0.8
 	for _, norm := range []string{"l2", "linf", "lp:4"} {
 		t.Run(norm, func(t *testing.T) {
-			c := mustCell(NewDense(DenseConfig{Hidden: h, Input: 1, Lipschitz: Constraint{Norm: norm, Gamma: gamma}, Seed: 3}))
+			c := mustCell(NewDense(DenseConfig{Hidden: h, Input: 1, Lipschitz: Constraint{P: constraintP(norm), Gamma: gamma}, Seed: 3}))
 			rng := rand.New(rand.NewPCG(1, 1))
 			for trial := range 5 {
 				w := c.W().Data()
@@ -132,7 +132,7 @@ func TestMixtureProjectsEveryTerm(t *testing.T) {
 
 func TestWideProjectBoundsL(t *testing.T) {
 	for _, norm := range []string{"l2", "linf", "lp:3"} {
-		c := mustCell(NewWide(WideConfig{Hidden: 4, Input: 2, Units: 5, Lipschitz: Constraint{Norm: norm, Gamma: 0.5}, Seed: 2}))
+		c := mustCell(NewWide(WideConfig{Hidden: 4, Input: 2, Units: 5, Lipschitz: Constraint{P: constraintP(norm), Gamma: 0.5}, Seed: 2}))
 		floats.Scale(10, c.Params()[3].Data())
 		require.NoError(t, c.Project())
 		require.InDelta(t, 0.5, c.Lipschitz(), 1e-12, norm)
@@ -202,4 +202,47 @@ func TestPatchPermutation(t *testing.T) {
 	}
 	_, err = PatchPermutation(28, 5)
 	require.ErrorContains(t, err, "divide")
+}
+
+// constraintP returns the exponent of the constraint for the solver norm
+// of the given name.
+func constraintP(name string) float64 {
+	n, err := solver.ParseNorm(name, 1, 1)
+	if err != nil {
+		panic(err)
+	}
+	c, err := ConstraintFor(n)
+	if err != nil {
+		panic(err)
+	}
+	return c.P
+}
+
+// otherNorm is a norm ConstraintFor does not know.
+type otherNorm struct{ solver.LP }
+
+func TestConstraintFor(t *testing.T) {
+	l4, err := solver.NewLP(4, 6)
+	require.NoError(t, err)
+	inf, err := solver.NewLInf(6)
+	require.NoError(t, err)
+	s3, err := solver.NewSchatten(3, 2, 3)
+	require.NoError(t, err)
+	b, err := solver.NewBatched(inf, 5)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		n    solver.Norm
+		want float64
+	}{
+		{nil, 2}, {l4, 4}, {inf, math.Inf(1)}, {s3, 2}, {b, math.Inf(1)},
+	} {
+		c, err := ConstraintFor(tc.n)
+		require.NoError(t, err, "%v", tc.n)
+		require.Equal(t, Constraint{P: tc.want}, c, "%v", tc.n)
+	}
+	for name, want := range map[string]float64{"l2": 2, "lp:3": 3, "lp:inf": math.Inf(1), "linf": math.Inf(1), "schatten:4": 2, "schatten:inf": 2} {
+		require.Equal(t, want, constraintP(name), name)
+	}
+	_, err = ConstraintFor(otherNorm{l4})
+	require.ErrorContains(t, err, "ConstraintFor")
 }

@@ -21,7 +21,8 @@
 //
 // σ is ReLU or tanh. Each cell's Project rescales its weights after an
 // optimiser step so that the cell is γ̄-Lipschitz in z in a chosen ℓp norm
-// (Constraint); Proven says in which norms the bound is a theorem. Where it
+// (Constraint, whose zero value is ℓ2; ConstraintFor picks the constraint
+// for a solver norm); Proven says in which norms the bound is a theorem. Where it
 // is not (elementwise activations under Schatten-p, p ≠ 2, on matrix
 // states), LipschitzMonitor measures empirical ratios along a solve.
 //
@@ -53,10 +54,10 @@
 //
 // # Limitations
 //
-//   - Each gorgonia run allocates its intermediate tensors (about 0.5 MiB for
-//     a hidden-state VJP of a 256×128 dense cell); the gonum forward path
-//     allocates only what gonum's parallel matrix multiply allocates
-//     internally (about 20 small objects per call for large batches).
+//   - Each gorgonia run allocates its intermediate tensors, a few tensors the
+//     size of the batch's states, inputs and parameters; the gonum forward path
+//     allocates only the few small objects that gonum's parallel matrix
+//     multiply allocates internally on large batches.
 //   - The ℓp constraint for 2 < p < ∞ uses the Riesz–Thorin bound, which can
 //     be loose; the ℓ2 constraint's bound is exact only on the calls that run
 //     the exact check (every call by default).

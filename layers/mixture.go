@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -60,7 +61,7 @@ type Mixture struct {
 	w     *Param
 	u     *Param
 	b     *Param
-	evals cache[*mixEval]
+	evals mru.Cache[int, *mixEval]
 }
 
 var _ Cell = (*Mixture)(nil)
@@ -73,11 +74,8 @@ func NewMixture(cfg MixtureConfig) (*Mixture, error) {
 	if cfg.PatchLen < 1 {
 		return nil, fmt.Errorf("layers: MixtureConfig.PatchLen = %d must be positive", cfg.PatchLen)
 	}
-	shape, err := checkShape("MixtureConfig", cfg.Rows, cfg.Hidden, cfg.Terms*cfg.PatchLen)
+	shape, err := checkConfig("MixtureConfig", cfg.Rows, cfg.Hidden, cfg.Terms*cfg.PatchLen, cfg.Activation)
 	if err != nil {
-		return nil, err
-	}
-	if err := cfg.Activation.valid(); err != nil {
 		return nil, err
 	}
 	con, err := newOpNorm(cfg.Lipschitz, cfg.Hidden)
@@ -90,7 +88,7 @@ func NewMixture(cfg MixtureConfig) (*Mixture, error) {
 		w:     newParam("W", m*h, h),
 		u:     newParam("U", m*pl, h),
 		b:     newParam("b", m, h),
-		evals: cache[*mixEval]{max: MaxCachedBatches},
+		evals: mru.Cache[int, *mixEval]{Max: MaxCachedBatches},
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
@@ -158,24 +156,17 @@ func (c *Mixture) Bound() float64 {
 
 // Evaluator implements Cell.
 func (c *Mixture) Evaluator(n int) (Evaluator, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("layers: Mixture.Evaluator: batch size %d must be positive", n)
-	}
-	return c.evals.get(n, func() (*mixEval, error) { return newMixEval(c, n), nil })
+	return evaluator("Mixture", &c.evals, n, func() *mixEval { return newMixEval(c, n) })
 }
 
 type mixEval struct {
-	c       *Mixture
-	n, rows int
-	x       []float64
-	cst     []float64 // M blocks of rows×Hidden: x_m U_m + b_m
-	hasX    bool
-	sp      *sampler
-	count   []int
-	tmp     []float64
-	full    *mixGraph
-	fwd     *machine
-	hidden  cache[*mixGraph]
+	evalBase
+	runner[*mixGraph]
+	c      *Mixture
+	cst    []float64 // M blocks of rows×Hidden: x_m U_m + b_m
+	count  []int
+	tmp    []float64
+	graphs graphs[*mixGraph]
 }
 
 var _ Evaluator = (*mixEval)(nil)
@@ -183,21 +174,19 @@ var _ Evaluator = (*mixEval)(nil)
 func newMixEval(c *Mixture, n int) *mixEval {
 	rows := n * c.shape.Rows
 	h := c.shape.Hidden
-	return &mixEval{
-		c: c, n: n, rows: rows,
-		x:      make([]float64, rows*c.shape.Input),
-		cst:    make([]float64, c.m*rows*h),
-		sp:     newSampler(),
-		count:  make([]int, c.m),
-		tmp:    make([]float64, rows*h),
-		hidden: cache[*mixGraph]{max: sampleBuckets(c.m)},
+	e := &mixEval{
+		evalBase: newEvalBase("Mixture", c.shape, n, c.m, true),
+		c:        c,
+		cst:      make([]float64, c.m*rows*h),
+		count:    make([]int, c.m),
+		tmp:      make([]float64, rows*h),
+		graphs:   newGraphs[*mixGraph](c.m),
 	}
+	e.runner.e = e
+	return e
 }
 
-func (e *mixEval) Len() int            { return e.rows * e.c.shape.Hidden }
 func (e *mixEval) Model() solver.Model { return solver.SamplewiseLipschitz }
-func (e *mixEval) Examples() int       { return e.n }
-func (e *mixEval) Terms() int          { return e.c.m }
 
 func (e *mixEval) cm(m int) []float64 {
 	n := e.rows * e.c.shape.Hidden
@@ -205,8 +194,7 @@ func (e *mixEval) cm(m int) []float64 {
 }
 
 func (e *mixEval) SetInput(x []float64) error {
-	checkLen("input", len(x), len(e.x))
-	copy(e.x, x)
+	e.setInput(x)
 	h, d, pl := e.c.shape.Hidden, e.c.shape.Input, e.c.pl
 	u, b := e.c.u.Data(), e.c.b.Data()
 	for m := 0; m < e.c.m; m++ {
@@ -223,13 +211,6 @@ func (e *mixEval) SetInput(x []float64) error {
 	return nil
 }
 
-func (e *mixEval) ready() error {
-	if !e.hasX {
-		return fmt.Errorf("layers: Mixture evaluator: SetInput has not been called")
-	}
-	return nil
-}
-
 // addTerm adds weight·σ(zW_m + c_m) to dst.
 func (e *mixEval) addTerm(dst, z []float64, m int, weight float64) {
 	h := e.c.shape.Hidden
@@ -243,9 +224,7 @@ func (e *mixEval) addTerm(dst, z []float64, m int, weight float64) {
 }
 
 func (e *mixEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
+	if err := e.checkEval(dst, z); err != nil {
 		return 0, err
 	}
 	idx, err := e.sp.draw(s, e.c.m)
@@ -269,9 +248,7 @@ func (e *mixEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 }
 
 func (e *mixEval) EvalExact(dst, z []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
+	if err := e.checkEval(dst, z); err != nil {
 		return err
 	}
 	clear(dst)
@@ -300,19 +277,20 @@ func (e *mixEval) EvalExact(dst, z []float64) error {
 // hidden graph the c_jᵀ are inputs. In both, W's stacked transposes are an
 // input packed from the parameter before every run, whose gradient is
 // unpacked into W's gradient.
+//
+// The tape's output is f(z)ᵀ (Hidden×rows); its gradients are taken with
+// respect to zᵀ, xᵀ, the Wᵀ stack, U and b (full) or zᵀ (hidden).
 type mixGraph struct {
+	tape
 	k      int
 	zt, gt []float64 // Hidden×rows
 	wt     []float64 // (k·Hidden)×Hidden: W_jᵀ stacked
 	ct     []float64 // hidden: (k·Hidden)×rows, c_jᵀ stacked
 	xt     []float64 // full: M blocks of PatchLen×rows, x_mᵀ
-	out    *G.Node   // f(z)ᵀ, Hidden×rows
-	grads  G.Nodes   // full: zᵀ, xᵀ, Wᵀ stack, U, b; hidden: zᵀ
-	m      *machine
 }
 
 func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
-	buildIt := func() (*mixGraph, error) {
+	return e.graphs.get(full, k, func() (*mixGraph, error) {
 		c := e.c
 		h, pl, rows := c.shape.Hidden, c.pl, e.rows
 		mg := &mixGraph{k: k}
@@ -344,16 +322,11 @@ func (e *mixEval) graph(full bool, k int) (*mixGraph, error) {
 			for i := range wd {
 				wd[i] = 1 / float64(k)
 			}
-			mg.out = G.Must(G.Reshape(G.Must(G.Mul(wts, a)), tensor.Shape{h, rows}))
-			mg.grads = backprop(mg.out, gt, wrt)
-			mg.m = newMachine(gr.g, mg.grads...)
-			if full {
-				e.fwd = newMachine(gr.g, mg.out)
-			}
+			out := G.Must(G.Reshape(G.Must(G.Mul(wts, a)), tensor.Shape{h, rows}))
+			e.finish(&mg.tape, gr, full, out, gt, wrt)
 		})
 		return mg, err
-	}
-	return cachedGraph(full, k, &e.full, &e.hidden, buildIt)
+	})
 }
 
 // packW fills the graph's stacked Wᵀ with W_{t_j}ᵀ for slot j, where t_j
@@ -369,12 +342,26 @@ func (e *mixEval) packW(mg *mixGraph, idx []int) {
 	}
 }
 
-// fillFull fills the full graph's inputs zᵀ, the stacked Wᵀ and the
-// transposed patches.
-func (e *mixEval) fillFull(mg *mixGraph, z []float64) {
+// load fills the graph's inputs: zᵀ, gᵀ (unless g is nil), the stacked
+// Wᵀ and either the transposed patches (full) or the stacked c_jᵀ of the
+// terms idx (hidden).
+func (e *mixEval) load(mg *mixGraph, z, g []float64, idx []int) {
 	h, d, pl, rows := e.c.shape.Hidden, e.c.shape.Input, e.c.pl, e.rows
 	transpose(mg.zt, z, rows, h)
-	e.packW(mg, nil)
+	if g != nil {
+		transpose(mg.gt, g, rows, h)
+	}
+	e.packW(mg, idx)
+	if !mg.full {
+		for j := range mg.k {
+			t := j
+			if idx != nil {
+				t = idx[j]
+			}
+			transpose(mg.ct[j*h*rows:(j+1)*h*rows], e.cm(t), rows, h)
+		}
+		return
+	}
 	for m := range e.c.m {
 		xt := mg.xt[m*pl*rows : (m+1)*pl*rows]
 		for r := range rows {
@@ -385,77 +372,18 @@ func (e *mixEval) fillFull(mg *mixGraph, z []float64) {
 	}
 }
 
-func (e *mixEval) EvalGraph(dst, z []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
-		return err
-	}
-	mg, err := e.graph(true, e.c.m)
-	if err != nil {
-		return err
-	}
-	e.fillFull(mg, z)
-	if err := e.fwd.run(); err != nil {
-		return err
-	}
-	transpose(dst, nodeData(mg.out), e.c.shape.Hidden, e.rows)
-	return nil
+// readState transposes a Hidden×rows node into dst.
+func (e *mixEval) readState(dst []float64, n *G.Node) {
+	transpose(dst, nodeData(n), e.c.shape.Hidden, e.rows)
 }
 
-func (e *mixEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	checkLen("g", len(g), e.Len())
-	if err := e.ready(); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.sp.terms(s, e.c.m)
-	if err != nil {
-		return 0, err
-	}
-	mg, err := e.graph(false, k)
-	if err != nil {
-		return 0, err
-	}
-	h, rows := e.c.shape.Hidden, e.rows
-	e.packW(mg, idx)
-	for j := range k {
-		t := j
-		if idx != nil {
-			t = idx[j]
-		}
-		transpose(mg.ct[j*h*rows:(j+1)*h*rows], e.cm(t), rows, h)
-	}
-	transpose(mg.zt, z, rows, h)
-	transpose(mg.gt, g, rows, h)
-	if err := mg.m.run(); err != nil {
-		return 0, err
-	}
-	transpose(dst, nodeData(mg.grads[0]), h, rows)
-	return k, nil
-}
-
-func (e *mixEval) VJP(dz, dx, z, g []float64) error {
-	checkVJP(e.Len(), len(e.x), dz, dx, z, g)
-	if err := e.ready(); err != nil {
-		return err
-	}
-	mg, err := e.graph(true, e.c.m)
-	if err != nil {
-		return err
-	}
+// readGrads scatters the transposed patches' gradient into dx and adds the
+// gradients of W (block m of the stacked Wᵀ's gradient is (∂/∂W_m)ᵀ), U
+// and b.
+func (e *mixEval) readGrads(dx []float64, grads G.Nodes) {
 	h, d, pl, rows := e.c.shape.Hidden, e.c.shape.Input, e.c.pl, e.rows
-	e.fillFull(mg, z)
-	transpose(mg.gt, g, rows, h)
-	if err := mg.m.run(); err != nil {
-		return err
-	}
-	if dz != nil {
-		transpose(dz, nodeData(mg.grads[0]), h, rows)
-	}
 	if dx != nil {
-		gx := nodeData(mg.grads[1])
+		gx := nodeData(grads[1])
 		for m := range e.c.m {
 			gxm := gx[m*pl*rows : (m+1)*pl*rows]
 			for r := range rows {
@@ -466,8 +394,7 @@ func (e *mixEval) VJP(dz, dx, z, g []float64) error {
 			}
 		}
 	}
-	// Block m of the stacked Wᵀ's gradient is (∂/∂W_m)ᵀ.
-	wg, gw := e.c.w.GradData(), nodeData(mg.grads[2])
+	wg, gw := e.c.w.GradData(), nodeData(grads[2])
 	for m := range e.c.m {
 		blk, out := gw[m*h*h:(m+1)*h*h], wg[m*h*h:(m+1)*h*h]
 		for a := range h {
@@ -476,9 +403,8 @@ func (e *mixEval) VJP(dz, dx, z, g []float64) error {
 			}
 		}
 	}
-	addTo(e.c.u.GradData(), nodeData(mg.grads[3]))
-	addTo(e.c.b.GradData(), nodeData(mg.grads[4]))
-	return nil
+	addTo(e.c.u.GradData(), nodeData(grads[3]))
+	addTo(e.c.b.GradData(), nodeData(grads[4]))
 }
 
 // transpose writes the cols×rows transpose of the row-major rows×cols

@@ -22,7 +22,7 @@ func TestProjectionStateResumesExactly(t *testing.T) {
 			return mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Lipschitz: Constraint{Gamma: 0.7, ExactEvery: 3}, Seed: 4}))
 		},
 		"dense/linf": func() cell {
-			return mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Lipschitz: Constraint{Norm: "linf", Gamma: 0.7}, Seed: 4}))
+			return mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 4}))
 		},
 		"mixture/l2": func() cell {
 			return mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 3, PatchLen: 2, Lipschitz: Constraint{Gamma: 0.7, ExactEvery: 2}, Seed: 4}))

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -25,8 +26,8 @@ type WideConfig struct {
 	Rows int
 	// Activation is σ; the zero value is ReLU.
 	Activation Activation
-	// Lipschitz names the norm ("l2", "linf" or "lp:P"; empty means l2) and
-	// the bound γ̄ (zero means DefaultGamma) on the constant L below.
+	// Lipschitz gives the exponent P of the ℓp norm (zero means 2) and the
+	// bound γ̄ (zero means DefaultGamma) on the constant L below.
 	// PowerIters and ExactEvery are not used.
 	Lipschitz Constraint
 	// Seed seeds the initialisation: w_m, u_m have independent N(0, 1/Hidden)
@@ -53,8 +54,8 @@ type WideConfig struct {
 // model: E_m‖φ_m(z) − φ_m(z')‖² ≤ L²‖z − z'‖²), the exact operator is
 // (1/M)Σ‖v_m‖‖w_m‖_* ≤ L -Lipschitz. Project rescales V so that L ≤ γ̄; the
 // individual terms may still be expansive, so the oracle's Model is
-// LipschitzInExpectation, not SamplewiseLipschitz. Lipschitz.Norm = "l2"
-// covers ℓ2 and every Schatten-p norm.
+// LipschitzInExpectation, not SamplewiseLipschitz. Lipschitz.P = 2 covers
+// ℓ2 and every Schatten-p norm.
 //
 // Its parameters are W (Hidden×M, column m is w_m), U (Input×M, column m is
 // u_m), b (1×M) and V (M×Hidden, row m is v_m).
@@ -70,24 +71,21 @@ type Wide struct {
 	u     *Param
 	b     *Param
 	v     *Param
-	evals cache[*wideEval]
+	evals mru.Cache[int, *wideEval]
 }
 
 var _ Cell = (*Wide)(nil)
 
 // NewWide returns a Wide cell initialised from cfg.Seed and projected.
 func NewWide(cfg WideConfig) (*Wide, error) {
-	shape, err := checkShape("WideConfig", cfg.Rows, cfg.Hidden, cfg.Input)
+	shape, err := checkConfig("WideConfig", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Activation)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Units < 1 {
 		return nil, fmt.Errorf("layers: WideConfig.Units = %d must be positive", cfg.Units)
 	}
-	if err := cfg.Activation.valid(); err != nil {
-		return nil, err
-	}
-	con, err := newOpNorm(Constraint{Norm: cfg.Lipschitz.Norm, Gamma: cfg.Lipschitz.Gamma}, 1)
+	con, err := newOpNorm(Constraint{P: cfg.Lipschitz.P, Gamma: cfg.Lipschitz.Gamma}, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +97,7 @@ func NewWide(cfg WideConfig) (*Wide, error) {
 		u:     newParam("U", d, m),
 		b:     newParam("b", 1, m),
 		v:     newParam("V", m, h),
-		evals: cache[*wideEval]{max: MaxCachedBatches},
+		evals: mru.Cache[int, *wideEval]{Max: MaxCachedBatches},
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d))
 	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
@@ -124,7 +122,7 @@ func (c *Wide) Params() []*Param { return []*Param{c.w, c.u, c.b, c.v} }
 func (c *Wide) Gamma() float64 { return c.gamma }
 
 // Proven implements Cell. Norm families: an ℓp norm with the constraint's p;
-// any Schatten-p norm when the constraint is l2.
+// any Schatten-p norm when the constraint is ℓ2.
 func (c *Wide) Proven(n solver.Norm) bool {
 	if b, ok := n.(*solver.Batched); ok {
 		n = b.Example
@@ -196,23 +194,18 @@ func (c *Wide) Project() error {
 
 // Evaluator implements Cell.
 func (c *Wide) Evaluator(n int) (Evaluator, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("layers: Wide.Evaluator: batch size %d must be positive", n)
-	}
-	return c.evals.get(n, func() (*wideEval, error) { return newWideEval(c, n), nil })
+	return evaluator("Wide", &c.evals, n, func() *wideEval { return newWideEval(c, n) })
 }
 
 type wideEval struct {
-	c       *Wide
-	n, rows int
-	x, xu   []float64 // input; xU + b (rows×M)
-	hasX    bool
-	sp      *sampler
+	evalBase
+	runner[*wideGraph]
+	rowMajor
+	c  *Wide
+	xu []float64 // xU + b (rows×M)
 	// Scratch for sampled evaluations, sized for m = M.
 	pre, ws, vs, cs []float64
-	full            *wideGraph
-	fwd             *machine
-	hidden          cache[*wideGraph]
+	graphs          graphs[*wideGraph]
 }
 
 var _ Evaluator = (*wideEval)(nil)
@@ -220,27 +213,25 @@ var _ Evaluator = (*wideEval)(nil)
 func newWideEval(c *Wide, n int) *wideEval {
 	rows := n * c.shape.Rows
 	h, m := c.shape.Hidden, c.m
-	return &wideEval{
-		c: c, n: n, rows: rows,
-		x:      make([]float64, rows*c.shape.Input),
-		xu:     make([]float64, rows*m),
-		sp:     newSampler(),
-		pre:    make([]float64, rows*m),
-		ws:     make([]float64, h*m),
-		vs:     make([]float64, m*h),
-		cs:     make([]float64, rows*m),
-		hidden: cache[*wideGraph]{max: sampleBuckets(m)},
+	e := &wideEval{
+		evalBase: newEvalBase("Wide", c.shape, n, m, true),
+		rowMajor: rowMajor{c.Params()},
+		c:        c,
+		xu:       make([]float64, rows*m),
+		pre:      make([]float64, rows*m),
+		ws:       make([]float64, h*m),
+		vs:       make([]float64, m*h),
+		cs:       make([]float64, rows*m),
+		graphs:   newGraphs[*wideGraph](m),
 	}
+	e.runner.e = e
+	return e
 }
 
-func (e *wideEval) Len() int            { return e.rows * e.c.shape.Hidden }
 func (e *wideEval) Model() solver.Model { return solver.LipschitzInExpectation }
-func (e *wideEval) Examples() int       { return e.n }
-func (e *wideEval) Terms() int          { return e.c.m }
 
 func (e *wideEval) SetInput(x []float64) error {
-	checkLen("input", len(x), len(e.x))
-	copy(e.x, x)
+	e.setInput(x)
 	d, m := e.c.shape.Input, e.c.m
 	b := e.c.b.Data()
 	for r := 0; r < e.rows; r++ {
@@ -251,13 +242,6 @@ func (e *wideEval) SetInput(x []float64) error {
 		blas64.General{Rows: d, Cols: m, Stride: m, Data: e.c.u.Data()},
 		1, blas64.General{Rows: e.rows, Cols: m, Stride: m, Data: e.xu})
 	e.hasX = true
-	return nil
-}
-
-func (e *wideEval) ready() error {
-	if !e.hasX {
-		return fmt.Errorf("layers: Wide evaluator: SetInput has not been called")
-	}
 	return nil
 }
 
@@ -303,9 +287,7 @@ func (e *wideEval) forward(dst, z, w, v, c []float64, k int) {
 }
 
 func (e *wideEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
+	if err := e.checkEval(dst, z); err != nil {
 		return 0, err
 	}
 	idx, err := e.sp.draw(s, e.c.m)
@@ -321,9 +303,7 @@ func (e *wideEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 }
 
 func (e *wideEval) EvalExact(dst, z []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
+	if err := e.checkEval(dst, z); err != nil {
 		return err
 	}
 	e.forward(dst, z, e.c.w.Data(), e.c.v.Data(), e.xu, e.c.m)
@@ -331,17 +311,16 @@ func (e *wideEval) EvalExact(dst, z []float64) error {
 }
 
 // wideGraph is the graph of (1/k) σ(zW + c)V with the gradient of ⟨g, f⟩:
-// the full graph has c = xU + b and the parameters bound; a hidden graph
-// has c, W and V as inputs filled by gather.
+// the full graph has c = xU + b and the parameters bound (gradients with
+// respect to z, x, W, U, b, V); a hidden graph has c, W and V as inputs
+// filled by gather (gradient with respect to z).
 type wideGraph struct {
+	tape
 	z, x, c, w, v, g []float64
-	out              *G.Node
-	grads            G.Nodes // full: z, x, W, U, b, V; hidden: z
-	m                *machine
 }
 
 func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
-	buildIt := func() (*wideGraph, error) {
+	return e.graphs.get(full, k, func() (*wideGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		wg := &wideGraph{}
@@ -371,57 +350,22 @@ func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
 			}
 			a := c.act.node(pre)
 			scaleNode := G.NewConstant(1/float64(k), G.WithName("1/k"))
-			wg.out = G.Must(G.Mul(G.Must(G.Mul(a, v)), scaleNode))
-			wg.grads = backprop(wg.out, g, wrt)
-			wg.m = newMachine(gr.g, wg.grads...)
-			if full {
-				e.fwd = newMachine(gr.g, wg.out)
-			}
+			out := G.Must(G.Mul(G.Must(G.Mul(a, v)), scaleNode))
+			e.finish(&wg.tape, gr, full, out, g, wrt)
 		})
 		return wg, err
-	}
-	return cachedGraph(full, k, &e.full, &e.hidden, buildIt)
+	})
 }
 
-func (e *wideEval) EvalGraph(dst, z []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	if err := e.ready(); err != nil {
-		return err
-	}
-	wg, err := e.graph(true, e.c.m)
-	if err != nil {
-		return err
-	}
-	copy(wg.z, z)
-	copy(wg.x, e.x)
-	if err := e.fwd.run(); err != nil {
-		return err
-	}
-	copy(dst, nodeData(wg.out))
-	return nil
-}
-
-func (e *wideEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
-	checkLen("dst", len(dst), e.Len())
-	checkLen("z", len(z), e.Len())
-	checkLen("g", len(g), e.Len())
-	if err := e.ready(); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.sp.terms(s, e.c.m)
-	if err != nil {
-		return 0, err
-	}
-	wg, err := e.graph(false, k)
-	if err != nil {
-		return 0, err
-	}
-	if idx == nil {
+func (e *wideEval) load(wg *wideGraph, z, g []float64, idx []int) {
+	switch {
+	case wg.full:
+		copy(wg.x, e.x)
+	case idx == nil:
 		copy(wg.w, e.c.w.Data())
 		copy(wg.v, e.c.v.Data())
 		copy(wg.c, e.xu)
-	} else {
+	default:
 		e.gather(idx)
 		copy(wg.w, e.ws[:len(wg.w)])
 		copy(wg.v, e.vs[:len(wg.v)])
@@ -429,36 +373,4 @@ func (e *wideEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	}
 	copy(wg.z, z)
 	copy(wg.g, g)
-	if err := wg.m.run(); err != nil {
-		return 0, err
-	}
-	copy(dst, nodeData(wg.grads[0]))
-	return k, nil
-}
-
-func (e *wideEval) VJP(dz, dx, z, g []float64) error {
-	checkVJP(e.Len(), len(e.x), dz, dx, z, g)
-	if err := e.ready(); err != nil {
-		return err
-	}
-	wg, err := e.graph(true, e.c.m)
-	if err != nil {
-		return err
-	}
-	copy(wg.z, z)
-	copy(wg.x, e.x)
-	copy(wg.g, g)
-	if err := wg.m.run(); err != nil {
-		return err
-	}
-	if dz != nil {
-		copy(dz, nodeData(wg.grads[0]))
-	}
-	if dx != nil {
-		copy(dx, nodeData(wg.grads[1]))
-	}
-	for i, p := range e.c.Params() {
-		addTo(p.GradData(), nodeData(wg.grads[2+i]))
-	}
-	return nil
 }

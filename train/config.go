@@ -348,14 +348,6 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	return d, nil
 }
 
-// constraintNorm returns the ℓp norm of the cell's Lipschitz constraint.
-func (m ModelConfig) constraintNorm() string {
-	if strings.HasPrefix(m.Norm, "schatten") {
-		return "l2"
-	}
-	return m.Norm
-}
-
 // merge validates s and fills its zero fields from base.
 func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, error) {
 	switch {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 // param is a trainable matrix of the encoder or the readout, stored
@@ -67,7 +69,15 @@ func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer,
 	if err != nil {
 		return nil, err
 	}
-	con := layers.Constraint{Norm: cfg.constraintNorm(), Gamma: cfg.Gamma, ExactEvery: cfg.ExactEvery}
+	fnorm, err := solver.ParseNorm(cmp.Or(cfg.Norm, "l2"), 1, 1)
+	if err != nil {
+		return nil, fmt.Errorf("train: Config.Model.Norm: %w", err)
+	}
+	con, err := layers.ConstraintFor(fnorm)
+	if err != nil {
+		return nil, err
+	}
+	con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
 	cellSeed := mix(seed, streamCell)
 	switch cfg.Cell {
 	case "dense":
@@ -236,8 +246,13 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 // if b is not nil, backward configuration b.
 func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
 	gamma := m.cell.Gamma()
+	sh := m.cell.Shape()
+	norm, err := solver.ParseNorm(cmp.Or(m.Config.Norm, "l2"), sh.Rows, sh.Hidden)
+	if err != nil {
+		return nil, fmt.Errorf("train: Config.Model.Norm: %w", err)
+	}
 	ds := deq.Settings{
-		Norm:            m.Config.Norm,
+		Norm:            norm,
 		Forward:         s.method(gamma),
 		ForwardSettings: s.settings(false, false),
 		Monitor:         deq.MonitorNever,
