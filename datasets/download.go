@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -26,7 +27,7 @@ type remote struct {
 // checksums are those the data sets' authors and torchvision publish; they
 // could not be checked against the published files offline (this module was
 // written without internet access; Debian's Fashion-MNIST files are
-// recompressed and have other checksums), hence Options.Checksums.
+// recompressed and have other checksums), hence Options.Download.Checksums.
 func remoteOf(name string) (remote, bool) {
 	switch name {
 	case MNIST:
@@ -103,11 +104,11 @@ func parseChecksum(s string) (checksum, error) {
 }
 
 // Fetch downloads the files of the known data set name (MNIST, FashionMNIST
-// or KMNIST) that are missing from CacheDir/name, from opts.BaseURL or the
-// published mirror, and returns that directory. Each file is streamed into
-// a temporary file in the same directory, checked against its checksum
-// (opts.Checksums, else the published MD5), synced and only then renamed
-// into place: an interrupted, failed or mismatching download leaves no
+// or KMNIST) that are missing from Locate.CacheDir/name, from
+// opts.Download.BaseURL or the published mirror, and returns that
+// directory. Each file is streamed into a temporary file in the same
+// directory, checked against its checksum (opts.Download.Checksums, else
+// the published MD5), synced and only then renamed into place: an interrupted, failed or mismatching download leaves no
 // file behind. Files already present are not checked again.
 func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 	var o Options
@@ -129,31 +130,25 @@ func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 		}
 		sums[f+".gz"] = c
 	}
-	for k, v := range o.Checksums {
+	for k, v := range o.Download.Checksums {
 		if _, ok := sums[k]; !ok {
-			return "", fmt.Errorf("datasets: Options.Checksums: %q is not one of the %s files", k, name)
+			return "", fmt.Errorf("datasets: Options.Download.Checksums: %q is not one of the %s files", k, name)
 		}
 		c, err := parseChecksum(v)
 		if err != nil {
-			return "", fmt.Errorf("datasets: Options.Checksums[%q]: %v", k, err)
+			return "", fmt.Errorf("datasets: Options.Download.Checksums[%q]: %v", k, err)
 		}
 		sums[k] = c
 	}
-	base := o.BaseURL
+	base := o.Download.BaseURL
 	if base == "" {
 		base = rem.baseURL
 	}
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	client := o.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	maxBytes := o.MaxDownloadBytes
-	if maxBytes == 0 {
-		maxBytes = DefaultMaxDownloadBytes
-	}
+	client := cmp.Or(o.Download.Client, http.DefaultClient)
+	maxBytes := cmp.Or(o.Download.MaxBytes, DefaultMaxDownloadBytes)
 	cache, err := o.cacheDir()
 	if err != nil {
 		return "", err
@@ -168,8 +163,8 @@ func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 		}
 		file := f + ".gz"
 		url := base + file
-		if o.Logf != nil {
-			o.Logf("datasets: downloading %s to %s", url, dir)
+		if o.Download.Logf != nil {
+			o.Download.Logf("datasets: downloading %s to %s", url, dir)
 		}
 		if err := download(ctx, client, url, dir, file, sums[file], maxBytes); err != nil {
 			return "", err

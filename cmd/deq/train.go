@@ -257,8 +257,9 @@ func dataOf(set string) string {
 // openData loads spec with raw pixels.
 func openData(ctx context.Context, spec string, trainLimit, testLimit int, seed uint64) (*datasets.Data, error) {
 	d, err := datasets.Open(ctx, spec, &datasets.Options{
-		TrainLimit: trainLimit, TestLimit: testLimit, Seed: seed,
-		SyntheticTrain: trainLimit, SyntheticTest: testLimit,
+		Seed:      seed,
+		Sizes:     datasets.SizeOptions{TrainLimit: trainLimit, TestLimit: testLimit},
+		Synthetic: datasets.SyntheticOptions{Train: trainLimit, Test: testLimit},
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), "is neither a data set") {
