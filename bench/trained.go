@@ -64,8 +64,9 @@ func (ts trainedSetup) config(seed uint64) train.Config {
 // open loads the data of ts with raw pixels (the model standardises them).
 func (ts trainedSetup) open(ctx context.Context, seed uint64) (*datasets.Data, error) {
 	d, err := datasets.Open(ctx, ts.data, &datasets.Options{
-		TrainLimit: ts.trainLimit, TestLimit: ts.testLimit, Seed: seed,
-		SyntheticTrain: ts.trainLimit, SyntheticTest: ts.testLimit,
+		Seed:      seed,
+		Sizes:     datasets.SizeOptions{TrainLimit: ts.trainLimit, TestLimit: ts.testLimit},
+		Synthetic: datasets.SyntheticOptions{Train: ts.trainLimit, Test: ts.testLimit},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: data %q: %w", ts.data, err)

@@ -3,6 +3,8 @@ package datasets
 import (
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // epochIndices runs one epoch and returns the dataset indices of each batch,
@@ -14,32 +16,31 @@ func epochIndices(t *testing.T, b *Batcher, d *Dataset, epoch int) [][]int {
 	for b.Next() {
 		bt := b.Batch()
 		r, c := bt.X.Dims()
-		if r != bt.Len() || c != d.Dim() {
-			t.Fatalf("batch X is %d×%d, want %d×%d", r, c, bt.Len(), d.Dim())
-		}
+		require.Equal(t, [2]int{bt.Len(), d.Dim()}, [2]int{r, c}, "batch X shape")
 		for i, idx := range bt.Index {
-			if !slices.Equal(bt.X.RawRowView(i), d.Image(idx)) {
-				t.Fatalf("row %d is not image %d", i, idx)
-			}
-			if bt.Labels[i] != d.Y[idx] {
-				t.Fatalf("label of row %d is %d, want %d", i, bt.Labels[i], d.Y[idx])
-			}
+			require.Equal(t, d.Image(idx), bt.X.RawRowView(i), "row %d is not image %d", i, idx)
+			require.Equal(t, d.Y[idx], bt.Labels[i], "label of row %d", i)
 			for k := 0; k < d.Classes; k++ {
 				want := 0.0
 				if k == d.Y[idx] {
 					want = 1
 				}
-				if bt.OneHot.At(i, k) != want {
-					t.Fatalf("one-hot row %d = %v, label %d", i, bt.OneHot.RawRowView(i), d.Y[idx])
-				}
+				require.Equal(t, want, bt.OneHot.At(i, k), "one-hot row %d = %v, label %d", i, bt.OneHot.RawRowView(i), d.Y[idx])
 			}
 		}
 		out = append(out, slices.Clone(bt.Index))
 	}
-	if b.Batch() != nil {
-		t.Error("Batch() after the last Next is not nil")
-	}
+	require.Nil(t, b.Batch(), "Batch() after the last Next")
 	return out
+}
+
+// identity returns 0, 1, …, n−1.
+func identity(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }
 
 func TestBatcherOrderAndPartial(t *testing.T) {
@@ -58,26 +59,16 @@ func TestBatcherOrderAndPartial(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := NewBatcher(d, tc.size, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.Batches() != len(tc.sizes) {
-				t.Errorf("Batches() = %d, want %d", b.Batches(), len(tc.sizes))
-			}
+			require.NoError(t, err)
+			require.Equal(t, len(tc.sizes), b.Batches(), "Batches()")
 			for epoch := 0; epoch < 2; epoch++ {
 				var flat, sizes []int
 				for _, idx := range epochIndices(t, b, d, epoch) {
 					sizes = append(sizes, len(idx))
 					flat = append(flat, idx...)
 				}
-				if !slices.Equal(sizes, tc.sizes) {
-					t.Errorf("epoch %d: batch sizes %v, want %v", epoch, sizes, tc.sizes)
-				}
-				for i, idx := range flat {
-					if idx != i {
-						t.Fatalf("epoch %d: unshuffled order %v", epoch, flat)
-					}
-				}
+				require.Equal(t, tc.sizes, sizes, "epoch %d: batch sizes", epoch)
+				require.Equal(t, identity(len(flat)), flat, "epoch %d: unshuffled order", epoch)
 			}
 		})
 	}
@@ -86,72 +77,45 @@ func TestBatcherOrderAndPartial(t *testing.T) {
 func TestBatcherShuffle(t *testing.T) {
 	d := tiny(23, 4)
 	opts := &BatchOptions{Shuffle: true, Seed: 3}
-	b, _ := NewBatcher(d, 5, opts)
-	b2, _ := NewBatcher(d, 5, opts)
+	b, err := NewBatcher(d, 5, opts)
+	require.NoError(t, err)
+	b2, err := NewBatcher(d, 5, opts)
+	require.NoError(t, err)
 	var perms [][]int
 	for epoch := 0; epoch < 3; epoch++ {
-		var flat []int
-		for _, idx := range epochIndices(t, b, d, epoch) {
-			flat = append(flat, idx...)
-		}
-		var again []int
-		for _, idx := range epochIndices(t, b2, d, epoch) {
-			again = append(again, idx...)
-		}
-		if !slices.Equal(flat, again) {
-			t.Errorf("epoch %d: two batchers with one seed disagree", epoch)
-		}
-		sorted := slices.Sorted(slices.Values(flat))
-		for i, v := range sorted {
-			if v != i {
-				t.Fatalf("epoch %d does not visit each image once: %v", epoch, flat)
-			}
-		}
+		flat := slices.Concat(epochIndices(t, b, d, epoch)...)
+		again := slices.Concat(epochIndices(t, b2, d, epoch)...)
+		require.Equal(t, flat, again, "epoch %d: two batchers with one seed disagree", epoch)
+		require.Equal(t, identity(23), slices.Sorted(slices.Values(flat)), "epoch %d does not visit each image once", epoch)
 		perms = append(perms, flat)
 	}
 	// 23! permutations: a repeat or the identity means the shuffle is broken.
-	identity := make([]int, 23)
-	for i := range identity {
-		identity[i] = i
-	}
-	if slices.Equal(perms[0], perms[1]) || slices.Equal(perms[1], perms[2]) || slices.Equal(perms[0], identity) {
-		t.Errorf("epochs are not reshuffled: %v", perms)
-	}
+	require.NotEqual(t, perms[0], perms[1], "epochs 0 and 1 are not reshuffled")
+	require.NotEqual(t, perms[1], perms[2], "epochs 1 and 2 are not reshuffled")
+	require.NotEqual(t, identity(23), perms[0], "epoch 0 is not shuffled")
 	// Reset replays an epoch exactly.
-	var replay []int
-	for _, idx := range epochIndices(t, b, d, 1) {
-		replay = append(replay, idx...)
-	}
-	if !slices.Equal(replay, perms[1]) {
-		t.Error("Reset(1) did not replay epoch 1")
-	}
+	require.Equal(t, perms[1], slices.Concat(epochIndices(t, b, d, 1)...), "Reset(1) did not replay epoch 1")
 }
 
 func TestBatcherErrors(t *testing.T) {
 	d := tiny(10, 3)
-	if _, err := NewBatcher(d, 0, nil); err == nil {
-		t.Error("batch size 0 accepted")
-	}
-	if _, err := NewBatcher(d, 11, &BatchOptions{DropLast: true}); err == nil {
-		t.Error("DropLast with a batch larger than the set accepted")
-	}
-	if _, err := NewBatcher(d.Subset("empty", nil), 4, nil); err == nil {
-		t.Error("empty set accepted")
-	}
+	_, err := NewBatcher(d, 0, nil)
+	require.Error(t, err, "batch size 0 accepted")
+	_, err = NewBatcher(d, 11, &BatchOptions{DropLast: true})
+	require.Error(t, err, "DropLast with a batch larger than the set accepted")
+	_, err = NewBatcher(d.Subset("empty", nil), 4, nil)
+	require.Error(t, err, "empty set accepted")
 	bad := tiny(4, 2)
 	bad.Y[0] = 5
-	if _, err := NewBatcher(bad, 2, nil); err == nil {
-		t.Error("inconsistent set accepted")
-	}
+	_, err = NewBatcher(bad, 2, nil)
+	require.Error(t, err, "inconsistent set accepted")
 }
 
 // TestBatcherNoAllocs checks that Reset and Next reuse their storage.
 func TestBatcherNoAllocs(t *testing.T) {
 	d := tiny(103, 10)
 	b, err := NewBatcher(d, 10, &BatchOptions{Shuffle: true, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	epoch := 0
 	allocs := testing.AllocsPerRun(20, func() {
 		b.Reset(epoch)
@@ -159,9 +123,7 @@ func TestBatcherNoAllocs(t *testing.T) {
 		}
 		epoch++
 	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per epoch, want 0", allocs)
-	}
+	require.Zero(t, allocs, "allocations per epoch")
 }
 
 // BenchmarkBatcherNext measures one 128×784 batch of shuffled synthetic
@@ -174,9 +136,7 @@ func benchBatcher(b *testing.B, size int) {
 		d.Y[i] = i % 10
 	}
 	bt, err := NewBatcher(d, size, &BatchOptions{Shuffle: true, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.ReportAllocs()
 	epoch := 0
 	for b.Loop() {

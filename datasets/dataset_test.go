@@ -3,8 +3,9 @@ package datasets
 import (
 	"math"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // tiny returns n images of 2×2 pixels, image i filled with i/100 + pixel/1000
@@ -33,46 +34,40 @@ func TestDatasetValidate(t *testing.T) {
 		{"label", func(d *Dataset) { d.Y[2] = 3 }, "label 3 of image 2 outside [0, 3)"},
 		{"negative label", func(d *Dataset) { d.Y[1] = -1 }, "label -1 of image 1"},
 	} {
-		d := tiny(4, 3)
-		tc.edit(d)
-		err := d.Validate()
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			d := tiny(4, 3)
+			tc.edit(d)
+			if tc.want == "" {
+				require.NoError(t, d.Validate())
+			} else {
+				require.ErrorContains(t, d.Validate(), tc.want)
+			}
+		})
 	}
 }
 
 func TestDatasetHeadSubsetHistogram(t *testing.T) {
 	d := tiny(10, 3)
-	if got, want := d.Histogram(), []int{4, 3, 3}; !slices.Equal(got, want) {
-		t.Errorf("Histogram = %v, want %v", got, want)
-	}
+	require.Equal(t, []int{4, 3, 3}, d.Histogram())
 	h := d.Head(4)
-	if h.Len() != 4 || !slices.Equal(h.Image(3), d.Image(3)) || d.Len() != 10 {
-		t.Errorf("Head(4): %d images", h.Len())
-	}
-	if d.Head(0) != d || d.Head(11) != d {
-		t.Error("Head(0) and Head(n > Len) must return the whole set")
-	}
+	require.Equal(t, 4, h.Len())
+	require.Equal(t, d.Image(3), h.Image(3))
+	require.Equal(t, 10, d.Len(), "Head changed the original")
+	require.Same(t, d, d.Head(0), "Head(0) must return the whole set")
+	require.Same(t, d, d.Head(11), "Head(n > Len) must return the whole set")
 	s := d.Subset("s", []int{7, 2, 7})
-	if s.Len() != 3 || !slices.Equal(s.Y, []int{1, 2, 1}) || !slices.Equal(s.Image(1), d.Image(2)) {
-		t.Errorf("Subset: labels %v", s.Y)
-	}
+	require.Equal(t, []int{1, 2, 1}, s.Y)
+	require.Equal(t, d.Image(2), s.Image(1))
 	s.X[0] = -1
-	if d.Image(7)[0] == -1 {
-		t.Error("Subset shares storage with the original")
-	}
+	require.NotEqual(t, -1.0, d.Image(7)[0], "Subset shares storage with the original")
 }
 
 func TestDatasetSplit(t *testing.T) {
 	d := tiny(50, 5)
 	train, val, err := d.Split(12, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if train.Len() != 38 || val.Len() != 12 {
-		t.Fatalf("split into %d and %d, want 38 and 12", train.Len(), val.Len())
-	}
+	require.NoError(t, err)
+	require.Equal(t, 38, train.Len())
+	require.Equal(t, 12, val.Len())
 	// Image i is identified by its first pixel i/100: the parts must be
 	// disjoint, cover all images and keep the original order.
 	ids := func(s *Dataset) []int {
@@ -82,33 +77,22 @@ func TestDatasetSplit(t *testing.T) {
 		}
 		return out
 	}
-	all := append(ids(train), ids(val)...)
-	if !slices.IsSorted(ids(train)) || !slices.IsSorted(ids(val)) {
-		t.Error("split parts are not in the original order")
-	}
-	slices.Sort(all)
-	for i, id := range all {
-		if id != i {
-			t.Fatalf("parts are not a partition of the images: %v", all)
-		}
-	}
+	require.True(t, slices.IsSorted(ids(train)), "training part is not in the original order")
+	require.True(t, slices.IsSorted(ids(val)), "validation part is not in the original order")
+	require.Equal(t, identity(50), slices.Sorted(slices.Values(append(ids(train), ids(val)...))),
+		"parts are not a partition of the images")
 	for i, id := range ids(val) {
-		if val.Y[i] != d.Y[id] {
-			t.Errorf("validation image %d has label %d, want %d", id, val.Y[i], d.Y[id])
-		}
+		require.Equal(t, d.Y[id], val.Y[i], "label of validation image %d", id)
 	}
-	_, val2, _ := d.Split(12, 7)
-	_, val3, _ := d.Split(12, 8)
-	if !slices.Equal(ids(val), ids(val2)) {
-		t.Error("the same seed gave different splits")
-	}
-	if slices.Equal(ids(val), ids(val3)) {
-		t.Error("seeds 7 and 8 gave the same split")
-	}
+	_, val2, err := d.Split(12, 7)
+	require.NoError(t, err)
+	_, val3, err := d.Split(12, 8)
+	require.NoError(t, err)
+	require.Equal(t, ids(val), ids(val2), "the same seed gave different splits")
+	require.NotEqual(t, ids(val), ids(val3), "seeds 7 and 8 gave the same split")
 	for _, n := range []int{0, -1, 50} {
-		if _, _, err := d.Split(n, 1); err == nil {
-			t.Errorf("Split(%d) of 50 images: no error", n)
-		}
+		_, _, err := d.Split(n, 1)
+		require.Error(t, err, "Split(%d) of 50 images", n)
 	}
 }
 
@@ -118,55 +102,35 @@ func TestNormalizer(t *testing.T) {
 	test := &Dataset{Name: "t", Rows: 1, Cols: 2, Classes: 2, X: []float64{0.25, 0.75}, Y: []int{0}}
 
 	g, err := FitNormalizer(train, NormGlobal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Pixels 0, .5, 1, .5: mean .5, variance (.25+0+.25+0)/4 = .125.
-	if math.Abs(g.Mean[0]-0.5) > 1e-15 || math.Abs(g.Std[0]-math.Sqrt(0.125)) > 1e-15 {
-		t.Errorf("global: mean %v std %v, want 0.5 and %v", g.Mean, g.Std, math.Sqrt(0.125))
-	}
+	require.InDelta(t, 0.5, g.Mean[0], 1e-15, "global mean")
+	require.InDelta(t, math.Sqrt(0.125), g.Std[0], 1e-15, "global std")
 
 	p, err := FitNormalizer(train, NormPerPixel)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Pixel 0: mean .5, std .5; pixel 1: mean .5, std 0 floored at MinStd.
-	if !slices.Equal(p.Mean, []float64{0.5, 0.5}) || !slices.Equal(p.Std, []float64{0.5, MinStd}) {
-		t.Errorf("per pixel: mean %v std %v", p.Mean, p.Std)
-	}
-	if err := p.Apply(test); err != nil {
-		t.Fatal(err)
-	}
-	want := []float64{(0.25 - 0.5) / 0.5, (0.75 - 0.5) / MinStd}
-	for i := range want {
-		if math.Abs(test.X[i]-want[i]) > 1e-12 {
-			t.Errorf("normalised test pixel %d = %v, want %v", i, test.X[i], want[i])
-		}
-	}
+	require.Equal(t, []float64{0.5, 0.5}, p.Mean, "per-pixel mean")
+	require.Equal(t, []float64{0.5, MinStd}, p.Std, "per-pixel std")
+	require.NoError(t, p.Apply(test))
+	require.InDeltaSlice(t, []float64{(0.25 - 0.5) / 0.5, (0.75 - 0.5) / MinStd}, test.X, 1e-12, "normalised test pixels")
 
-	if z, err := FitNormalizer(train, NormNone); z != nil || err != nil {
-		t.Errorf("NormNone: %v, %v; want nil, nil", z, err)
-	}
+	z, err := FitNormalizer(train, NormNone)
+	require.NoError(t, err)
+	require.Nil(t, z, "NormNone")
 	var none *Normalizer
-	if err := none.Apply(train); err != nil || train.X[2] != 1 {
-		t.Errorf("nil Normalizer changed the data or failed: %v", err)
-	}
+	require.NoError(t, none.Apply(train))
+	require.Equal(t, 1.0, train.X[2], "nil Normalizer changed the data")
 	wrong := &Dataset{Name: "w", Rows: 1, Cols: 3, Classes: 2, X: make([]float64, 3), Y: []int{0}}
-	if err := p.Apply(wrong); err == nil {
-		t.Error("per-pixel statistics of 2 pixels applied to 3-pixel images")
-	}
-	if _, err := FitNormalizer(train, Normalization(7)); err == nil {
-		t.Error("unknown normalization accepted")
-	}
-	if _, err := FitNormalizer(train.Head(0).Subset("empty", nil), NormGlobal); err == nil {
-		t.Error("fitted on no images")
-	}
+	require.Error(t, p.Apply(wrong), "per-pixel statistics of 2 pixels applied to 3-pixel images")
+	_, err = FitNormalizer(train, Normalization(7))
+	require.Error(t, err, "unknown normalization accepted")
+	_, err = FitNormalizer(train.Head(0).Subset("empty", nil), NormGlobal)
+	require.Error(t, err, "fitted on no images")
 }
 
 func TestNormalizationString(t *testing.T) {
 	for m, want := range map[Normalization]string{NormNone: "none", NormGlobal: "global", NormPerPixel: "per-pixel", 9: "Normalization(9)"} {
-		if m.String() != want {
-			t.Errorf("%d.String() = %q, want %q", int(m), m.String(), want)
-		}
+		require.Equal(t, want, m.String(), "%d.String()", int(m))
 	}
 }

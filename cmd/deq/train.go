@@ -74,7 +74,7 @@ the current batch, saves the checkpoint and exits with status 130.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.data, "data", "", "data: fashion-mnist, mnist, kmnist, synthetic or a directory of IDX files (default: fashion-mnist if installed, else synthetic; with --resume: the checkpoint's)")
+	fl.StringVar(&f.data, "data", "", "data: fashion-mnist, mnist, kmnist, mnist-10k, synthetic or a directory of IDX files (default: fashion-mnist if installed, else synthetic; with --resume: the checkpoint's)")
 	fl.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic digits")
 	fl.IntVar(&f.trainLimit, "train-limit", 0, "use only the first N training images (0: all)")
 	fl.IntVar(&f.testLimit, "test-limit", 0, "use only the first N test images (0: all)")
@@ -248,7 +248,7 @@ func defaultData() string {
 func dataOf(set string) string {
 	name, _, _ := strings.Cut(set, "/")
 	switch name {
-	case datasets.FashionMNIST, datasets.MNIST, datasets.KMNIST, datasets.SyntheticName:
+	case datasets.FashionMNIST, datasets.MNIST, datasets.KMNIST, datasets.MNIST10k, datasets.SyntheticName:
 		return name
 	}
 	return ""
@@ -257,8 +257,9 @@ func dataOf(set string) string {
 // openData loads spec with raw pixels.
 func openData(ctx context.Context, spec string, trainLimit, testLimit int, seed uint64) (*datasets.Data, error) {
 	d, err := datasets.Open(ctx, spec, &datasets.Options{
-		TrainLimit: trainLimit, TestLimit: testLimit, Seed: seed,
-		SyntheticTrain: trainLimit, SyntheticTest: testLimit,
+		Seed:      seed,
+		Sizes:     datasets.SizeOptions{TrainLimit: trainLimit, TestLimit: testLimit},
+		Synthetic: datasets.SyntheticOptions{Train: trainLimit, Test: testLimit},
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), "is neither a data set") {
