@@ -55,10 +55,7 @@ func (c *Conv) newGraph(n int) (*convGraph, error) {
 			pre = G.Must(G.BroadcastAdd(pre, bm, nil, []byte{0, 2, 3}))
 			t := c.act.node(pre)
 			if c.groups > 0 {
-				// The product by one copies σ's output: gorgonia's Reshape
-				// aliases its input, and the GroupNorm ops that follow would
-				// otherwise overwrite the value tanh's gradient reads.
-				t = c.groupNormNode(G.Must(G.Mul(t, G.NewConstant(1.0))), n, cg.scaleN, cg.shiftN)
+				t = groupNormNode(t, n, c.c, h, w, c.groups, cg.scaleN, cg.shiftN)
 			}
 			if sum == nil {
 				sum = t
@@ -78,19 +75,22 @@ func (c *Conv) newGraph(n int) (*convGraph, error) {
 	return cg, nil
 }
 
-// groupNormNode returns the graph of the GroupNorm of t, an n×C×H×W node,
-// with the 1×C×1×1 scale and shift.
-func (c *Conv) groupNormNode(t *G.Node, n int, scale, shift *G.Node) *G.Node {
-	gs := c.groups
-	per := c.c / gs * c.hw
-	r := G.Must(G.Reshape(t, tensor.Shape{n, gs, per}))
-	mean := G.Must(G.Reshape(G.Must(G.Mean(r, 2)), tensor.Shape{n, gs, 1}))
+// groupNormNode returns the graph of the GroupNorm (in groups groups) of t,
+// an n×c×h×w node, with the 1×c×1×1 scale and shift.
+func groupNormNode(t *G.Node, n, c, h, w, groups int, scale, shift *G.Node) *G.Node {
+	// The product by one copies t: gorgonia's Reshape aliases its input, and
+	// the ops that follow would otherwise overwrite the value that t's own
+	// gradient (tanh's, for one) reads.
+	t = G.Must(G.Mul(t, G.NewConstant(1.0)))
+	per := c / groups * h * w
+	r := G.Must(G.Reshape(t, tensor.Shape{n, groups, per}))
+	mean := G.Must(G.Reshape(G.Must(G.Mean(r, 2)), tensor.Shape{n, groups, 1}))
 	d := G.Must(G.BroadcastSub(r, mean, nil, []byte{2}))
 	vr := G.Must(G.Mean(G.Must(G.Square(d)), 2))
 	rstd := G.Must(G.Pow(G.Must(G.Add(vr, G.NewConstant(convNormEps))), G.NewConstant(-0.5)))
-	rstd = G.Must(G.Reshape(rstd, tensor.Shape{n, gs, 1}))
+	rstd = G.Must(G.Reshape(rstd, tensor.Shape{n, groups, 1}))
 	xhat := G.Must(G.BroadcastHadamardProd(d, rstd, nil, []byte{2}))
-	xhat = G.Must(G.Reshape(xhat, tensor.Shape{n, c.c, c.geom.H, c.geom.W}))
+	xhat = G.Must(G.Reshape(xhat, tensor.Shape{n, c, h, w}))
 	y := G.Must(G.BroadcastHadamardProd(xhat, scale, nil, []byte{0, 2, 3}))
 	return G.Must(G.BroadcastAdd(y, shift, nil, []byte{0, 2, 3}))
 }
