@@ -136,6 +136,7 @@ type Conv struct {
 	power     []float64 // M unit vectors of length C·H·W
 	pcol, py  []float64
 	fourier   *conv.FourierBound
+	params    []*Param
 	evals     mru.Cache[int, *convEval]
 }
 
@@ -201,6 +202,7 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 			c.nscale.Data()[i] = 1
 		}
 	}
+	c.params = c.paramList()
 	fillNormal(c.power, rng, 1)
 	for k := range m {
 		v := c.power[k*ch*hw : (k+1)*ch*hw]
@@ -233,7 +235,9 @@ func (c *Conv) Kernels() int { return c.m }
 
 // Params implements Cell: W, then U (with InputConv), b, then the
 // GroupNorm scale and shift (with Groups).
-func (c *Conv) Params() []*Param {
+func (c *Conv) Params() []*Param { return slices.Clone(c.params) }
+
+func (c *Conv) paramList() []*Param {
 	ps := []*Param{c.w}
 	if c.u != nil {
 		ps = append(ps, c.u)

@@ -2,13 +2,16 @@ package layers
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/solver"
 )
 
-// convEval evaluates a Conv cell on batches of n examples. All scratch is
-// allocated here, once; the calls that follow allocate nothing.
+// convEval evaluates a Conv cell on batches of n examples, split between
+// the goroutines of a conv.Team (one part per core, at most one per
+// example). All scratch is allocated here, once; the calls that follow
+// allocate nothing.
 type convEval struct {
 	c    *Conv
 	n    int
@@ -16,17 +19,44 @@ type convEval struct {
 	hasX bool
 	smp  *sampler
 	norm groupNorm
+	wsel []float64 // M·C×9C: the sampled kernels, gathered
 
+	team  *conv.Team
+	works []*convWork // one per part
+	call  convCall    // the arguments of the running call
+	part  func(part, lo, hi int)
+
+	graph *convGraph // EvalGraph's graph, built on first use
+}
+
+// convWork is the scratch of one part of a batch.
+type convWork struct {
 	col, dcol []float64 // 9C×HW columns of one image and their cotangent
 	act       []float64 // M·C×HW: σ(pre) of every term of one example
 	out       []float64 // M·C×HW: N(σ(pre)) (GroupNorm only)
 	xhat      []float64 // M·C×HW: standardised σ(pre) (GroupNorm only)
 	rstd      []float64 // M·groups
 	delta     []float64 // M·C×HW: cotangent of the pre-activations
-	du        []float64 // C×HW: cotangent of the injection (InputConv)
-	wsel      []float64 // M·C×9C: the sampled kernels, gathered
+	du        []float64 // C×HW: cotangent of the injection
+	// Parameter gradients of parts other than 0 (part 0 adds into the
+	// parameters directly), in Params order.
+	grads [][]float64
+}
 
-	graph *convGraph // EvalGraph's graph, built on first use
+// Operations of a convCall.
+const (
+	convOpEval = iota
+	convOpVJPHidden
+	convOpVJP
+)
+
+// convCall holds the arguments of the call that the parts run.
+type convCall struct {
+	op                int
+	dst, z, g, dz, dx []float64
+	w                 []float64 // stacked kernels of the terms
+	idx               []int     // the terms (nil: all M)
+	k                 int
 }
 
 var (
@@ -36,30 +66,41 @@ var (
 
 func newConvEval(c *Conv, n int) *convEval {
 	img := c.c * c.hw
-	r := c.geom.ColRows()
-	e := &convEval{
-		c: c, n: n,
-		x:     make([]float64, n*img),
-		smp:   newSampler(),
-		col:   make([]float64, r*c.hw),
-		dcol:  make([]float64, r*c.hw),
-		act:   make([]float64, c.m*img),
-		delta: make([]float64, c.m*img),
-	}
+	e := &convEval{c: c, n: n, x: make([]float64, n*img), smp: newSampler()}
 	e.u = e.x
 	if c.inputConv {
 		e.u = make([]float64, n*img)
-		e.du = make([]float64, img)
 	}
 	if c.groups > 0 {
 		e.norm = groupNorm{c: c.c, hw: c.hw, groups: c.groups}
-		e.out = make([]float64, c.m*img)
-		e.xhat = make([]float64, c.m*img)
-		e.rstd = make([]float64, c.m*c.groups)
 	}
 	if c.m > 1 {
 		e.wsel = make([]float64, len(c.w.Data()))
 	}
+	e.team = conv.NewTeam(min(runtime.GOMAXPROCS(0), n))
+	runtime.AddCleanup(e, (*conv.Team).Close, e.team)
+	r := c.geom.ColRows()
+	for p := range e.team.Parts() {
+		wk := &convWork{
+			col:   make([]float64, r*c.hw),
+			dcol:  make([]float64, r*c.hw),
+			act:   make([]float64, c.m*img),
+			delta: make([]float64, c.m*img),
+			du:    make([]float64, img),
+		}
+		if c.groups > 0 {
+			wk.out = make([]float64, c.m*img)
+			wk.xhat = make([]float64, c.m*img)
+			wk.rstd = make([]float64, c.m*c.groups)
+		}
+		if p > 0 {
+			for _, q := range c.params {
+				wk.grads = append(wk.grads, make([]float64, len(q.Data())))
+			}
+		}
+		e.works = append(e.works, wk)
+	}
+	e.part = e.runPart
 	return e
 }
 
@@ -85,9 +126,10 @@ func (e *convEval) SetInput(x []float64) error {
 	copy(e.x, x)
 	if e.c.inputConv {
 		img := e.c.c * e.c.hw
+		col := e.works[0].col
 		for b := range e.n {
-			e.c.geom.Im2Col(e.col, e.x[b*img:(b+1)*img])
-			e.gemmW(e.u[b*img:(b+1)*img], e.c.u.Data(), e.c.c, e.col)
+			e.c.geom.Im2Col(col, e.x[b*img:(b+1)*img])
+			e.gemmW(e.u[b*img:(b+1)*img], e.c.u.Data(), e.c.c, col)
 		}
 	}
 	e.hasX = true
@@ -121,14 +163,15 @@ func (e *convEval) kernels(idx []int) ([]float64, int) {
 }
 
 // forward computes the k terms of example b at its state zb with the
-// stacked kernels w: e.act holds σ(pre) and the returned slice (e.act, or
-// e.out with GroupNorm) the terms' outputs. It leaves zb's columns in e.col.
-func (e *convEval) forward(zb []float64, b int, w []float64, idx []int, k int) []float64 {
+// stacked kernels w: wk.act holds σ(pre) and the returned slice (wk.act, or
+// wk.out with GroupNorm) the terms' outputs. It leaves zb's columns in
+// wk.col.
+func (e *convEval) forward(wk *convWork, zb []float64, b int, w []float64, idx []int, k int) []float64 {
 	c := e.c
 	img := c.c * c.hw
-	c.geom.Im2Col(e.col, zb)
-	act := e.act[:k*img]
-	e.gemmW(act, w, k*c.c, e.col)
+	c.geom.Im2Col(wk.col, zb)
+	act := wk.act[:k*img]
+	e.gemmW(act, w, k*c.c, wk.col)
 	ub := e.u[b*img : (b+1)*img]
 	bias := c.b.Data()
 	for j := range k {
@@ -149,10 +192,10 @@ func (e *convEval) forward(zb []float64, b int, w []float64, idx []int, k int) [
 	if c.groups == 0 {
 		return act
 	}
-	out := e.out[:k*img]
+	out := wk.out[:k*img]
 	for j := range k {
 		s := j * img
-		e.norm.forward(out[s:s+img], e.xhat[s:s+img], e.rstd[j*c.groups:(j+1)*c.groups],
+		e.norm.forward(out[s:s+img], wk.xhat[s:s+img], wk.rstd[j*c.groups:(j+1)*c.groups],
 			act[s:s+img], c.nscale.Data(), c.nshift.Data())
 	}
 	return out
@@ -171,12 +214,12 @@ func average(dst, terms []float64, k int) {
 }
 
 // backward turns the cotangent g/k of each of the k terms of one example
-// (after forward) into the pre-activation cotangents e.delta, adding the
-// GroupNorm parameters' gradients when params is set.
-func (e *convEval) backward(gb []float64, k int, params bool) []float64 {
+// (after forward) into the pre-activation cotangents wk.delta, adding the
+// GroupNorm parameters' gradients into dscale and dshift unless nil.
+func (e *convEval) backward(wk *convWork, gb []float64, k int, dscale, dshift []float64) []float64 {
 	c := e.c
 	img := c.c * c.hw
-	delta := e.delta[:k*img]
+	delta := wk.delta[:k*img]
 	inv := 1 / float64(k)
 	for j := range k {
 		d := delta[j*img : (j+1)*img]
@@ -184,25 +227,22 @@ func (e *convEval) backward(gb []float64, k int, params bool) []float64 {
 			d[i] = v * inv
 		}
 		if c.groups > 0 {
-			var ds, dt []float64
-			if params {
-				ds, dt = c.nscale.GradData(), c.nshift.GradData()
-			}
 			s := j * img
-			e.norm.backward(d, d, e.xhat[s:s+img], e.rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), ds, dt)
+			e.norm.backward(d, d, wk.xhat[s:s+img], wk.rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), dscale, dshift)
 		}
 	}
-	activationGrad(c.act, delta, e.act[:k*img])
+	activationGrad(c.act, delta, wk.act[:k*img])
 	return delta
 }
 
 // adjoint writes into dzb the transposed convolution Σ_j W_jᵀ∗δ_j of the
-// stacked cotangents delta with the stacked kernels w.
-func (e *convEval) adjoint(dzb, w, delta []float64, rows int) {
+// stacked cotangents delta (rows channels in all) with the stacked kernels
+// w.
+func (e *convEval) adjoint(wk *convWork, dzb, w, delta []float64, rows int) {
 	r := e.c.geom.ColRows()
-	conv.Gemm(true, false, r, e.c.hw, rows, 1, w, r, delta, e.c.hw, 0, e.dcol, e.c.hw)
+	conv.Gemm(true, false, r, e.c.hw, rows, 1, w, r, delta, e.c.hw, 0, wk.dcol, e.c.hw)
 	clear(dzb)
-	e.c.geom.Col2ImAdd(dzb, e.dcol)
+	e.c.geom.Col2ImAdd(dzb, wk.dcol)
 }
 
 func (e *convEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
@@ -215,7 +255,7 @@ func (e *convEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	e.eval(dst, z, idx, k)
+	e.run(convCall{op: convOpEval, dst: dst, z: z, idx: idx})
 	return k, nil
 }
 
@@ -226,16 +266,106 @@ func (e *convEval) EvalExact(dst, z []float64) error {
 	if err := e.ready(); err != nil {
 		return err
 	}
-	e.eval(dst, z, nil, e.c.m)
+	e.run(convCall{op: convOpEval, dst: dst, z: z})
 	return nil
 }
 
-func (e *convEval) eval(dst, z []float64, idx []int, k int) {
-	img := e.c.c * e.c.hw
-	w, k := e.kernels(idx)
-	for b := range e.n {
-		out := e.forward(z[b*img:(b+1)*img], b, w, idx, k)
-		average(dst[b*img:(b+1)*img], out, k)
+// run gathers the kernels of call.idx and runs call on the batch, split
+// between the team's parts.
+func (e *convEval) run(call convCall) {
+	call.w, call.k = e.kernels(call.idx)
+	e.call = call
+	parts := e.team.Run(e.n, e.part)
+	e.call = convCall{}
+	if call.op != convOpVJP {
+		return
+	}
+	for p := 1; p < parts; p++ {
+		for i, q := range e.c.params {
+			g := e.works[p].grads[i]
+			addTo(q.GradData(), g)
+			clear(g)
+		}
+	}
+}
+
+// runPart runs e.call on the examples [lo, hi) with the scratch of part p.
+func (e *convEval) runPart(p, lo, hi int) {
+	c := e.c
+	call := &e.call
+	wk := e.works[p]
+	img := c.c * c.hw
+	for b := lo; b < hi; b++ {
+		zb := call.z[b*img : (b+1)*img]
+		out := e.forward(wk, zb, b, call.w, call.idx, call.k)
+		switch call.op {
+		case convOpEval:
+			average(call.dst[b*img:(b+1)*img], out, call.k)
+		case convOpVJPHidden:
+			delta := e.backward(wk, call.g[b*img:(b+1)*img], call.k, nil, nil)
+			e.adjoint(wk, call.dst[b*img:(b+1)*img], call.w, delta, call.k*c.c)
+		case convOpVJP:
+			e.vjpExample(wk, p, b)
+		}
+	}
+}
+
+// paramGrad returns the gradient slice of parameter i (in Params order) that part p adds
+// into.
+func (e *convEval) paramGrad(p, i int) []float64 {
+	if p == 0 {
+		return e.c.params[i].GradData()
+	}
+	return e.works[p].grads[i]
+}
+
+// vjpExample runs the exact VJP of example b (after forward) with the
+// scratch of part p.
+func (e *convEval) vjpExample(wk *convWork, p, b int) {
+	c := e.c
+	call := &e.call
+	img := c.c * c.hw
+	r := c.geom.ColRows()
+	k := call.k
+	// Params order: W, [U], b, [scale, shift].
+	iw, iu, ib, is := 0, -1, 1, 2
+	if c.inputConv {
+		iu, ib, is = 1, 2, 3
+	}
+	var dscale, dshift []float64
+	if c.groups > 0 {
+		dscale, dshift = e.paramGrad(p, is), e.paramGrad(p, is+1)
+	}
+	delta := e.backward(wk, call.g[b*img:(b+1)*img], k, dscale, dshift)
+	// dW += δ·colᵀ (all kernels at once), db += Σ_pixels δ.
+	conv.Gemm(false, true, k*c.c, r, c.hw, 1, delta, c.hw, wk.col, c.hw, 1, e.paramGrad(p, iw), r)
+	db := e.paramGrad(p, ib)
+	for i := range k * c.c {
+		s := 0.0
+		for _, v := range delta[i*c.hw : (i+1)*c.hw] {
+			s += v
+		}
+		db[i] += s
+	}
+	if call.dz != nil {
+		e.adjoint(wk, call.dz[b*img:(b+1)*img], call.w, delta, k*c.c)
+	}
+	// The injection's cotangent is Σ_m δ_m.
+	du := wk.du
+	copy(du, delta[:img])
+	for j := 1; j < k; j++ {
+		addTo(du, delta[j*img:(j+1)*img])
+	}
+	if !c.inputConv {
+		if call.dx != nil {
+			copy(call.dx[b*img:(b+1)*img], du)
+		}
+		return
+	}
+	c.geom.Im2Col(wk.col, e.x[b*img:(b+1)*img])
+	conv.Gemm(false, true, c.c, r, c.hw, 1, du, c.hw, wk.col, c.hw, 1, e.paramGrad(p, iu), r)
+	if call.dx != nil {
+		e.adjoint(wk, call.dx[b*img:(b+1)*img], c.u.Data(), du, c.c)
 	}
 }
 
@@ -250,13 +380,7 @@ func (e *convEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	img := e.c.c * e.c.hw
-	w, k := e.kernels(idx)
-	for b := range e.n {
-		e.forward(z[b*img:(b+1)*img], b, w, idx, k)
-		delta := e.backward(g[b*img:(b+1)*img], k, false)
-		e.adjoint(dst[b*img:(b+1)*img], w, delta, k*e.c.c)
-	}
+	e.run(convCall{op: convOpVJPHidden, dst: dst, z: z, g: g, idx: idx})
 	return k, nil
 }
 
@@ -265,58 +389,8 @@ func (e *convEval) VJP(dz, dx, z, g []float64) error {
 	if err := e.ready(); err != nil {
 		return err
 	}
-	c := e.c
-	img := c.c * c.hw
-	r := c.geom.ColRows()
-	w, k := c.w.Data(), c.m
-	dw, db := c.w.GradData(), c.b.GradData()
-	for b := range e.n {
-		e.forward(z[b*img:(b+1)*img], b, w, nil, k)
-		delta := e.backward(g[b*img:(b+1)*img], k, true)
-		// dW += δ·colᵀ (all kernels at once), db += Σ_pixels δ.
-		conv.Gemm(false, true, k*c.c, r, c.hw, 1, delta, c.hw, e.col, c.hw, 1, dw, r)
-		for i := range k * c.c {
-			s := 0.0
-			for _, v := range delta[i*c.hw : (i+1)*c.hw] {
-				s += v
-			}
-			db[i] += s
-		}
-		if dz != nil {
-			e.adjoint(dz[b*img:(b+1)*img], w, delta, k*c.c)
-		}
-		// The injection's cotangent is Σ_m δ_m.
-		du := delta[:img]
-		if k > 1 || c.inputConv {
-			du = e.duBuf(delta[:img])
-			for j := 1; j < k; j++ {
-				addTo(du, delta[j*img:(j+1)*img])
-			}
-		}
-		if !c.inputConv {
-			if dx != nil {
-				copy(dx[b*img:(b+1)*img], du)
-			}
-			continue
-		}
-		c.geom.Im2Col(e.col, e.x[b*img:(b+1)*img])
-		conv.Gemm(false, true, c.c, r, c.hw, 1, du, c.hw, e.col, c.hw, 1, c.u.GradData(), r)
-		if dx != nil {
-			e.adjoint(dx[b*img:(b+1)*img], c.u.Data(), du, c.c)
-		}
-	}
+	e.run(convCall{op: convOpVJP, dz: dz, dx: dx, z: z, g: g})
 	return nil
-}
-
-// duBuf returns a scratch image holding a copy of first: e.du with
-// InputConv, else the first image of e.out or e.dcol's head (free here).
-func (e *convEval) duBuf(first []float64) []float64 {
-	buf := e.du
-	if buf == nil {
-		buf = e.dcol[:len(first)]
-	}
-	copy(buf, first)
-	return buf
 }
 
 func (e *convEval) EvalGraph(dst, z []float64) error {
