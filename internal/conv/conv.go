@@ -134,18 +134,23 @@ func (g Geom) Col2ImAdd(x, col []float64) {
 	}
 }
 
-// Tile sizes of Gemm: gonum's Dgemm multiplies serially (and allocates
-// nothing) when the result has fewer than four 64×64 blocks.
-const (
-	tileRows = 64
-	tileCols = 128
-)
+// Block size of Gemm: gonum's Dgemm multiplies serially (and allocates
+// nothing) when the result has fewer than four 64×64 blocks, and 64×64×64
+// blocks keep its operands in cache, as its own parallel path does.
+const block = 64
+
+// even returns the block size at most block that splits x into the fewest,
+// most nearly equal blocks.
+func even(x int) int {
+	nb := (x + block - 1) / block
+	return (x + nb - 1) / nb
+}
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, op(A)
-// m×k and op(B) k×n, through blas64 in tiles of at most 64×128 of C, so that
-// gonum's implementation stays on its serial, allocation-free path. tA and
-// tB select transposes: A is then k×m with stride lda, B n×k with stride
-// ldb.
+// m×k and op(B) k×n, through blas64 in blocks of at most 64×64×64 (split evenly), so that gonum's
+// implementation stays on its serial, allocation-free path with operands in
+// cache. tA and tB select transposes: A is then k×m with stride lda, B n×k
+// with stride ldb.
 func Gemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -158,23 +163,39 @@ func Gemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []flo
 		tb = blas.Trans
 	}
 	impl := blas64.Implementation()
-	for i := 0; i < m; i += tileRows {
-		mi := min(tileRows, m-i)
-		var as []float64
-		if tA {
-			as = a[i:]
-		} else {
-			as = a[i*lda:]
-		}
-		for j := 0; j < n; j += tileCols {
-			nj := min(tileCols, n-j)
-			var bs []float64
-			if tB {
-				bs = b[j*ldb:]
-			} else {
-				bs = b[j:]
+	if k == 0 {
+		for i := 0; i < m; i += block {
+			for j := 0; j < n; j += block {
+				impl.Dgemm(ta, tb, min(block, m-i), min(block, n-j), 0, alpha, a, max(lda, 1), b, max(ldb, 1), beta, c[i*ldc+j:], ldc)
 			}
-			impl.Dgemm(ta, tb, mi, nj, k, alpha, as, lda, bs, ldb, beta, c[i*ldc+j:], ldc)
+		}
+		return
+	}
+	bm, bn, bk := even(m), even(n), even(k)
+	for i := 0; i < m; i += bm {
+		mi := min(bm, m-i)
+		for j := 0; j < n; j += bn {
+			nj := min(bn, n-j)
+			cs := c[i*ldc+j:]
+			for l := 0; l < k; l += bk {
+				kl := min(bk, k-l)
+				var as, bs []float64
+				if tA {
+					as = a[l*lda+i:]
+				} else {
+					as = a[i*lda+l:]
+				}
+				if tB {
+					bs = b[j*ldb+l:]
+				} else {
+					bs = b[l*ldb+j:]
+				}
+				bt := 1.0
+				if l == 0 {
+					bt = beta
+				}
+				impl.Dgemm(ta, tb, mi, nj, kl, alpha, as, lda, bs, ldb, bt, cs, ldc)
+			}
 		}
 	}
 }
