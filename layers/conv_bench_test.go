@@ -6,8 +6,6 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-
-	"github.com/deqgo/deq/solver"
 )
 
 // Conv benchmark shape: the peer's MNIST cell, a batch of 64 examples of
@@ -35,42 +33,7 @@ func benchConv(b *testing.B, cfg ConvConfig, op string, size int, convs float64)
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := c.Evaluator(benchConvBatch)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	if err := e.SetInput(randVec(rng, benchConvBatch*c.Shape().InputLen(), 1)); err != nil {
-		b.Fatal(err)
-	}
-	z := randVec(rng, e.Len(), 1)
-	g := randVec(rng, e.Len(), 1)
-	dst := make([]float64, e.Len())
-	if size == 0 {
-		size = e.Terms()
-	}
-	s := solver.Sample{Seed: 1, Size: size}
-	run := func() error {
-		switch op {
-		case "eval":
-			_, err := e.Eval(dst, z, s)
-			return err
-		case "vjp-hidden":
-			_, err := e.VJPHidden(dst, z, g, s)
-			return err
-		default:
-			return e.VJP(dst, nil, z, g)
-		}
-	}
-	if err := run(); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := run(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchOpN(b, c, benchConvBatch, op, size)
 	b.ReportMetric(convs*benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
