@@ -1,0 +1,148 @@
+package conv
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// naive returns the convolution of x by the Out×In×K×K kernel w directly.
+func naive(g Geom, out int, w, x []float64) []float64 {
+	oh, ow := g.OutH(), g.OutW()
+	y := make([]float64, out*oh*ow)
+	for o := range out {
+		for oy := range oh {
+			for ox := range ow {
+				s := 0.0
+				for c := range g.In {
+					for ky := range g.K {
+						for kx := range g.K {
+							iy, ix := oy*g.Stride+ky-g.Pad, ox*g.Stride+kx-g.Pad
+							if iy >= 0 && iy < g.H && ix >= 0 && ix < g.W {
+								s += w[((o*g.In+c)*g.K+ky)*g.K+kx] * x[(c*g.H+iy)*g.W+ix]
+							}
+						}
+					}
+				}
+				y[(o*oh+oy)*ow+ox] = s
+			}
+		}
+	}
+	return y
+}
+
+func randSlice(rng *rand.Rand, n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	return x
+}
+
+func geoms() []Geom {
+	return []Geom{
+		{In: 3, H: 5, W: 4, K: 3, Stride: 1, Pad: 1},
+		{In: 2, H: 7, W: 8, K: 3, Stride: 2, Pad: 1},
+		{In: 1, H: 28, W: 28, K: 3, Stride: 2, Pad: 1},
+		{In: 2, H: 2, W: 3, K: 3, Stride: 1, Pad: 1},
+		{In: 2, H: 6, W: 5, K: 5, Stride: 1, Pad: 2},
+		{In: 1, H: 4, W: 4, K: 3, Stride: 1, Pad: 0},
+	}
+}
+
+func TestIm2ColGemmIsConvolution(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, g := range geoms() {
+		t.Run(fmt.Sprint(g), func(t *testing.T) {
+			if err := g.Check(); err != nil {
+				t.Fatal(err)
+			}
+			const out = 3
+			w := randSlice(rng, out*g.ColRows())
+			x := randSlice(rng, g.ImageLen())
+			col := randSlice(rng, g.ColRows()*g.ColCols()) // garbage to overwrite
+			g.Im2Col(col, x)
+			y := randSlice(rng, out*g.ColCols())
+			Gemm(false, false, out, g.ColCols(), g.ColRows(), 1, w, g.ColRows(), col, g.ColCols(), 0, y, g.ColCols())
+			want := naive(g, out, w, x)
+			for i := range want {
+				if math.Abs(y[i]-want[i]) > 1e-12 {
+					t.Fatalf("y[%d] = %v, want %v", i, y[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestCol2ImIsAdjoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, g := range geoms() {
+		x := randSlice(rng, g.ImageLen())
+		c := randSlice(rng, g.ColRows()*g.ColCols())
+		col := make([]float64, len(c))
+		g.Im2Col(col, x)
+		back := make([]float64, len(x))
+		g.Col2ImAdd(back, c)
+		a, b := 0.0, 0.0
+		for i := range c {
+			a += col[i] * c[i]
+		}
+		for i := range x {
+			b += x[i] * back[i]
+		}
+		if math.Abs(a-b) > 1e-10*math.Abs(a) {
+			t.Errorf("%v: ⟨im2col x, c⟩ = %v, ⟨x, col2im c⟩ = %v", g, a, b)
+		}
+	}
+}
+
+func TestGemmTilesAllTransposes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	const m, n, k = 150, 300, 70
+	for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		a := randSlice(rng, m*k)
+		b := randSlice(rng, k*n)
+		c := randSlice(rng, m*n)
+		at := func(i, l int) float64 {
+			if tr[0] {
+				return a[l*m+i]
+			}
+			return a[i*k+l]
+		}
+		bt := func(l, j int) float64 {
+			if tr[1] {
+				return b[j*k+l]
+			}
+			return b[l*n+j]
+		}
+		lda, ldb := k, n
+		if tr[0] {
+			lda = m
+		}
+		if tr[1] {
+			ldb = k
+		}
+		want := make([]float64, m*n)
+		for i := range m {
+			for j := range n {
+				s := 0.0
+				for l := range k {
+					s += at(i, l) * bt(l, j)
+				}
+				want[i*n+j] = 2*s + 0.5*c[i*n+j]
+			}
+		}
+		Gemm(tr[0], tr[1], m, n, k, 2, a, lda, b, ldb, 0.5, c, n)
+		for i := range want {
+			if math.Abs(c[i]-want[i]) > 1e-11 {
+				t.Fatalf("%v: c[%d] = %v, want %v", tr, i, c[i], want[i])
+			}
+		}
+		if allocs := testing.AllocsPerRun(3, func() {
+			Gemm(tr[0], tr[1], m, n, k, 1, a, lda, b, ldb, 0, c, n)
+		}); allocs != 0 {
+			t.Errorf("%v: %v allocations", tr, allocs)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package layers
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// Conv benchmark shape: the peer's MNIST cell, a batch of 64 examples of
+// 48 channels of 14×14 pixels; the stochastic cell has 8 kernels and
+// samples 2.
+const (
+	benchConvBatch    = 64
+	benchConvChannels = 48
+	benchConvSide     = 14
+	benchConvKernels  = 8
+	benchConvSample   = 2
+)
+
+// benchConvFlops is the multiply–add count, doubled, of one 3×3
+// convolution of the whole benchmark batch: 2·C·9C·HW·n.
+const benchConvFlops = 2 * benchConvChannels * 9 * benchConvChannels * benchConvSide * benchConvSide * benchConvBatch
+
+// benchConv times one evaluator operation ("eval", "vjp-hidden" or "vjp")
+// of a Conv cell with the given number of kernels and sample size (0:
+// exact) on the benchmark batch, and reports GFLOP/s counting convs
+// convolutions of the batch per operation.
+func benchConv(b *testing.B, cfg ConvConfig, op string, size int, convs float64) {
+	cfg.Channels, cfg.Height, cfg.Width, cfg.Seed = benchConvChannels, benchConvSide, benchConvSide, 1
+	c, err := NewConv(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchOpN(b, c, benchConvBatch, op, size)
+	b.ReportMetric(convs*benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func BenchmarkConvEval(b *testing.B)      { benchConv(b, ConvConfig{}, "eval", 0, 1) }
+func BenchmarkConvVJPHidden(b *testing.B) { benchConv(b, ConvConfig{}, "vjp-hidden", 0, 2) }
+func BenchmarkConvVJP(b *testing.B)       { benchConv(b, ConvConfig{}, "vjp", 0, 3) }
+func BenchmarkConvEvalGroupNorm(b *testing.B) {
+	benchConv(b, ConvConfig{Groups: 4}, "eval", 0, 1)
+}
+func BenchmarkConvVJPGroupNorm(b *testing.B) { benchConv(b, ConvConfig{Groups: 4}, "vjp", 0, 3) }
+func BenchmarkConvEvalSampled(b *testing.B) {
+	benchConv(b, ConvConfig{Kernels: benchConvKernels}, "eval", benchConvSample, benchConvSample)
+}
+func BenchmarkConvVJPHiddenSampled(b *testing.B) {
+	benchConv(b, ConvConfig{Kernels: benchConvKernels}, "vjp-hidden", benchConvSample, 2*benchConvSample)
+}
+
+// BenchmarkConvGemmReference is the same-shape matrix multiply as one
+// blas64.Gemm (gonum's parallel one in the default build): C×9C kernels
+// times 9C×(n·HW) columns, the work of one convolution of the batch.
+func BenchmarkConvGemmReference(b *testing.B) {
+	const m, k, n = benchConvChannels, 9 * benchConvChannels, benchConvSide * benchConvSide * benchConvBatch
+	rng := rand.New(rand.NewPCG(1, 2))
+	a := blas64.General{Rows: m, Cols: k, Stride: k, Data: randVec(rng, m*k, 1)}
+	x := blas64.General{Rows: k, Cols: n, Stride: n, Data: randVec(rng, k*n, 1)}
+	c := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}
+	b.ReportAllocs()
+	for b.Loop() {
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, x, 0, c)
+	}
+	b.ReportMetric(benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func BenchmarkConvEncoderForward(b *testing.B)  { benchConvEncoder(b, false) }
+func BenchmarkConvEncoderBackward(b *testing.B) { benchConvEncoder(b, true) }
+
+// benchConvEncoder times the 1×28×28 → 48×14×14 encoder with GroupNorm on
+// the benchmark batch.
+func benchConvEncoder(b *testing.B, backward bool) {
+	enc, err := NewConvEncoder(ConvEncoderConfig{Channels: benchConvChannels, Groups: 4, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := randVec(rng, benchConvBatch*enc.InputLen(), 1)
+	y := make([]float64, benchConvBatch*enc.OutputLen())
+	if err := enc.Forward(y, x); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if backward {
+			err = enc.Backward(y)
+		} else {
+			err = enc.Forward(y, x)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package layers
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// encoderGraph is the gorgonia graph of a ConvEncoder on n images, used by
+// the tests.
+type encoderGraph struct {
+	g   *G.ExprGraph
+	x   []float64
+	out *G.Node
+	ps  G.Nodes // W, b (, scale, shift), in Params order
+}
+
+func (e *ConvEncoder) newGraph(n int) (*encoderGraph, error) {
+	eg := &encoderGraph{g: G.NewGraph(), x: make([]float64, n*e.InputLen())}
+	gr := graph{eg.g}
+	err := build("ConvEncoder", func() {
+		x := gr.bound("x", tensorOver(eg.x, n, e.geom.In, e.geom.H, e.geom.W))
+		w := gr.bound("W", tensorOver(e.w.Data(), e.c, e.geom.In, ConvKernel, ConvKernel))
+		b := gr.bound("b", tensorOver(e.b.Data(), 1, e.c, 1, 1))
+		eg.ps = G.Nodes{w, b}
+		y := G.Must(G.Conv2d(x, w, tensor.Shape{ConvKernel, ConvKernel}, []int{1, 1}, []int{2, 2}, []int{1, 1}))
+		y = e.act.node(G.Must(G.BroadcastAdd(y, b, nil, []byte{0, 2, 3})))
+		if e.groups > 0 {
+			sc := gr.bound("gn.scale", tensorOver(e.nscale.Data(), 1, e.c, 1, 1))
+			sh := gr.bound("gn.shift", tensorOver(e.nshift.Data(), 1, e.c, 1, 1))
+			eg.ps = append(eg.ps, sc, sh)
+			y = groupNormNode(y, n, e.c, e.geom.OutH(), e.geom.OutW(), e.groups, sc, sh)
+		}
+		eg.out = y
+	})
+	if err != nil {
+		return nil, err
+	}
+	return eg, nil
+}
+
+func TestConvEncoderMatchesGorgonia(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  ConvEncoderConfig
+		fd   bool
+	}{
+		{"mnist-shape", ConvEncoderConfig{Channels: 3, Seed: 1}, false},
+		{"odd-relu-groupnorm", ConvEncoderConfig{InChannels: 2, Height: 7, Width: 8, Channels: 4, Groups: 2, Seed: 2}, false},
+		{"tanh-groupnorm", ConvEncoderConfig{InChannels: 2, Height: 6, Width: 5, Channels: 4, Groups: 1, Activation: Tanh, Seed: 3}, true},
+		{"tanh", ConvEncoderConfig{Height: 5, Width: 5, Channels: 2, Activation: Tanh, Seed: 4}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc, err := NewConvEncoder(tc.cfg)
+			require.NoError(t, err)
+			rng := rand.New(rand.NewPCG(5, 5))
+			copy(enc.b.Data(), randVec(rng, len(enc.b.Data()), 0.3))
+			if enc.nscale != nil {
+				copy(enc.nshift.Data(), randVec(rng, len(enc.nshift.Data()), 0.3))
+				for i := range enc.nscale.Data() {
+					enc.nscale.Data()[i] = 1 + 0.3*rng.NormFloat64()
+				}
+			}
+			const n = 2
+			x := randVec(rng, n*enc.InputLen(), 1)
+			g := randVec(rng, n*enc.OutputLen(), 1)
+			y := make([]float64, n*enc.OutputLen())
+			require.NoError(t, enc.Forward(y, x))
+			ZeroGrads(enc.Params())
+			require.NoError(t, enc.Backward(g))
+
+			eg, err := enc.newGraph(n)
+			require.NoError(t, err)
+			copy(eg.x, x)
+			var grads G.Nodes
+			var gData []float64
+			var outV G.Value
+			var read *G.Node
+			require.NoError(t, build("test", func() {
+				// Read the output before backprop, whose in-place ops may
+				// overwrite it.
+				read = G.Read(eg.out, &outV)
+				gN := graph{eg.g}.bound("g", tensorOver(make([]float64, len(g)), eg.out.Shape()...))
+				gData = gN.Value().Data().([]float64)
+				grads = backprop(eg.out, gN, eg.ps)
+			}))
+			copy(gData, g)
+			require.NoError(t, newMachine(eg.g, append(G.Nodes{read}, grads...)...).run())
+			requireRel(t, outV.Data().([]float64), y, 1e-10, "forward")
+			for i, p := range enc.Params() {
+				requireRel(t, nodeData(grads[i]), p.GradData(), 1e-10, p.Name())
+			}
+			if !tc.fd {
+				return
+			}
+			for _, p := range enc.Params() {
+				d := p.Data()
+				want := fdGrad(func(v []float64) float64 {
+					copy(d, v)
+					require.NoError(t, enc.Forward(y, x))
+					return dot(g, y)
+				}, slices.Clone(d))
+				require.InDeltaSlice(t, want, p.GradData(), 1e-6, p.Name())
+			}
+		})
+	}
+}
+
+func TestConvEncoderShapesAndAllocations(t *testing.T) {
+	enc, err := NewConvEncoder(ConvEncoderConfig{Channels: 8, Groups: 4})
+	require.NoError(t, err)
+	c, h, w := enc.OutShape()
+	require.Equal(t, []int{8, 14, 14}, []int{c, h, w})
+	require.Equal(t, 784, enc.InputLen())
+	x := make([]float64, 3*784)
+	y := make([]float64, 3*enc.OutputLen())
+	require.NoError(t, enc.Forward(y, x))
+	require.Zero(t, testing.AllocsPerRun(3, func() { _ = enc.Forward(y, x) }))
+	require.Zero(t, testing.AllocsPerRun(3, func() { _ = enc.Backward(y) }))
+	require.ErrorContains(t, enc.Forward(y, x[:100]), "input length")
+	_, err = NewConvEncoder(ConvEncoderConfig{})
+	require.ErrorContains(t, err, "Channels")
+	_, err = NewConvEncoder(ConvEncoderConfig{Channels: 3, Groups: 2})
+	require.ErrorContains(t, err, "Groups")
+	fresh, _ := NewConvEncoder(ConvEncoderConfig{Channels: 2})
+	require.ErrorContains(t, fresh.Backward(nil), "Forward")
+}
