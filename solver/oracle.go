@@ -1,6 +1,9 @@
 package solver
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sample names the randomness of one oracle evaluation: the average of Size
 // unit samples drawn from the stream Seed. Two evaluations with the same
@@ -12,13 +15,19 @@ type Sample struct {
 
 // Model says what is known of an oracle's noise. The models are ordered from
 // the weakest assumption to the strongest; see the reference paper, Section 2.
+// The zero value, UnspecifiedModel, is not a model: where a Model is a
+// setting (VRGHAL.Model) it means "the oracle's own Model()", and an Oracle
+// must not report it.
 type Model int
 
 const (
+	// UnspecifiedModel is the zero Model: no assumption stated. Settings
+	// that hold a Model read it as "take the oracle's".
+	UnspecifiedModel Model = iota
 	// BoundedVariance assumes only E‖τ(x; ξ) − T(x)‖² ≤ σ² (eq. 2 of the paper).
 	// Stochastic methods draw independent samples at the two points of a
 	// difference.
-	BoundedVariance Model = iota
+	BoundedVariance
 	// LipschitzInExpectation adds E‖τ(x; ξ) − τ(y; ξ)‖² ≤ L²‖x − y‖² for a
 	// multi-query oracle (Assumptions 1 and 2 of the paper).
 	LipschitzInExpectation
@@ -32,6 +41,8 @@ const (
 // String returns the model's name as accepted by ParseModel.
 func (m Model) String() string {
 	switch m {
+	case UnspecifiedModel:
+		return "unspecified"
 	case BoundedVariance:
 		return "bounded-variance"
 	case LipschitzInExpectation:
@@ -44,14 +55,42 @@ func (m Model) String() string {
 	return fmt.Sprintf("Model(%d)", int(m))
 }
 
-// ParseModel parses a Model name as printed by Model.String.
+// isOracleModel reports whether m is a model an Oracle may report.
+func (m Model) isOracleModel() bool { return m >= BoundedVariance && m <= Deterministic }
+
+// ErrUnknownModel is wrapped by the errors of ParseModel and
+// Model.UnmarshalText for a name that is not a Model's.
+var ErrUnknownModel = errors.New("solver: unknown oracle model")
+
+// ParseModel parses a Model name as printed by Model.String: one of the four
+// oracle models, or "unspecified" for the zero Model. Its error wraps
+// ErrUnknownModel.
 func ParseModel(s string) (Model, error) {
-	for m := BoundedVariance; m <= Deterministic; m++ {
+	for m := UnspecifiedModel; m <= Deterministic; m++ {
 		if m.String() == s {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("solver: unknown oracle model %q (want bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic)", s)
+	return 0, fmt.Errorf("%w %q (want bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic)", ErrUnknownModel, s)
+}
+
+// MarshalText implements encoding.TextMarshaler; it returns the name
+// Model.String prints, and an error for a value that is not a Model.
+func (m Model) MarshalText() ([]byte, error) {
+	if m < UnspecifiedModel || m > Deterministic {
+		return nil, fmt.Errorf("solver: cannot marshal %v", m)
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseModel.
+func (m *Model) UnmarshalText(b []byte) error {
+	v, err := ParseModel(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }
 
 // Oracle gives access to an operator T on R^Len.

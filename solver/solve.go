@@ -30,6 +30,8 @@ func (p Problem) check() error {
 		return fmt.Errorf("solver: Problem.Norm.Len() = %d must be positive", p.Norm.Len())
 	case p.Oracle.Len() != p.Norm.Len():
 		return fmt.Errorf("solver: Problem.Oracle.Len() = %d does not match Problem.Norm.Len() = %d", p.Oracle.Len(), p.Norm.Len())
+	case !p.Oracle.Model().isOracleModel():
+		return fmt.Errorf("solver: Problem.Oracle.Model() = %v is not an oracle model", p.Oracle.Model())
 	}
 	return nil
 }

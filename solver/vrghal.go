@@ -99,10 +99,10 @@ type VRGHAL struct {
 	Eps0 float64
 	// Lambda0 is the initial anchoring scale λ̄₀ > 0. Zero means 1.
 	Lambda0 float64
-	// Model is the oracle model to assume. Nil means Problem.Oracle's own
-	// Model(); assuming a stronger model than the oracle declares is an
-	// error, a weaker one is allowed.
-	Model *Model
+	// Model is the oracle model to assume. Zero (UnspecifiedModel) means
+	// Problem.Oracle's own Model(); assuming a stronger model than the
+	// oracle declares is an error, a weaker one is allowed.
+	Model Model
 	// SampleScale multiplies every unit-sample size (bucket sizes and
 	// minibatches m_{k,j}). Zero means 1, the paper's constants.
 	SampleScale float64
@@ -171,10 +171,9 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 			return c, fmt.Errorf("solver: VRGHAL.%s = %v must be positive and finite", f.name, f.v)
 		}
 	}
-	if v.Model != nil {
-		m := *v.Model
+	if m := v.Model; m != UnspecifiedModel {
 		switch {
-		case m < BoundedVariance || m > Deterministic:
+		case !m.isOracleModel():
 			return c, fmt.Errorf("solver: VRGHAL.Model = %v is not an oracle model", m)
 		case m > om:
 			return c, fmt.Errorf("solver: VRGHAL.Model = %v assumes more than Problem.Oracle declares (%v)", m, om)

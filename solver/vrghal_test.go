@@ -210,8 +210,6 @@ func vrNorm(t testing.TB, linf bool, d int) Norm {
 // probability p over n independent runs.
 func vrBinomialSlack(p float64, n int) float64 { return 3 * math.Sqrt(p*(1-p)/float64(n)) }
 
-func vrModelPtr(m Model) *Model { return &m }
-
 func TestVRGHALSettingsErrors(t *testing.T) {
 	o := newVRAffine(1, 3, 0.5, false, 0.1, vrGaussian, LipschitzInExpectation)
 	p := Problem{Oracle: o, Norm: vrNorm(t, false, 3)}
@@ -230,9 +228,9 @@ func TestVRGHALSettingsErrors(t *testing.T) {
 		{VRGHAL{SampleScale: math.Inf(1)}, "VRGHAL.SampleScale"},
 		{VRGHAL{Eps0: -1}, "VRGHAL.Eps0"},
 		{VRGHAL{Lambda0: -2}, "VRGHAL.Lambda0"},
-		{VRGHAL{Model: vrModelPtr(SamplewiseLipschitz)}, "VRGHAL.Model"},
-		{VRGHAL{Model: vrModelPtr(Deterministic)}, "VRGHAL.Model"},
-		{VRGHAL{Model: vrModelPtr(Model(9))}, "VRGHAL.Model"},
+		{VRGHAL{Model: SamplewiseLipschitz}, "VRGHAL.Model"},
+		{VRGHAL{Model: Deterministic}, "VRGHAL.Model"},
+		{VRGHAL{Model: Model(9)}, "VRGHAL.Model"},
 	} {
 		err := tc.m.Validate(p)
 		require.ErrorContains(t, err, tc.field, "%+v", tc.m)
@@ -241,7 +239,7 @@ func TestVRGHALSettingsErrors(t *testing.T) {
 	}
 	// Zero values are the defaults; weaker models than the oracle's and the
 	// boundary γ̄ = 1 are allowed.
-	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: vrModelPtr(BoundedVariance)}, {Model: vrModelPtr(LipschitzInExpectation)}} {
+	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: BoundedVariance}, {Model: LipschitzInExpectation}} {
 		require.NoError(t, m.Validate(p))
 	}
 	c, err := VRGHAL{}.config(LipschitzInExpectation)
@@ -419,7 +417,7 @@ func TestVRGHALSamplesFollowSchedule(t *testing.T) {
 	for _, model := range []Model{BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz} {
 		var total [2]int64
 		for i, scale := range []float64{1, 0.1} {
-			m := VRGHAL{Gamma: 0.9, Model: vrModelPtr(model), SampleScale: scale}
+			m := VRGHAL{Gamma: 0.9, Model: model, SampleScale: scale}
 			res, err := Solve(context.Background(), p, make([]float64, vrDim), &Settings{Tol: 1e-12, MaxIter: 4, Seed: 5}, m)
 			require.NoError(t, err)
 			require.Equal(t, IterationLimit, res.Status)
@@ -561,7 +559,7 @@ func TestVRGHALDeterministic(t *testing.T) {
 
 	// Assuming a weaker model spends the stochastic sample sizes.
 	weak, err := Solve(context.Background(), Problem{Oracle: a, Norm: norm}, x0, &Settings{MaxIter: 1, Certify: CertifySettings{Skip: true}},
-		VRGHAL{Model: vrModelPtr(BoundedVariance)})
+		VRGHAL{Model: BoundedVariance})
 	require.NoError(t, err)
 	require.Greater(t, weak.Stats.Calls, int64(79))
 }

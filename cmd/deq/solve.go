@@ -110,7 +110,7 @@ func configFlag(field string) string {
 // solveJob is a validated solve.
 type solveJob struct {
 	flags   solveFlags
-	entry   solverEntry
+	entry   solver.MethodInfo
 	problem *problems.Problem
 	method  solver.Method
 }
@@ -122,7 +122,7 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	case f.problem == "":
 		return nil, usagef("--problem is required (one of %s)", strings.Join(problems.Names(), ", "))
 	case f.solver == "":
-		return nil, usagef("--solver is required (one of %s)", strings.Join(solverNames(), ", "))
+		return nil, usagef("--solver is required (one of %s)", strings.Join(solver.MethodNames(), ", "))
 	case !(f.eps > 0) || math.IsInf(f.eps, 1):
 		return nil, usagef("--eps = %v must be positive and finite", f.eps)
 	case !(f.delta > 0 && f.delta < 1):
@@ -136,9 +136,9 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	case f.timeout < 0:
 		return nil, usagef("--timeout = %v must not be negative", f.timeout)
 	}
-	entry, ok := lookupSolver(f.solver)
-	if !ok {
-		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solverNames(), ", "))
+	entry, err := solver.LookupMethod(f.solver)
+	if err != nil { // wraps solver.ErrUnknownMethod
+		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solver.MethodNames(), ", "))
 	}
 	p, err := problems.New(problems.Config{Name: f.problem, Dim: f.dim, Norm: f.norm, Gamma: f.gamma, Noise: f.noise, Seed: f.seed})
 	if err != nil {
@@ -148,14 +148,10 @@ func (f solveFlags) prepare() (*solveJob, error) {
 		}
 		return nil, runtimeError{err}
 	}
-	if entry.stochastic && p.Model < entry.needs {
-		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.name, entry.needs, p.Name, p.Model)
+	if entry.Stochastic && p.Model < entry.Needs {
+		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.Name, entry.Needs, p.Name, p.Model)
 	}
-	m, err := entry.build(solverOptions{Eps: f.eps, Delta: f.delta, SampleScale: f.sampleScale, Problem: p})
-	if err != nil {
-		return nil, usagef("--solver %s: %v", entry.name, err)
-	}
-	return &solveJob{flags: f, entry: entry, problem: p, method: m}, nil
+	return &solveJob{flags: f, entry: entry, problem: p, method: entry.New(f.methodOptions(p))}, nil
 }
 
 // number is a float64 that encodes NaN and ±Inf as JSON null.
@@ -220,11 +216,11 @@ type solveReport struct {
 func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 	p, f := j.problem, j.flags
 	sp, oracle := p.ExactProblem(), "exact"
-	if j.entry.stochastic {
+	if j.entry.Stochastic {
 		sp, oracle = p.OracleProblem(), "stochastic"
 	}
 	s := &solver.Settings{
-		Tol:        f.eps * tolScale(j.entry),
+		Tol:        j.entry.Tol(f.eps),
 		MaxIter:    f.maxIter,
 		MaxSamples: f.maxSamples,
 		MaxTime:    f.timeout,
@@ -247,7 +243,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		return nil, err
 	}
 	rep := &solveReport{
-		Problem: p.Name, Solver: j.entry.name, Norm: p.Norm.String(), Oracle: oracle, Model: sp.Oracle.Model().String(),
+		Problem: p.Name, Solver: j.entry.Name, Norm: p.Norm.String(), Oracle: oracle, Model: sp.Oracle.Model().String(),
 		Dim: p.Config.Dim, Len: len(p.X0), Gamma: number(p.Gamma), Noise: number(p.Config.Noise), Sigma: number(p.Sigma),
 		Seed: f.seed, Eps: number(f.eps), Delta: number(f.delta),
 		Status: res.Status.String(), Iterations: res.Stats.Iterations, OracleCalls: res.Stats.Calls, Samples: res.Stats.Samples,
@@ -310,12 +306,12 @@ func printList(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SOLVER (--solver)\tORACLE\tNEEDS\tSUMMARY")
-	for _, s := range solverRegistry() {
+	for _, s := range solver.Methods() {
 		oracle, needs := "exact", "-"
-		if s.stochastic {
-			oracle, needs = "stochastic", s.needs.String()
+		if s.Stochastic {
+			oracle, needs = "stochastic", s.Needs.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.name, oracle, needs, s.summary)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, oracle, needs, s.Summary)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NORM (--norm)\tMEANING")
@@ -324,12 +320,4 @@ func printList(w io.Writer) error {
 	fmt.Fprintln(tw, "linf\tmaximum norm ℓ∞")
 	fmt.Fprintln(tw, "schatten:P\tSchatten-p norm of a matrix point, 2 ≤ P ≤ ∞ (schatten:inf is the spectral norm)")
 	return tw.Flush()
-}
-
-// tolScale returns the factor between --eps and Settings.Tol for a solver.
-func tolScale(e solverEntry) float64 {
-	if e.tolScale == 0 {
-		return 1
-	}
-	return e.tolScale
 }
