@@ -107,6 +107,16 @@ func configFlag(field string) string {
 	return ""
 }
 
+// configError returns the usage error naming the flag of a
+// *problems.ConfigError, and a runtime error for any other error.
+func configError(err error) error {
+	var ce *problems.ConfigError
+	if errors.As(err, &ce) && configFlag(ce.Field) != "" {
+		return usagef("%s: %s", configFlag(ce.Field), ce.Reason)
+	}
+	return runtimeError{err}
+}
+
 // solveJob is a validated solve.
 type solveJob struct {
 	flags   solveFlags
@@ -140,13 +150,15 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	if err != nil { // wraps solver.ErrUnknownMethod
 		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solver.MethodNames(), ", "))
 	}
-	p, err := problems.New(problems.Config{Name: f.problem, Dim: f.dim, Norm: f.norm, Gamma: f.gamma, Noise: f.noise, Seed: f.seed})
-	if err != nil {
-		var ce *problems.ConfigError
-		if errors.As(err, &ce) && configFlag(ce.Field) != "" {
-			return nil, usagef("%s: %s", configFlag(ce.Field), ce.Reason)
+	c := problems.Config{Name: f.problem, Dim: f.dim, Gamma: f.gamma, Noise: f.noise, Seed: f.seed}
+	if f.norm != "" {
+		if c.Norm, err = problems.ParseNorm(c, f.norm); err != nil {
+			return nil, configError(err)
 		}
-		return nil, runtimeError{err}
+	}
+	p, err := problems.New(c)
+	if err != nil {
+		return nil, configError(err)
 	}
 	if entry.Stochastic && p.Model < entry.Needs {
 		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.Name, entry.Needs, p.Name, p.Model)
