@@ -359,6 +359,52 @@ const (
 	AggMean
 )
 
+// String returns "max" or "mean", the names ParseAggregate accepts.
+func (a Aggregate) String() string {
+	switch a {
+	case AggMax:
+		return "max"
+	case AggMean:
+		return "mean"
+	}
+	return fmt.Sprintf("Aggregate(%d)", int(a))
+}
+
+// ErrUnknownAggregate is wrapped by the errors of ParseAggregate and
+// Aggregate.UnmarshalText for a name that is not an Aggregate's.
+var ErrUnknownAggregate = errors.New("solver: unknown aggregate")
+
+// ParseAggregate parses an Aggregate name as printed by Aggregate.String.
+// Its error wraps ErrUnknownAggregate.
+func ParseAggregate(name string) (Aggregate, error) {
+	for a := AggMax; a <= AggMean; a++ {
+		if a.String() == name {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q (want max or mean)", ErrUnknownAggregate, name)
+}
+
+// MarshalText implements encoding.TextMarshaler; it returns the name
+// Aggregate.String prints, and an error for a value that is not an
+// Aggregate.
+func (a Aggregate) MarshalText() ([]byte, error) {
+	if a != AggMax && a != AggMean {
+		return nil, fmt.Errorf("solver: cannot marshal %v", a)
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseAggregate.
+func (a *Aggregate) UnmarshalText(b []byte) error {
+	v, err := ParseAggregate(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
 // Batched is the norm of a batch of Examples independent points, each of
 // dimension Example.Len(), stored one after another. Its value is the
 // aggregate (by default the maximum) of the per-example norms, and Each

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -67,4 +68,57 @@ func TestLookupMethodUnknown(t *testing.T) {
 	require.True(t, errors.Is(err, ErrUnknownMethod))
 	require.ErrorContains(t, err, `"newton"`)
 	require.ErrorContains(t, err, "picard, km, halpern, ghal, anderson, broyden, vrghal, minibatch-km, stochastic-halpern, page-halpern")
+}
+
+// TestEnumText checks that every enum of the package parses back from its
+// String, round-trips through JSON as text, and rejects unknown names with
+// its sentinel error.
+func TestEnumText(t *testing.T) {
+	for s := NotTerminated; s <= Failure; s++ {
+		got, err := ParseStatus(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, `"`+s.String()+`"`, string(b))
+		var back Status
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, s, back)
+	}
+	for m := UnspecifiedModel; m <= Deterministic; m++ {
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.Equal(t, `"`+m.String()+`"`, string(b))
+		var back Model
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, m, back)
+	}
+	for _, a := range []Aggregate{AggMax, AggMean} {
+		got, err := ParseAggregate(a.String())
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+		b, err := json.Marshal(a)
+		require.NoError(t, err)
+		var back Aggregate
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, a, back)
+	}
+	_, err := ParseStatus("success")
+	require.ErrorIs(t, err, ErrUnknownStatus)
+	_, err = ParseModel("exact")
+	require.ErrorIs(t, err, ErrUnknownModel)
+	_, err = ParseAggregate("min")
+	require.ErrorIs(t, err, ErrUnknownAggregate)
+	for _, v := range []interface{ MarshalText() ([]byte, error) }{Status(-1), Status(99), Model(-1), Model(9), Aggregate(5)} {
+		_, err := v.MarshalText()
+		require.Error(t, err, "%v", v)
+	}
+	var ne *NormError
+	_, err = ParseNorm("l7", 3, 1)
+	require.ErrorAs(t, err, &ne)
+	require.Equal(t, "l7", ne.Name)
+	_, err = NewLP(1, 3)
+	require.ErrorAs(t, err, &ne)
+	require.Equal(t, "", ne.Name)
+	require.Equal(t, "solver: "+ne.Reason, err.Error())
 }

@@ -1,7 +1,9 @@
 package solver
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -34,12 +36,49 @@ const (
 
 var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure"}
 
-// String implements fmt.Stringer.
+// String implements fmt.Stringer. It returns the name of the constant, as
+// ParseStatus accepts it.
 func (s Status) String() string {
-	if s >= 0 && int(s) < len(statusNames) {
+	if s.valid() {
 		return statusNames[s]
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+func (s Status) valid() bool { return s >= 0 && int(s) < len(statusNames) }
+
+// ErrUnknownStatus is wrapped by the errors of ParseStatus and
+// Status.UnmarshalText for a name that is not a Status's.
+var ErrUnknownStatus = errors.New("solver: unknown status")
+
+// ParseStatus parses a Status name as printed by Status.String. Its error
+// wraps ErrUnknownStatus.
+func ParseStatus(name string) (Status, error) {
+	for i, n := range statusNames {
+		if n == name {
+			return Status(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q (want %s)", ErrUnknownStatus, name, strings.Join(statusNames[:], ", "))
+}
+
+// MarshalText implements encoding.TextMarshaler; it returns the name
+// Status.String prints, and an error for a value that is not a Status.
+func (s Status) MarshalText() ([]byte, error) {
+	if !s.valid() {
+		return nil, fmt.Errorf("solver: cannot marshal %v", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseStatus.
+func (s *Status) UnmarshalText(b []byte) error {
+	v, err := ParseStatus(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
 }
 
 // TracePoint is one entry of the residual trace.
