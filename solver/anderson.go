@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Anderson is Anderson acceleration of type II (Anderson 1965; Walker and Ni
@@ -163,7 +165,7 @@ func (m Anderson) Run(e *Env) error {
 					x[i] += a * (xj[i] + beta*gj[i])
 				}
 			}
-			if allFinite(x) {
+			if numeric.AllFinite(x) {
 				continue
 			}
 		}
@@ -257,17 +259,8 @@ func (b *bordered) solve(gram []float64, memory, c int, ridge float64) bool {
 		}
 		b.alpha[i-1] = s / a[i*stride+i]
 	}
-	return allFinite(b.alpha[:c])
+	return numeric.AllFinite(b.alpha[:c])
 }
 
 // dot returns aᵀb using gonum's vectorised kernel.
 func dot(a, b []float64) float64 { return floats.Dot(a, b) }
-
-func allFinite(x []float64) bool {
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
-}

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -198,7 +199,7 @@ func (m StochasticHalpern) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	c, q, maxB := blOr(m.C, 1), blOr(m.BatchPower, 1), m.MaxBatch
+	c, q, maxB := cmp.Or(m.C, 1), cmp.Or(m.BatchPower, 1), m.MaxBatch
 	if maxB == 0 {
 		maxB = DefaultMaxBatch
 	}
@@ -305,7 +306,7 @@ func (m PAGEHalpern) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	c1, c2, maxB := blOr(m.C1, 1)/(eps*eps), blOr(m.C2, 1)/(eps*eps), m.MaxBatch
+	c1, c2, maxB := cmp.Or(m.C1, 1)/(eps*eps), cmp.Or(m.C2, 1)/(eps*eps), m.MaxBatch
 	if maxB == 0 {
 		maxB = DefaultMaxBatch
 	}
@@ -375,14 +376,6 @@ func blBatch(scale float64, k int, q float64, maxB int) int {
 		return maxB
 	}
 	return max(1, int(b))
-}
-
-// blOr returns v, or def when v is zero.
-func blOr(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // blEps returns the target accuracy of a Halpern baseline: eps, or the

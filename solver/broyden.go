@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Broyden is the limited-memory "good" Broyden method applied to the root
@@ -152,7 +154,7 @@ func (m Broyden) Run(e *Env) error {
 			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
 			axpy(s, -dot(vi, g), ui)
 		}
-		if !allFinite(s) || !anyNonzero(s) {
+		if !numeric.AllFinite(s) || !anyNonzero(s) {
 			count, head = 0, 0
 			copy(s, g)
 		}
@@ -213,7 +215,7 @@ func (m Broyden) Run(e *Env) error {
 			for i := range s {
 				s[i] = (s[i] - hy[i]) / den
 			}
-			if allFinite(s) && allFinite(v) {
+			if numeric.AllFinite(s) && numeric.AllFinite(v) {
 				copy(us[head*n:(head+1)*n], s)
 				copy(vs[head*n:(head+1)*n], v)
 				head = (head + 1) % memory

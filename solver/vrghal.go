@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -149,9 +150,9 @@ type vrConfig struct {
 // config validates v and resolves it against an oracle of model om.
 func (v VRGHAL) config(om Model) (vrConfig, error) {
 	c := vrConfig{
-		beta: orDefault(v.Beta, defaultVRBeta), delta: orDefault(v.Delta, defaultVRDelta),
-		gamma: orDefault(v.Gamma, defaultVRGamma), eps0: orDefault(v.Eps0, defaultVREps0),
-		lambda0: orDefault(v.Lambda0, defaultVRLambda0), scale: orDefault(v.SampleScale, defaultVRScale),
+		beta: cmp.Or(v.Beta, defaultVRBeta), delta: cmp.Or(v.Delta, defaultVRDelta),
+		gamma: cmp.Or(v.Gamma, defaultVRGamma), eps0: cmp.Or(v.Eps0, defaultVREps0),
+		lambda0: cmp.Or(v.Lambda0, defaultVRLambda0), scale: cmp.Or(v.SampleScale, defaultVRScale),
 		model: om,
 	}
 	if err := checkRange("VRGHAL.Beta", c.beta, 0, 1, true); err != nil {
@@ -181,14 +182,6 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 		c.model = m
 	}
 	return c, nil
-}
-
-// orDefault returns def for a zero v and v otherwise.
-func orDefault(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // vrMoM sizes one median-of-means estimate with accuracy parameter eps and

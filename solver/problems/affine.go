@@ -223,38 +223,12 @@ func doublyScaled(rng *rand.Rand, d int, gamma float64) []float64 {
 			a[i] = -a[i]
 		}
 	}
-	n1, ninf := inducedL1(a, d), inducedLInf(a, d)
-	s := gamma / math.Max(n1, ninf)
+	m := mat.NewDense(d, d, a)
+	s := gamma / math.Max(mat.Norm(m, 1), mat.Norm(m, math.Inf(1)))
 	for i := range a {
 		a[i] *= s
 	}
 	return a
-}
-
-// inducedL1 returns the maximum absolute column sum of the d×d matrix a.
-func inducedL1(a []float64, d int) float64 {
-	m := 0.0
-	for j := 0; j < d; j++ {
-		s := 0.0
-		for i := 0; i < d; i++ {
-			s += math.Abs(a[i*d+j])
-		}
-		m = math.Max(m, s)
-	}
-	return m
-}
-
-// inducedLInf returns the maximum absolute row sum of the d×d matrix a.
-func inducedLInf(a []float64, d int) float64 {
-	m := 0.0
-	for i := 0; i < d; i++ {
-		s := 0.0
-		for j := 0; j < d; j++ {
-			s += math.Abs(a[i*d+j])
-		}
-		m = math.Max(m, s)
-	}
-	return m
 }
 
 // solveAffine returns the solution of (I − A)x = b for the n×n row-major A by
