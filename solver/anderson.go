@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -45,14 +46,14 @@ import (
 type Anderson struct {
 	// Memory is the number m ≥ 1 of past iterates combined; m = 1 is the
 	// mixing iteration x ← x + β g, Krasnoselskii–Mann with α = β. Zero
-	// means 5.
+	// means DefaultAndersonMemory.
 	Memory int
 	// Ridge is the Tikhonov regularisation of the normal equations, relative
 	// to the mean diagonal of the Gram matrix; it must be positive. Zero
-	// means 1e-4.
+	// means DefaultAndersonRidge.
 	Ridge float64
 	// Mixing is the damping β ∈ (0, 1]; β = 1 combines the T(x_i) alone.
-	// Zero means 1.
+	// Zero means DefaultAndersonMixing.
 	Mixing float64
 }
 
@@ -79,24 +80,15 @@ func historyLen(memory, maxIter int) int {
 	return memory
 }
 
-// Defaults of Anderson.
+// Defaults of Anderson, used where its fields are zero.
 const (
 	DefaultAndersonMemory = 5
 	DefaultAndersonRidge  = 1e-4
+	DefaultAndersonMixing = 1
 )
 
 func (m Anderson) params() (memory int, ridge, mixing float64) {
-	memory, ridge, mixing = m.Memory, m.Ridge, m.Mixing
-	if memory == 0 {
-		memory = DefaultAndersonMemory
-	}
-	if ridge == 0 {
-		ridge = DefaultAndersonRidge
-	}
-	if mixing == 0 {
-		mixing = 1
-	}
-	return memory, ridge, mixing
+	return cmp.Or(m.Memory, DefaultAndersonMemory), cmp.Or(m.Ridge, DefaultAndersonRidge), cmp.Or(m.Mixing, DefaultAndersonMixing)
 }
 
 // String implements Method.

@@ -22,9 +22,21 @@ import (
 // suggests a certificate minibatch size (Env.SuggestCertSamples), documented
 // per method.
 
-// DefaultMaxBatch caps the minibatch of the stochastic baselines when their
-// MaxBatch field is zero.
-const DefaultMaxBatch = 1 << 22
+// Defaults of the stochastic baselines, used where their fields are zero.
+const (
+	// DefaultMaxBatch caps the minibatch of every baseline.
+	DefaultMaxBatch = 1 << 22
+
+	DefaultMinibatchKMAlpha      = 0.5
+	DefaultMinibatchKMBatch      = 1
+	DefaultMinibatchKMBatchPower = 2
+
+	DefaultStochasticHalpernC          = 1
+	DefaultStochasticHalpernBatchPower = 1
+
+	DefaultPAGEHalpernC1 = 1
+	DefaultPAGEHalpernC2 = 1
+)
 
 // MinibatchKM is the minibatch stochastic Krasnoselskii–Mann iteration
 //
@@ -48,14 +60,17 @@ const DefaultMaxBatch = 1 << 22
 // a noise ball of radius of order σ/√Batch rather than converging. On a
 // deterministic oracle every minibatch has size 1.
 type MinibatchKM struct {
-	// Alpha is the initial step α₀ ∈ (0, 1]. Zero means 0.5.
+	// Alpha is the initial step α₀ ∈ (0, 1]. Zero means
+	// DefaultMinibatchKMAlpha.
 	Alpha float64
 	// AlphaDecay is the exponent a ∈ [0, 1] of α_k = α₀/(k+1)^a. Zero keeps
 	// the step constant.
 	AlphaDecay float64
-	// Batch is the initial minibatch size m₀ ≥ 1. Zero means 1.
+	// Batch is the initial minibatch size m₀ ≥ 1. Zero means
+	// DefaultMinibatchKMBatch.
 	Batch int
-	// BatchPower is the exponent q ≥ 0 of |B_k| = ⌈m₀(k+1)^q⌉. Zero means 2.
+	// BatchPower is the exponent q ≥ 0 of |B_k| = ⌈m₀(k+1)^q⌉. Zero means
+	// DefaultMinibatchKMBatchPower.
 	BatchPower float64
 	// FixedBatch keeps |B_k| = m₀, ignoring BatchPower.
 	FixedBatch bool
@@ -91,22 +106,11 @@ func (m MinibatchKM) Validate(p Problem) error {
 
 // Run implements Method.
 func (m MinibatchKM) Run(e *Env) error {
-	alpha, m0, q, maxB := m.Alpha, m.Batch, m.BatchPower, m.MaxBatch
-	if alpha == 0 {
-		alpha = 0.5
-	}
-	if m0 == 0 {
-		m0 = 1
-	}
-	if q == 0 {
-		q = 2
-	}
+	alpha, m0, q := cmp.Or(m.Alpha, DefaultMinibatchKMAlpha), cmp.Or(m.Batch, DefaultMinibatchKMBatch), cmp.Or(m.BatchPower, DefaultMinibatchKMBatchPower)
 	if m.FixedBatch {
 		q = 0
 	}
-	if maxB == 0 {
-		maxB = DefaultMaxBatch
-	}
+	maxB := cmp.Or(m.MaxBatch, DefaultMaxBatch)
 	det := e.Oracle().Model() == Deterministic
 	x := append([]float64(nil), e.X0()...)
 	tx := make([]float64, len(x))
@@ -159,9 +163,10 @@ type StochasticHalpern struct {
 	// absolute tolerance in force (Settings.Tol); with Settings.Relative, Eps
 	// must be set.
 	Eps float64
-	// C scales the minibatch. Zero means 1.
+	// C scales the minibatch. Zero means DefaultStochasticHalpernC.
 	C float64
-	// BatchPower is the exponent of k+1 in the minibatch. Zero means 1.
+	// BatchPower is the exponent of k+1 in the minibatch. Zero means
+	// DefaultStochasticHalpernBatchPower.
 	BatchPower float64
 	// MaxBatch caps |B_k|. Zero means DefaultMaxBatch.
 	MaxBatch int
@@ -199,10 +204,7 @@ func (m StochasticHalpern) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	c, q, maxB := cmp.Or(m.C, 1), cmp.Or(m.BatchPower, 1), m.MaxBatch
-	if maxB == 0 {
-		maxB = DefaultMaxBatch
-	}
+	c, q, maxB := cmp.Or(m.C, DefaultStochasticHalpernC), cmp.Or(m.BatchPower, DefaultStochasticHalpernBatchPower), cmp.Or(m.MaxBatch, DefaultMaxBatch)
 	det := e.Oracle().Model() == Deterministic
 	x0 := e.X0()
 	x := append([]float64(nil), x0...)
@@ -260,9 +262,9 @@ type PAGEHalpern struct {
 	// absolute tolerance in force (Settings.Tol); with Settings.Relative, Eps
 	// must be set.
 	Eps float64
-	// C1 scales the refresh minibatch. Zero means 1.
+	// C1 scales the refresh minibatch. Zero means DefaultPAGEHalpernC1.
 	C1 float64
-	// C2 scales the difference minibatch. Zero means 1.
+	// C2 scales the difference minibatch. Zero means DefaultPAGEHalpernC2.
 	C2 float64
 	// MaxBatch caps both minibatches. Zero means DefaultMaxBatch.
 	MaxBatch int
@@ -306,10 +308,7 @@ func (m PAGEHalpern) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	c1, c2, maxB := cmp.Or(m.C1, 1)/(eps*eps), cmp.Or(m.C2, 1)/(eps*eps), m.MaxBatch
-	if maxB == 0 {
-		maxB = DefaultMaxBatch
-	}
+	c1, c2, maxB := cmp.Or(m.C1, DefaultPAGEHalpernC1)/(eps*eps), cmp.Or(m.C2, DefaultPAGEHalpernC2)/(eps*eps), cmp.Or(m.MaxBatch, DefaultMaxBatch)
 	det := e.Oracle().Model() == Deterministic
 	x0 := e.X0()
 	n := len(x0)

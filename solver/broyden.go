@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -47,16 +48,17 @@ import (
 // points of expansive maps. The inner products are Euclidean whatever the
 // problem's norm. It needs a deterministic oracle.
 type Broyden struct {
-	// Memory is the number of rank-one updates kept. Zero means 30.
+	// Memory is the number of rank-one updates kept. Zero means
+	// DefaultBroydenMemory.
 	Memory int
 	// Protect is the factor over the best residual beyond which the method
 	// restarts from the best point, or stops with Status Diverged if it has
 	// already restarted since the last new best. It must exceed 1. Zero
-	// means 1e3.
+	// means DefaultBroydenProtect; +Inf lifts the limit.
 	Protect float64
 	// Patience is the number of consecutive iterations without a new best
 	// residual after which the method stops with Status Stagnated. Zero
-	// means 50.
+	// means DefaultBroydenPatience.
 	Patience int
 }
 
@@ -65,7 +67,7 @@ var (
 	_ Validator = Broyden{}
 )
 
-// Defaults of Broyden.
+// Defaults of Broyden, used where its fields are zero.
 const (
 	DefaultBroydenMemory   = 30
 	DefaultBroydenProtect  = 1e3
@@ -73,17 +75,7 @@ const (
 )
 
 func (m Broyden) params() (memory int, protect float64, patience int) {
-	memory, protect, patience = m.Memory, m.Protect, m.Patience
-	if memory == 0 {
-		memory = DefaultBroydenMemory
-	}
-	if protect == 0 {
-		protect = DefaultBroydenProtect
-	}
-	if patience == 0 {
-		patience = DefaultBroydenPatience
-	}
-	return memory, protect, patience
+	return cmp.Or(m.Memory, DefaultBroydenMemory), cmp.Or(m.Protect, DefaultBroydenProtect), cmp.Or(m.Patience, DefaultBroydenPatience)
 }
 
 // String implements Method.

@@ -102,7 +102,7 @@ func lpNorm(x []float64, p float64) float64 {
 }
 
 // pow returns t^p for t ≥ 0, by repeated squaring when p is an integer up to
-// 64 (the common exponents, and about ten times faster than math.Pow).
+// 64 (the common exponents), which is cheaper than math.Pow.
 func pow(t, p float64) float64 {
 	if p > 64 || p != math.Trunc(p) {
 		return math.Pow(t, p)

@@ -14,7 +14,7 @@ type Sample struct {
 }
 
 // Model says what is known of an oracle's noise. The models are ordered from
-// the weakest assumption to the strongest; see the reference paper, Section 2.
+// the weakest assumption to the strongest; see the preliminaries of the reference paper.
 // The zero value, UnspecifiedModel, is not a model: where a Model is a
 // setting (VRGHAL.Model) it means "the oracle's own Model()", and an Oracle
 // must not report it.
@@ -24,15 +24,16 @@ const (
 	// UnspecifiedModel is the zero Model: no assumption stated. Settings
 	// that hold a Model read it as "take the oracle's".
 	UnspecifiedModel Model = iota
-	// BoundedVariance assumes only E‖τ(x; ξ) − T(x)‖² ≤ σ² (eq. 2 of the paper).
-	// Stochastic methods draw independent samples at the two points of a
-	// difference.
+	// BoundedVariance assumes only E‖τ(x; ξ) − T(x)‖² ≤ σ² (the paper's
+	// bounded-variance assumption). Stochastic methods draw independent
+	// samples at the two points of a difference.
 	BoundedVariance
 	// LipschitzInExpectation adds E‖τ(x; ξ) − τ(y; ξ)‖² ≤ L²‖x − y‖² for a
-	// multi-query oracle (Assumptions 1 and 2 of the paper).
+	// multi-query oracle (the paper's multi-query oracle and
+	// Lipschitz-in-expectation assumptions).
 	LipschitzInExpectation
-	// SamplewiseLipschitz assumes each τ(·; ξ) is γ-Lipschitz, γ ≤ 1
-	// (Assumption 3 of the paper).
+	// SamplewiseLipschitz assumes each τ(·; ξ) is γ-Lipschitz, γ ≤ 1 (the
+	// paper's nonexpansive or contractive stochastic oracle assumption).
 	SamplewiseLipschitz
 	// Deterministic oracles return T(x) exactly; a Sample is ignored.
 	Deterministic
@@ -93,7 +94,9 @@ func (m *Model) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Oracle gives access to an operator T on R^Len.
+// Oracle gives access to an operator T on R^Len. Model must report one of
+// BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz and
+// Deterministic; Solve rejects an oracle that reports another value.
 //
 // Eval writes into dst (length Len) an estimate τ(x; ξ) of T(x) averaged over
 // s.Size unit samples drawn from the stream s.Seed, and returns the number of
