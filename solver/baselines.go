@@ -183,19 +183,7 @@ func (StochasticHalpern) String() string { return "stochastic-halpern" }
 // Validate implements Validator: it checks the settings and that p is well
 // formed.
 func (m StochasticHalpern) Validate(p Problem) error {
-	if err := blCheck("StochasticHalpern.Eps", m.Eps); err != nil {
-		return err
-	}
-	if err := blCheck("StochasticHalpern.C", m.C); err != nil {
-		return err
-	}
-	if err := blCheck("StochasticHalpern.BatchPower", m.BatchPower); err != nil {
-		return err
-	}
-	if m.MaxBatch < 0 {
-		return fmt.Errorf("solver: StochasticHalpern.MaxBatch = %d must not be negative", m.MaxBatch)
-	}
-	return p.check()
+	return blValidate("StochasticHalpern", p, m.MaxBatch, blField{"Eps", m.Eps}, blField{"C", m.C}, blField{"BatchPower", m.BatchPower})
 }
 
 // Run implements Method.
@@ -281,19 +269,7 @@ func (PAGEHalpern) String() string { return "page-halpern" }
 // Validate implements Validator: it checks the settings and that the oracle
 // is Lipschitz in expectation.
 func (m PAGEHalpern) Validate(p Problem) error {
-	if err := blCheck("PAGEHalpern.Eps", m.Eps); err != nil {
-		return err
-	}
-	if err := blCheck("PAGEHalpern.C1", m.C1); err != nil {
-		return err
-	}
-	if err := blCheck("PAGEHalpern.C2", m.C2); err != nil {
-		return err
-	}
-	if m.MaxBatch < 0 {
-		return fmt.Errorf("solver: PAGEHalpern.MaxBatch = %d must not be negative", m.MaxBatch)
-	}
-	if err := p.check(); err != nil {
+	if err := blValidate("PAGEHalpern", p, m.MaxBatch, blField{"Eps", m.Eps}, blField{"C1", m.C1}, blField{"C2", m.C2}); err != nil {
 		return err
 	}
 	if mod := p.Oracle.Model(); mod < LipschitzInExpectation {
@@ -389,11 +365,23 @@ func blEps(e *Env, method string, eps float64) (float64, error) {
 	return 0, fmt.Errorf("solver: %s.Eps must be set when Settings.Relative is: the minibatch schedule needs an absolute accuracy", method)
 }
 
-// blCheck returns an error naming field unless v is zero (the default) or
-// positive and finite.
-func blCheck(field string, v float64) error {
-	if math.IsNaN(v) || v < 0 || math.IsInf(v, 1) {
-		return fmt.Errorf("solver: %s = %v must be positive and finite", field, v)
+// blField is a float field of a Halpern baseline, for blValidate.
+type blField struct {
+	name string
+	v    float64
+}
+
+// blValidate returns an error naming the first field of method that is
+// neither zero (the default) nor positive and finite, a negative maxBatch,
+// or p's fault (see Problem.check).
+func blValidate(method string, p Problem, maxBatch int, fields ...blField) error {
+	for _, f := range fields {
+		if math.IsNaN(f.v) || f.v < 0 || math.IsInf(f.v, 1) {
+			return fmt.Errorf("solver: %s.%s = %v must be positive and finite", method, f.name, f.v)
+		}
 	}
-	return nil
+	if maxBatch < 0 {
+		return fmt.Errorf("solver: %s.MaxBatch = %d must not be negative", method, maxBatch)
+	}
+	return p.check()
 }

@@ -377,33 +377,16 @@ var ErrUnknownAggregate = errors.New("solver: unknown aggregate")
 // ParseAggregate parses an Aggregate name as printed by Aggregate.String.
 // Its error wraps ErrUnknownAggregate.
 func ParseAggregate(name string) (Aggregate, error) {
-	for a := AggMax; a <= AggMean; a++ {
-		if a.String() == name {
-			return a, nil
-		}
-	}
-	return 0, fmt.Errorf("%w %q (want max or mean)", ErrUnknownAggregate, name)
+	return parseEnum(name, AggMax, AggMean, ErrUnknownAggregate, "max or mean")
 }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // Aggregate.String prints, and an error for a value that is not an
 // Aggregate.
-func (a Aggregate) MarshalText() ([]byte, error) {
-	if a != AggMax && a != AggMean {
-		return nil, fmt.Errorf("solver: cannot marshal %v", a)
-	}
-	return []byte(a.String()), nil
-}
+func (a Aggregate) MarshalText() ([]byte, error) { return marshalEnum(a, AggMax, AggMean) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseAggregate.
-func (a *Aggregate) UnmarshalText(b []byte) error {
-	v, err := ParseAggregate(string(b))
-	if err != nil {
-		return err
-	}
-	*a = v
-	return nil
-}
+func (a *Aggregate) UnmarshalText(b []byte) error { return unmarshalEnum(a, b, ParseAggregate) }
 
 // Batched is the norm of a batch of Examples independent points, each of
 // dimension Example.Len(), stored one after another. Its value is the

@@ -67,32 +67,15 @@ var ErrUnknownModel = errors.New("solver: unknown oracle model")
 // oracle models, or "unspecified" for the zero Model. Its error wraps
 // ErrUnknownModel.
 func ParseModel(s string) (Model, error) {
-	for m := UnspecifiedModel; m <= Deterministic; m++ {
-		if m.String() == s {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("%w %q (want bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic)", ErrUnknownModel, s)
+	return parseEnum(s, UnspecifiedModel, Deterministic, ErrUnknownModel, "bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic")
 }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // Model.String prints, and an error for a value that is not a Model.
-func (m Model) MarshalText() ([]byte, error) {
-	if m < UnspecifiedModel || m > Deterministic {
-		return nil, fmt.Errorf("solver: cannot marshal %v", m)
-	}
-	return []byte(m.String()), nil
-}
+func (m Model) MarshalText() ([]byte, error) { return marshalEnum(m, UnspecifiedModel, Deterministic) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseModel.
-func (m *Model) UnmarshalText(b []byte) error {
-	v, err := ParseModel(string(b))
-	if err != nil {
-		return err
-	}
-	*m = v
-	return nil
-}
+func (m *Model) UnmarshalText(b []byte) error { return unmarshalEnum(m, b, ParseModel) }
 
 // Oracle gives access to an operator T on R^Len. Model must report one of
 // BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz and

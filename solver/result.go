@@ -39,13 +39,11 @@ var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "Sam
 // String implements fmt.Stringer. It returns the name of the constant, as
 // ParseStatus accepts it.
 func (s Status) String() string {
-	if s.valid() {
+	if s >= 0 && int(s) < len(statusNames) {
 		return statusNames[s]
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
-
-func (s Status) valid() bool { return s >= 0 && int(s) < len(statusNames) }
 
 // ErrUnknownStatus is wrapped by the errors of ParseStatus and
 // Status.UnmarshalText for a name that is not a Status's.
@@ -54,32 +52,15 @@ var ErrUnknownStatus = errors.New("solver: unknown status")
 // ParseStatus parses a Status name as printed by Status.String. Its error
 // wraps ErrUnknownStatus.
 func ParseStatus(name string) (Status, error) {
-	for i, n := range statusNames {
-		if n == name {
-			return Status(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w %q (want %s)", ErrUnknownStatus, name, strings.Join(statusNames[:], ", "))
+	return parseEnum(name, NotTerminated, Failure, ErrUnknownStatus, strings.Join(statusNames[:], ", "))
 }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // Status.String prints, and an error for a value that is not a Status.
-func (s Status) MarshalText() ([]byte, error) {
-	if !s.valid() {
-		return nil, fmt.Errorf("solver: cannot marshal %v", s)
-	}
-	return []byte(s.String()), nil
-}
+func (s Status) MarshalText() ([]byte, error) { return marshalEnum(s, NotTerminated, Failure) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseStatus.
-func (s *Status) UnmarshalText(b []byte) error {
-	v, err := ParseStatus(string(b))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
+func (s *Status) UnmarshalText(b []byte) error { return unmarshalEnum(s, b, ParseStatus) }
 
 // TracePoint is one entry of the residual trace.
 type TracePoint struct {
