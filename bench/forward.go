@@ -34,13 +34,15 @@ type forwardMethod struct {
 }
 
 func forwardMethods() []forwardMethod {
-	return []forwardMethod{
-		{"picard", func(float64) solver.Method { return solver.Picard{} }},
-		{"anderson", func(float64) solver.Method { return solver.Anderson{} }},
-		{"broyden", func(float64) solver.Method { return solver.Broyden{} }},
-		{"halpern", func(float64) solver.Method { return solver.Halpern{} }},
-		{"ghal", func(g float64) solver.Method { return solver.GHAL{Gamma: g} }},
+	var out []forwardMethod
+	for _, name := range []string{"picard", "anderson", "broyden", "halpern", "ghal"} {
+		info, err := solver.LookupMethod(name)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, forwardMethod{name, func(g float64) solver.Method { return info.New(solver.MethodOptions{Gamma: g}) }})
 	}
+	return out
 }
 
 // firstHits records, for each relative tolerance, the oracle calls and time

@@ -42,7 +42,7 @@ func methodSpecs() []methodSpec {
 				return fmt.Sprintf("γ̄ = %g, δ = %g, β = 1/2, ε₀ = 1, λ̄₀ = 1, SampleScale = %g, model %v", c.gamma, s.Delta, s.SampleScale, m)
 			},
 			make: func(c *calibration, s *settings, _ float64) solver.Method {
-				return solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: &m}
+				return solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: m}
 			},
 		})
 	}

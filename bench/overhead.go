@@ -45,7 +45,7 @@ func overhead(ctx context.Context, s *settings) (*OverheadReport, error) {
 			return nil, err
 		}
 		m := c.model
-		method := solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: &m}
+		method := solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: m}
 		r := OverheadResult{Problem: sp.name, Method: "vrghal/" + m.String(), Budget: s.budget(), Tol: s.epsMin() / 2, Runs: s.OverheadRuns}
 		var oracle, total, frac, calls, samples []float64
 		for run := range s.OverheadRuns {

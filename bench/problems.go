@@ -58,7 +58,7 @@ func problemSpecs() []problemSpec {
 			summary: "affine map in ℓ2 (d = 16, γ = 0.9) with Student-t noise, 2.5 degrees of freedom (heavy tails)",
 			affine:  true,
 			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "affine-t", Dim: 16, Norm: "l2", Gamma: 0.9, Seed: seed})
+				return suiteInstance(problems.Config{Name: "affine-t", Dim: 16, Gamma: 0.9, Seed: seed})
 			},
 		},
 		{
@@ -66,7 +66,7 @@ func problemSpecs() []problemSpec {
 			summary: "average of 64 samplewise-nonexpansive maps x ↦ S_i x + b_i in ℓ2, S_i signed permutations (d = 16, γ = 1)",
 			affine:  true,
 			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "averaged", Dim: 16, Norm: "l2", Gamma: 1, Terms: 64, Seed: seed})
+				return suiteInstance(problems.Config{Name: "averaged", Dim: 16, Gamma: 1, Terms: 64, Seed: seed})
 			},
 		},
 		{
@@ -74,7 +74,7 @@ func problemSpecs() []problemSpec {
 			summary: "nonexpansive T(x) = Rx + b in ℓ2, R the signed cyclic shift (an isometry), Gaussian noise (d = 16, γ = 1)",
 			affine:  true,
 			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "shift", Dim: 16, Norm: "l2", Gamma: 1, Seed: seed})
+				return suiteInstance(problems.Config{Name: "shift", Dim: 16, Gamma: 1, Seed: seed})
 			},
 		},
 		{

@@ -1,10 +1,13 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Anderson is Anderson acceleration of type II (Anderson 1965; Walker and Ni
@@ -43,14 +46,14 @@ import (
 type Anderson struct {
 	// Memory is the number m ≥ 1 of past iterates combined; m = 1 is the
 	// mixing iteration x ← x + β g, Krasnoselskii–Mann with α = β. Zero
-	// means 5.
+	// means DefaultAndersonMemory.
 	Memory int
 	// Ridge is the Tikhonov regularisation of the normal equations, relative
 	// to the mean diagonal of the Gram matrix; it must be positive. Zero
-	// means 1e-4.
+	// means DefaultAndersonRidge.
 	Ridge float64
 	// Mixing is the damping β ∈ (0, 1]; β = 1 combines the T(x_i) alone.
-	// Zero means 1.
+	// Zero means DefaultAndersonMixing.
 	Mixing float64
 }
 
@@ -77,24 +80,15 @@ func historyLen(memory, maxIter int) int {
 	return memory
 }
 
-// Defaults of Anderson.
+// Defaults of Anderson, used where its fields are zero.
 const (
 	DefaultAndersonMemory = 5
 	DefaultAndersonRidge  = 1e-4
+	DefaultAndersonMixing = 1
 )
 
 func (m Anderson) params() (memory int, ridge, mixing float64) {
-	memory, ridge, mixing = m.Memory, m.Ridge, m.Mixing
-	if memory == 0 {
-		memory = DefaultAndersonMemory
-	}
-	if ridge == 0 {
-		ridge = DefaultAndersonRidge
-	}
-	if mixing == 0 {
-		mixing = 1
-	}
-	return memory, ridge, mixing
+	return cmp.Or(m.Memory, DefaultAndersonMemory), cmp.Or(m.Ridge, DefaultAndersonRidge), cmp.Or(m.Mixing, DefaultAndersonMixing)
 }
 
 // String implements Method.
@@ -163,7 +157,7 @@ func (m Anderson) Run(e *Env) error {
 					x[i] += a * (xj[i] + beta*gj[i])
 				}
 			}
-			if allFinite(x) {
+			if numeric.AllFinite(x) {
 				continue
 			}
 		}
@@ -257,17 +251,8 @@ func (b *bordered) solve(gram []float64, memory, c int, ridge float64) bool {
 		}
 		b.alpha[i-1] = s / a[i*stride+i]
 	}
-	return allFinite(b.alpha[:c])
+	return numeric.AllFinite(b.alpha[:c])
 }
 
 // dot returns aᵀb using gonum's vectorised kernel.
 func dot(a, b []float64) float64 { return floats.Dot(a, b) }
-
-func allFinite(x []float64) bool {
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
-}

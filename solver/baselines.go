@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -21,9 +22,21 @@ import (
 // suggests a certificate minibatch size (Env.SuggestCertSamples), documented
 // per method.
 
-// DefaultMaxBatch caps the minibatch of the stochastic baselines when their
-// MaxBatch field is zero.
-const DefaultMaxBatch = 1 << 22
+// Defaults of the stochastic baselines, used where their fields are zero.
+const (
+	// DefaultMaxBatch caps the minibatch of every baseline.
+	DefaultMaxBatch = 1 << 22
+
+	DefaultMinibatchKMAlpha      = 0.5
+	DefaultMinibatchKMBatch      = 1
+	DefaultMinibatchKMBatchPower = 2
+
+	DefaultStochasticHalpernC          = 1
+	DefaultStochasticHalpernBatchPower = 1
+
+	DefaultPAGEHalpernC1 = 1
+	DefaultPAGEHalpernC2 = 1
+)
 
 // MinibatchKM is the minibatch stochastic Krasnoselskii–Mann iteration
 //
@@ -47,14 +60,17 @@ const DefaultMaxBatch = 1 << 22
 // a noise ball of radius of order σ/√Batch rather than converging. On a
 // deterministic oracle every minibatch has size 1.
 type MinibatchKM struct {
-	// Alpha is the initial step α₀ ∈ (0, 1]. Zero means 0.5.
+	// Alpha is the initial step α₀ ∈ (0, 1]. Zero means
+	// DefaultMinibatchKMAlpha.
 	Alpha float64
 	// AlphaDecay is the exponent a ∈ [0, 1] of α_k = α₀/(k+1)^a. Zero keeps
 	// the step constant.
 	AlphaDecay float64
-	// Batch is the initial minibatch size m₀ ≥ 1. Zero means 1.
+	// Batch is the initial minibatch size m₀ ≥ 1. Zero means
+	// DefaultMinibatchKMBatch.
 	Batch int
-	// BatchPower is the exponent q ≥ 0 of |B_k| = ⌈m₀(k+1)^q⌉. Zero means 2.
+	// BatchPower is the exponent q ≥ 0 of |B_k| = ⌈m₀(k+1)^q⌉. Zero means
+	// DefaultMinibatchKMBatchPower.
 	BatchPower float64
 	// FixedBatch keeps |B_k| = m₀, ignoring BatchPower.
 	FixedBatch bool
@@ -90,22 +106,11 @@ func (m MinibatchKM) Validate(p Problem) error {
 
 // Run implements Method.
 func (m MinibatchKM) Run(e *Env) error {
-	alpha, m0, q, maxB := m.Alpha, m.Batch, m.BatchPower, m.MaxBatch
-	if alpha == 0 {
-		alpha = 0.5
-	}
-	if m0 == 0 {
-		m0 = 1
-	}
-	if q == 0 {
-		q = 2
-	}
+	alpha, m0, q := cmp.Or(m.Alpha, DefaultMinibatchKMAlpha), cmp.Or(m.Batch, DefaultMinibatchKMBatch), cmp.Or(m.BatchPower, DefaultMinibatchKMBatchPower)
 	if m.FixedBatch {
 		q = 0
 	}
-	if maxB == 0 {
-		maxB = DefaultMaxBatch
-	}
+	maxB := cmp.Or(m.MaxBatch, DefaultMaxBatch)
 	det := e.Oracle().Model() == Deterministic
 	x := append([]float64(nil), e.X0()...)
 	tx := make([]float64, len(x))
@@ -158,9 +163,10 @@ type StochasticHalpern struct {
 	// absolute tolerance in force (Settings.Tol); with Settings.Relative, Eps
 	// must be set.
 	Eps float64
-	// C scales the minibatch. Zero means 1.
+	// C scales the minibatch. Zero means DefaultStochasticHalpernC.
 	C float64
-	// BatchPower is the exponent of k+1 in the minibatch. Zero means 1.
+	// BatchPower is the exponent of k+1 in the minibatch. Zero means
+	// DefaultStochasticHalpernBatchPower.
 	BatchPower float64
 	// MaxBatch caps |B_k|. Zero means DefaultMaxBatch.
 	MaxBatch int
@@ -177,19 +183,7 @@ func (StochasticHalpern) String() string { return "stochastic-halpern" }
 // Validate implements Validator: it checks the settings and that p is well
 // formed.
 func (m StochasticHalpern) Validate(p Problem) error {
-	if err := blCheck("StochasticHalpern.Eps", m.Eps); err != nil {
-		return err
-	}
-	if err := blCheck("StochasticHalpern.C", m.C); err != nil {
-		return err
-	}
-	if err := blCheck("StochasticHalpern.BatchPower", m.BatchPower); err != nil {
-		return err
-	}
-	if m.MaxBatch < 0 {
-		return fmt.Errorf("solver: StochasticHalpern.MaxBatch = %d must not be negative", m.MaxBatch)
-	}
-	return p.check()
+	return blValidate("StochasticHalpern", p, m.MaxBatch, blField{"Eps", m.Eps}, blField{"C", m.C}, blField{"BatchPower", m.BatchPower})
 }
 
 // Run implements Method.
@@ -198,10 +192,7 @@ func (m StochasticHalpern) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	c, q, maxB := blOr(m.C, 1), blOr(m.BatchPower, 1), m.MaxBatch
-	if maxB == 0 {
-		maxB = DefaultMaxBatch
-	}
+	c, q, maxB := cmp.Or(m.C, DefaultStochasticHalpernC), cmp.Or(m.BatchPower, DefaultStochasticHalpernBatchPower), cmp.Or(m.MaxBatch, DefaultMaxBatch)
 	det := e.Oracle().Model() == Deterministic
 	x0 := e.X0()
 	x := append([]float64(nil), x0...)
@@ -259,9 +250,9 @@ type PAGEHalpern struct {
 	// absolute tolerance in force (Settings.Tol); with Settings.Relative, Eps
 	// must be set.
 	Eps float64
-	// C1 scales the refresh minibatch. Zero means 1.
+	// C1 scales the refresh minibatch. Zero means DefaultPAGEHalpernC1.
 	C1 float64
-	// C2 scales the difference minibatch. Zero means 1.
+	// C2 scales the difference minibatch. Zero means DefaultPAGEHalpernC2.
 	C2 float64
 	// MaxBatch caps both minibatches. Zero means DefaultMaxBatch.
 	MaxBatch int
@@ -278,19 +269,7 @@ func (PAGEHalpern) String() string { return "page-halpern" }
 // Validate implements Validator: it checks the settings and that the oracle
 // is Lipschitz in expectation.
 func (m PAGEHalpern) Validate(p Problem) error {
-	if err := blCheck("PAGEHalpern.Eps", m.Eps); err != nil {
-		return err
-	}
-	if err := blCheck("PAGEHalpern.C1", m.C1); err != nil {
-		return err
-	}
-	if err := blCheck("PAGEHalpern.C2", m.C2); err != nil {
-		return err
-	}
-	if m.MaxBatch < 0 {
-		return fmt.Errorf("solver: PAGEHalpern.MaxBatch = %d must not be negative", m.MaxBatch)
-	}
-	if err := p.check(); err != nil {
+	if err := blValidate("PAGEHalpern", p, m.MaxBatch, blField{"Eps", m.Eps}, blField{"C1", m.C1}, blField{"C2", m.C2}); err != nil {
 		return err
 	}
 	if mod := p.Oracle.Model(); mod < LipschitzInExpectation {
@@ -305,10 +284,7 @@ func (m PAGEHalpern) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	c1, c2, maxB := blOr(m.C1, 1)/(eps*eps), blOr(m.C2, 1)/(eps*eps), m.MaxBatch
-	if maxB == 0 {
-		maxB = DefaultMaxBatch
-	}
+	c1, c2, maxB := cmp.Or(m.C1, DefaultPAGEHalpernC1)/(eps*eps), cmp.Or(m.C2, DefaultPAGEHalpernC2)/(eps*eps), cmp.Or(m.MaxBatch, DefaultMaxBatch)
 	det := e.Oracle().Model() == Deterministic
 	x0 := e.X0()
 	n := len(x0)
@@ -377,14 +353,6 @@ func blBatch(scale float64, k int, q float64, maxB int) int {
 	return max(1, int(b))
 }
 
-// blOr returns v, or def when v is zero.
-func blOr(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 // blEps returns the target accuracy of a Halpern baseline: eps, or the
 // absolute tolerance in force.
 func blEps(e *Env, method string, eps float64) (float64, error) {
@@ -397,11 +365,23 @@ func blEps(e *Env, method string, eps float64) (float64, error) {
 	return 0, fmt.Errorf("solver: %s.Eps must be set when Settings.Relative is: the minibatch schedule needs an absolute accuracy", method)
 }
 
-// blCheck returns an error naming field unless v is zero (the default) or
-// positive and finite.
-func blCheck(field string, v float64) error {
-	if math.IsNaN(v) || v < 0 || math.IsInf(v, 1) {
-		return fmt.Errorf("solver: %s = %v must be positive and finite", field, v)
+// blField is a float field of a Halpern baseline, for blValidate.
+type blField struct {
+	name string
+	v    float64
+}
+
+// blValidate returns an error naming the first field of method that is
+// neither zero (the default) nor positive and finite, a negative maxBatch,
+// or p's fault (see Problem.check).
+func blValidate(method string, p Problem, maxBatch int, fields ...blField) error {
+	for _, f := range fields {
+		if math.IsNaN(f.v) || f.v < 0 || math.IsInf(f.v, 1) {
+			return fmt.Errorf("solver: %s.%s = %v must be positive and finite", method, f.name, f.v)
+		}
 	}
-	return nil
+	if maxBatch < 0 {
+		return fmt.Errorf("solver: %s.MaxBatch = %d must not be negative", method, maxBatch)
+	}
+	return p.check()
 }

@@ -74,7 +74,7 @@ func TestBaselineConvergence(t *testing.T) {
 			ok := 0
 			var worst, samples float64
 			for i := 0; i < runs; i++ {
-				p, err := problems.New(problems.Config{Name: "affine", Dim: 8, Norm: "l2", Gamma: 0.5, Noise: 0.5, Seed: uint64(i)})
+				p, err := problems.New(problems.Config{Name: "affine", Dim: 8, Gamma: 0.5, Noise: 0.5, Seed: uint64(i)})
 				require.NoError(t, err)
 				s := &solver.Settings{Tol: eps / 2, MaxIter: 5000, Seed: uint64(1000 + i), NoTrace: true, Certify: solver.CertifySettings{Skip: true}}
 				res, err := solver.Solve(context.Background(), p.OracleProblem(), p.X0, s, bc.method(p, eps/2))
@@ -131,7 +131,7 @@ func l2dist(a, b []float64) float64 {
 
 // runRecorded solves a small affine problem with m, recording oracle calls.
 func runRecorded(t *testing.T, m solver.Method, iters int) (*problems.Problem, *recordingOracle, *solver.Result) {
-	p, err := problems.New(problems.Config{Name: "affine", Dim: 5, Norm: "l2", Gamma: 0.8, Noise: 0.5, Seed: 3})
+	p, err := problems.New(problems.Config{Name: "affine", Dim: 5, Gamma: 0.8, Noise: 0.5, Seed: 3})
 	require.NoError(t, err)
 	ro := &recordingOracle{Oracle: p.Oracle}
 	s := &solver.Settings{Tol: 1e-12, MaxIter: iters, Seed: 9, Certify: solver.CertifySettings{Skip: true}}

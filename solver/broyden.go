@@ -1,11 +1,14 @@
 package solver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Broyden is the limited-memory "good" Broyden method applied to the root
@@ -45,16 +48,17 @@ import (
 // points of expansive maps. The inner products are Euclidean whatever the
 // problem's norm. It needs a deterministic oracle.
 type Broyden struct {
-	// Memory is the number of rank-one updates kept. Zero means 30.
+	// Memory is the number of rank-one updates kept. Zero means
+	// DefaultBroydenMemory.
 	Memory int
 	// Protect is the factor over the best residual beyond which the method
 	// restarts from the best point, or stops with Status Diverged if it has
 	// already restarted since the last new best. It must exceed 1. Zero
-	// means 1e3.
+	// means DefaultBroydenProtect; +Inf lifts the limit.
 	Protect float64
 	// Patience is the number of consecutive iterations without a new best
 	// residual after which the method stops with Status Stagnated. Zero
-	// means 50.
+	// means DefaultBroydenPatience.
 	Patience int
 }
 
@@ -63,7 +67,7 @@ var (
 	_ Validator = Broyden{}
 )
 
-// Defaults of Broyden.
+// Defaults of Broyden, used where its fields are zero.
 const (
 	DefaultBroydenMemory   = 30
 	DefaultBroydenProtect  = 1e3
@@ -71,17 +75,7 @@ const (
 )
 
 func (m Broyden) params() (memory int, protect float64, patience int) {
-	memory, protect, patience = m.Memory, m.Protect, m.Patience
-	if memory == 0 {
-		memory = DefaultBroydenMemory
-	}
-	if protect == 0 {
-		protect = DefaultBroydenProtect
-	}
-	if patience == 0 {
-		patience = DefaultBroydenPatience
-	}
-	return memory, protect, patience
+	return cmp.Or(m.Memory, DefaultBroydenMemory), cmp.Or(m.Protect, DefaultBroydenProtect), cmp.Or(m.Patience, DefaultBroydenPatience)
 }
 
 // String implements Method.
@@ -152,7 +146,7 @@ func (m Broyden) Run(e *Env) error {
 			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
 			axpy(s, -dot(vi, g), ui)
 		}
-		if !allFinite(s) || !anyNonzero(s) {
+		if !numeric.AllFinite(s) || !anyNonzero(s) {
 			count, head = 0, 0
 			copy(s, g)
 		}
@@ -213,7 +207,7 @@ func (m Broyden) Run(e *Env) error {
 			for i := range s {
 				s[i] = (s[i] - hy[i]) / den
 			}
-			if allFinite(s) && allFinite(v) {
+			if numeric.AllFinite(s) && numeric.AllFinite(v) {
 				copy(us[head*n:(head+1)*n], s)
 				copy(vs[head*n:(head+1)*n], v)
 				head = (head + 1) % memory

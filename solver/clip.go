@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// ClipDifference writes into dst the clipped difference of the reference
-// paper (eq. "clipped-diff-op"),
+// ClipDifference writes into dst the clipped difference operator of the
+// reference paper,
 //
 //	Cl(Δ) = min{1, radius/‖Δ‖}·Δ,
 //

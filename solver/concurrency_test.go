@@ -18,7 +18,11 @@ const relGoroutines = 8
 // Schatten-4 norm, whose norm holds LAPACK scratch space, so that a norm
 // shared by mistake would show up as a data race or as wrong residuals.
 func relConcurrentConfig(g int) problems.Config {
-	return problems.Config{Name: "matrix", Dim: 4, Norm: "schatten:4", Gamma: 0.8, Noise: 0.3, Seed: uint64(100 + g)}
+	norm, err := solver.NewSchatten(4, 4, 4)
+	if err != nil {
+		panic(err)
+	}
+	return problems.Config{Name: "matrix", Dim: 4, Norm: norm, Gamma: 0.8, Noise: 0.3, Seed: uint64(100 + g)}
 }
 
 // TestConcurrentSolves runs, for every method, 8 goroutines that each build

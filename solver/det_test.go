@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // This file holds the fixed-point problems with independently computed
@@ -376,7 +378,7 @@ func TestAffineContractions(t *testing.T) {
 func checkBest(t *testing.T, res *Result) {
 	t.Helper()
 	require.NotNil(t, res.X)
-	require.True(t, allFinite(res.X), "returned point %v", res.X)
+	require.True(t, numeric.AllFinite(res.X), "returned point %v", res.X)
 	if len(res.Stats.Trace) > 0 {
 		lowest := math.Inf(1)
 		for _, p := range res.Stats.Trace {

@@ -12,8 +12,8 @@
 // Residuals, tolerances and Lipschitz constants are measured in the native norm
 // of the space: ℓp for 2 ≤ p < ∞ (LP), ℓ∞ (LInf) and Schatten-p for
 // 2 ≤ p ≤ ∞ on matrices (Schatten). Every norm reports the smoothness constant
-// κ of the reference paper (Definition "Quadratically Smoothable Space"), which
-// the stochastic methods use in their sample sizes. Batched combines per-example
+// κ of a quadratically smoothable space, as the reference paper defines it,
+// which the stochastic methods use in their sample sizes. Batched combines per-example
 // norms; its aggregate is the maximum over examples unless set otherwise.
 //
 // # Oracles
@@ -36,8 +36,8 @@
 // Halpern, GHAL, Anderson and Broyden.
 //
 // VRGHAL is the variance-reduced gradual Halpern method of the reference
-// paper ("Solving Stochastic Fixed-Point Equations with High Probability",
-// Algorithm 1): epochs of Halpern-type inner steps anchored at the previous
+// paper, "Solving Stochastic Fixed-Point Equations with High Probability" by
+// Jelena Diakonikolas (its Algorithm 1): epochs of Halpern-type inner steps anchored at the previous
 // epoch's point, a median-of-means estimate of T at every epoch start
 // (MedianOfMeans), and recursive estimates built from clipped minibatch
 // differences (ClipDifference) in between, with the paper's schedules and
@@ -47,6 +47,36 @@
 // Stochastic baselines behind the same interface and sample accounting:
 // MinibatchKM, StochasticHalpern (growing minibatches) and PAGEHalpern
 // (recursive variance reduction).
+//
+// Methods lists every method under its name (its String()) with a summary,
+// the oracle model it needs and a constructor from MethodOptions;
+// LookupMethod finds one by name, so that command lines and configuration
+// files spell names in one place. MethodInfo.Tol holds the one rule that
+// turns a residual target into Settings.Tol (VR-GHAL aims at half the
+// target).
+//
+// # Zero values and limits
+//
+// The zero value of every field of Settings and of every method is its
+// documented default (a Default… constant of this package) or has no
+// effect, so that a nil *Settings, &Settings{} and a method's zero value are
+// ready to use. Negative and NaN values are errors. A limit whose zero value
+// already means "none" (Settings.MaxSamples, Settings.MaxTime) is off at
+// zero; a limit with a finite default is lifted in one way, by setting it to
+// +Inf (Settings.DivergenceFactor, Broyden.Protect). Counts (MaxIter,
+// Patience, memories) have no "off" value: set them as large as needed.
+// Switches that turn off a default behaviour are booleans named for what
+// they do (Settings.NoTrace, CertifySettings.Skip, MinibatchKM.FixedBatch),
+// so that their zero value keeps the default, and VRGHAL.Model's zero value,
+// UnspecifiedModel, takes the oracle's own model.
+//
+// # Errors
+//
+// Errors name the argument or field at fault. Those that callers branch on
+// are sentinel values or types: ErrUnknownMethod, ErrUnknownModel,
+// ErrUnknownStatus and ErrUnknownAggregate from the lookups and Parse…
+// functions, *NormError from ParseNorm and the norm constructors, and
+// StopStatus for the errors that stop a method.
 //
 // # Certificates
 //

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -9,8 +10,8 @@ import (
 // Algorithm 1 of the reference paper ("Solving Stochastic Fixed-Point
 // Equations with High Probability", the VR-GHAL algorithm) with every
 // stochastic estimate T̃ replaced by T itself. This is the gradual Halpern
-// framework that the paper builds on (its reference diakonikolas2025pushing),
-// in the paper's variant that needs no bound on the diameter of the iterates.
+// framework that the paper builds on (earlier work by the same author), in
+// the paper's variant that needs no bound on the diameter of the iterates.
 //
 // Starting from x̂_0 = x_0 and λ̄_0, epoch k = 1, 2, … sets
 //
@@ -20,9 +21,9 @@ import (
 //
 //	y_0 = x̂_{k−1},  y_{j+1} = λ_k y_0 + (1 − λ_k) T(y_j),
 //
-// and sets x̂_k = y_{J_k}. With exact evaluations the paper's Lemma
-// "basic-GHAL-inequalities" gives, for a γ-Lipschitz T with γ ≤ γ̄ ≤ 1 and any
-// fixed point x_*, the per-epoch bound
+// and sets x̂_k = y_{J_k}. With exact evaluations the paper's lemma on the
+// basic inequalities of GHAL gives, for a γ-Lipschitz T with γ ≤ γ̄ ≤ 1 and
+// any fixed point x_*, the per-epoch bound
 //
 //	‖T(x̂_k) − x̂_k‖ ≤ β ‖T(x̂_{k−1}) − x̂_{k−1}‖ + 2 λ̄_k ‖x_0 − x_*‖,
 //
@@ -42,15 +43,22 @@ import (
 // GHAL needs a deterministic oracle; VR-GHAL is its stochastic counterpart.
 type GHAL struct {
 	// Beta is the per-epoch decrease factor β ∈ (0, 1) of λ̄ and of the
-	// residual. Zero means 1/2.
+	// residual. Zero means DefaultGHALBeta.
 	Beta float64
 	// Gamma is a bound γ̄ ∈ (0, 1] on the Lipschitz constant of T in the
-	// problem's norm. Zero means 1 (nonexpansive).
+	// problem's norm. Zero means DefaultGHALGamma (nonexpansive).
 	Gamma float64
-	// Lambda0 is the initial anchor weight λ̄_0 > 0. Zero means 1, as in the
-	// paper.
+	// Lambda0 is the initial anchor weight λ̄_0 > 0. Zero means
+	// DefaultGHALLambda0, as in the paper.
 	Lambda0 float64
 }
+
+// Defaults of GHAL, used where its fields are zero.
+const (
+	DefaultGHALBeta    = 0.5
+	DefaultGHALGamma   = 1
+	DefaultGHALLambda0 = 1
+)
 
 var (
 	_ Method    = GHAL{}
@@ -58,17 +66,7 @@ var (
 )
 
 func (m GHAL) params() (beta, gamma, lambda0 float64) {
-	beta, gamma, lambda0 = m.Beta, m.Gamma, m.Lambda0
-	if beta == 0 {
-		beta = 0.5
-	}
-	if gamma == 0 {
-		gamma = 1
-	}
-	if lambda0 == 0 {
-		lambda0 = 1
-	}
-	return beta, gamma, lambda0
+	return cmp.Or(m.Beta, DefaultGHALBeta), cmp.Or(m.Gamma, DefaultGHALGamma), cmp.Or(m.Lambda0, DefaultGHALLambda0)
 }
 
 // String implements Method.

@@ -1,5 +1,7 @@
 package solver
 
+import "cmp"
+
 // KrasnoselskiiMann is the damped (averaged) iteration
 //
 //	x_{k+1} = (1 − α) x_k + α T(x_k).
@@ -8,28 +10,27 @@ package solver
 // ‖x_k − T(x_k)‖ tends to zero in every normed space (Ishikawa 1976), at rate
 // O(‖x_0 − x_*‖/√k) (Baillon and Bruck 1996); for a γ-contraction the map being iterated is a (1 − α + αγ)-contraction, so
 // convergence is linear but slower than Picard's when γ is small. α = 1 is
-// Picard. It needs a deterministic oracle and makes one evaluation per
-// iteration.
+// Picard: the step is then x_{k+1} = T(x_k) exactly, without the rounding of
+// x_k + (T(x_k) − x_k). It needs a deterministic oracle and makes one
+// evaluation per iteration.
 //
 // Limitation: no acceleration; on nonexpansive problems it is slower than
 // Halpern in theory (O(1/√k) against O(1/k)) though often faster in practice
 // on rotations and other maps whose averaged form contracts.
 type KrasnoselskiiMann struct {
-	// Alpha is the step α ∈ (0, 1]. Zero means 1/2.
+	// Alpha is the step α ∈ (0, 1]. Zero means DefaultKMAlpha.
 	Alpha float64
 }
+
+// DefaultKMAlpha is the step of KrasnoselskiiMann when Alpha is zero.
+const DefaultKMAlpha = 0.5
 
 var (
 	_ Method    = KrasnoselskiiMann{}
 	_ Validator = KrasnoselskiiMann{}
 )
 
-func (m KrasnoselskiiMann) alpha() float64 {
-	if m.Alpha == 0 {
-		return 0.5
-	}
-	return m.Alpha
-}
+func (m KrasnoselskiiMann) alpha() float64 { return cmp.Or(m.Alpha, DefaultKMAlpha) }
 
 // String implements Method.
 func (KrasnoselskiiMann) String() string { return "km" }
@@ -55,6 +56,10 @@ func (m KrasnoselskiiMann) Run(e *Env) error {
 		}
 		if err := e.Record(x, e.Dist(tx, x)); err != nil {
 			return err
+		}
+		if a == 1 {
+			x, tx = tx, x
+			continue
 		}
 		for i, t := range tx {
 			x[i] += a * (t - x[i])

@@ -8,8 +8,8 @@ import (
 
 // MoMBuckets returns the number of buckets k = ⌈18 ln(1/δ)⌉ of a
 // median-of-means estimate with failure probability δ (Hsu and Sabato 2016,
-// Proposition 9; the reference paper, Proposition "MoME-final"). It panics if
-// δ is outside (0, 1).
+// Proposition 9; the reference paper's median-of-means proposition). It
+// panics if δ is outside (0, 1).
 //
 // With k such buckets, each of which lies within ε of the mean with
 // probability at least 2/3, the selection of MedianOfMeans lies within 3ε of

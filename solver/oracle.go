@@ -1,6 +1,9 @@
 package solver
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sample names the randomness of one oracle evaluation: the average of Size
 // unit samples drawn from the stream Seed. Two evaluations with the same
@@ -11,19 +14,26 @@ type Sample struct {
 }
 
 // Model says what is known of an oracle's noise. The models are ordered from
-// the weakest assumption to the strongest; see the reference paper, Section 2.
+// the weakest assumption to the strongest; see the preliminaries of the reference paper.
+// The zero value, UnspecifiedModel, is not a model: where a Model is a
+// setting (VRGHAL.Model) it means "the oracle's own Model()", and an Oracle
+// must not report it.
 type Model int
 
 const (
-	// BoundedVariance assumes only E‖τ(x; ξ) − T(x)‖² ≤ σ² (eq. 2 of the paper).
-	// Stochastic methods draw independent samples at the two points of a
-	// difference.
-	BoundedVariance Model = iota
+	// UnspecifiedModel is the zero Model: no assumption stated. Settings
+	// that hold a Model read it as "take the oracle's".
+	UnspecifiedModel Model = iota
+	// BoundedVariance assumes only E‖τ(x; ξ) − T(x)‖² ≤ σ² (the paper's
+	// bounded-variance assumption). Stochastic methods draw independent
+	// samples at the two points of a difference.
+	BoundedVariance
 	// LipschitzInExpectation adds E‖τ(x; ξ) − τ(y; ξ)‖² ≤ L²‖x − y‖² for a
-	// multi-query oracle (Assumptions 1 and 2 of the paper).
+	// multi-query oracle (the paper's multi-query oracle and
+	// Lipschitz-in-expectation assumptions).
 	LipschitzInExpectation
-	// SamplewiseLipschitz assumes each τ(·; ξ) is γ-Lipschitz, γ ≤ 1
-	// (Assumption 3 of the paper).
+	// SamplewiseLipschitz assumes each τ(·; ξ) is γ-Lipschitz, γ ≤ 1 (the
+	// paper's nonexpansive or contractive stochastic oracle assumption).
 	SamplewiseLipschitz
 	// Deterministic oracles return T(x) exactly; a Sample is ignored.
 	Deterministic
@@ -32,6 +42,8 @@ const (
 // String returns the model's name as accepted by ParseModel.
 func (m Model) String() string {
 	switch m {
+	case UnspecifiedModel:
+		return "unspecified"
 	case BoundedVariance:
 		return "bounded-variance"
 	case LipschitzInExpectation:
@@ -44,17 +56,30 @@ func (m Model) String() string {
 	return fmt.Sprintf("Model(%d)", int(m))
 }
 
-// ParseModel parses a Model name as printed by Model.String.
+// isOracleModel reports whether m is a model an Oracle may report.
+func (m Model) isOracleModel() bool { return m >= BoundedVariance && m <= Deterministic }
+
+// ErrUnknownModel is wrapped by the errors of ParseModel and
+// Model.UnmarshalText for a name that is not a Model's.
+var ErrUnknownModel = errors.New("solver: unknown oracle model")
+
+// ParseModel parses a Model name as printed by Model.String: one of the four
+// oracle models, or "unspecified" for the zero Model. Its error wraps
+// ErrUnknownModel.
 func ParseModel(s string) (Model, error) {
-	for m := BoundedVariance; m <= Deterministic; m++ {
-		if m.String() == s {
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("solver: unknown oracle model %q (want bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic)", s)
+	return parseEnum(s, UnspecifiedModel, Deterministic, ErrUnknownModel, "bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic")
 }
 
-// Oracle gives access to an operator T on R^Len.
+// MarshalText implements encoding.TextMarshaler; it returns the name
+// Model.String prints, and an error for a value that is not a Model.
+func (m Model) MarshalText() ([]byte, error) { return marshalEnum(m, UnspecifiedModel, Deterministic) }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseModel.
+func (m *Model) UnmarshalText(b []byte) error { return unmarshalEnum(m, b, ParseModel) }
+
+// Oracle gives access to an operator T on R^Len. Model must report one of
+// BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz and
+// Deterministic; Solve rejects an oracle that reports another value.
 //
 // Eval writes into dst (length Len) an estimate τ(x; ξ) of T(x) averaged over
 // s.Size unit samples drawn from the stream s.Seed, and returns the number of

@@ -2,9 +2,9 @@ package solver
 
 import "fmt"
 
-// Picard is the Banach–Picard iteration x_{k+1} = T(x_k). It converges
-// linearly for contractions and may cycle for nonexpansive maps. It needs a
-// deterministic oracle.
+// Picard is the Banach–Picard iteration x_{k+1} = T(x_k): KrasnoselskiiMann
+// with α = 1, under its own name. It converges linearly for contractions and
+// may cycle for nonexpansive maps. It needs a deterministic oracle.
 type Picard struct{}
 
 var (
@@ -18,20 +18,8 @@ func (Picard) String() string { return "picard" }
 // Validate implements Validator.
 func (Picard) Validate(p Problem) error { return requireDeterministic("Picard", p) }
 
-// Run implements Method.
-func (Picard) Run(e *Env) error {
-	x := append([]float64(nil), e.X0()...)
-	tx := make([]float64, len(x))
-	for {
-		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
-			return err
-		}
-		if err := e.Record(x, e.Dist(tx, x)); err != nil {
-			return err
-		}
-		x, tx = tx, x
-	}
-}
+// Run implements Method: it runs KrasnoselskiiMann{Alpha: 1}.
+func (Picard) Run(e *Env) error { return KrasnoselskiiMann{Alpha: 1}.Run(e) }
 
 // requireDeterministic returns an error naming the method if p is malformed
 // (see Problem.check) or its oracle is stochastic.

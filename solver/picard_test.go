@@ -22,3 +22,21 @@ func TestPicardScalarContraction(t *testing.T) {
 	require.Equal(t, res.Stats.Iterations+1, int(res.Stats.Calls))
 	require.False(t, math.IsNaN(res.Residual))
 }
+
+// TestPicardIsKMAlphaOne: Picard is KrasnoselskiiMann with α = 1, iterate
+// for iterate, under its own name.
+func TestPicardIsKMAlphaOne(t *testing.T) {
+	p := newAffineL2(t, 7, 5, 0.9)
+	prob := Problem{Oracle: p.oracle(), Norm: p.norm}
+	x0 := []float64{1, -2, 3, -4, 5}
+	a, err := Solve(context.Background(), prob, x0, &Settings{Tol: 1e-12}, Picard{})
+	require.NoError(t, err)
+	b, err := Solve(context.Background(), prob, x0, &Settings{Tol: 1e-12}, KrasnoselskiiMann{Alpha: 1})
+	require.NoError(t, err)
+	require.Equal(t, a.X, b.X)
+	require.Equal(t, len(a.Stats.Trace), len(b.Stats.Trace))
+	for i := range a.Stats.Trace {
+		require.Equal(t, a.Stats.Trace[i].Residual, b.Stats.Trace[i].Residual)
+	}
+	require.Equal(t, "picard", Picard{}.String())
+}

@@ -18,7 +18,9 @@ import (
 // Settings.Seed changes what the stochastic methods return, so the
 // agreement is not that of methods that ignore the seed.
 func TestReproducibleGivenSeed(t *testing.T) {
-	cfg := problems.Config{Name: "affine-t", Dim: 12, Norm: "linf", Gamma: 0.7, Noise: 0.5, Seed: 21}
+	linf, err := solver.NewLInf(12)
+	require.NoError(t, err)
+	cfg := problems.Config{Name: "affine-t", Dim: 12, Norm: linf, Gamma: 0.7, Noise: 0.5, Seed: 21}
 	p0 := relNew(t, cfg)
 	solve := func(m relMethod, seed uint64) *solver.Result {
 		p := relNew(t, cfg)

@@ -1,7 +1,9 @@
 package solver
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -34,13 +36,31 @@ const (
 
 var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure"}
 
-// String implements fmt.Stringer.
+// String implements fmt.Stringer. It returns the name of the constant, as
+// ParseStatus accepts it.
 func (s Status) String() string {
 	if s >= 0 && int(s) < len(statusNames) {
 		return statusNames[s]
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
+
+// ErrUnknownStatus is wrapped by the errors of ParseStatus and
+// Status.UnmarshalText for a name that is not a Status's.
+var ErrUnknownStatus = errors.New("solver: unknown status")
+
+// ParseStatus parses a Status name as printed by Status.String. Its error
+// wraps ErrUnknownStatus.
+func ParseStatus(name string) (Status, error) {
+	return parseEnum(name, NotTerminated, Failure, ErrUnknownStatus, strings.Join(statusNames[:], ", "))
+}
+
+// MarshalText implements encoding.TextMarshaler; it returns the name
+// Status.String prints, and an error for a value that is not a Status.
+func (s Status) MarshalText() ([]byte, error) { return marshalEnum(s, NotTerminated, Failure) }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseStatus.
+func (s *Status) UnmarshalText(b []byte) error { return unmarshalEnum(s, b, ParseStatus) }
 
 // TracePoint is one entry of the residual trace.
 type TracePoint struct {

@@ -12,7 +12,6 @@ const (
 	DefaultMaxIter          = 10000
 	DefaultDivergenceFactor = 1e8
 	DefaultCertDelta        = 0.05
-	DefaultCertBuckets      = 0 // 0: ⌈18 ln(1/δ)⌉ buckets, see CertifySettings
 )
 
 // Settings control a Solve. The zero value of every field selects the
@@ -36,7 +35,8 @@ type Settings struct {
 	MaxTime time.Duration
 	// DivergenceFactor stops a method with Status Diverged when a residual
 	// exceeds DivergenceFactor times the best one recorded. Zero means
-	// DefaultDivergenceFactor; +Inf disables the check.
+	// DefaultDivergenceFactor; +Inf lifts the limit (see the package
+	// documentation, Zero values).
 	DivergenceFactor float64
 	// Seed seeds the method's own random draws (minibatch seeds).
 	Seed uint64

@@ -30,6 +30,8 @@ func (p Problem) check() error {
 		return fmt.Errorf("solver: Problem.Norm.Len() = %d must be positive", p.Norm.Len())
 	case p.Oracle.Len() != p.Norm.Len():
 		return fmt.Errorf("solver: Problem.Oracle.Len() = %d does not match Problem.Norm.Len() = %d", p.Oracle.Len(), p.Norm.Len())
+	case !p.Oracle.Model().isOracleModel():
+		return fmt.Errorf("solver: Problem.Oracle.Model() = %v is not an oracle model", p.Oracle.Model())
 	}
 	return nil
 }
@@ -107,8 +109,8 @@ func (e *Env) Oracle() Oracle { return e.oracle }
 // Norm returns the problem's norm.
 func (e *Env) Norm() Norm { return e.norm }
 
-// Settings returns the solve's settings with defaults filled in.
-func (e *Env) Settings() *Settings { return &e.settings }
+// Settings returns a copy of the solve's settings with defaults filled in.
+func (e *Env) Settings() Settings { return e.settings }
 
 // X0 returns the start point. Methods must not modify it.
 func (e *Env) X0() []float64 { return e.x0 }

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -21,7 +22,7 @@ import (
 // anchored steps y_{j+1} = λ_k y₀ + (1 − λ_k)T̃_j from y₀ = x̂_{k−1} and sets
 // x̂_k = y_{J_k}. The estimate T̃_0 of T(y₀) is a median-of-means estimate
 // (MedianOfMeans) made when y₀ was reached, and later estimates follow the
-// recursion of eq. "VR-estimator",
+// recursion of the paper's variance-reduced estimator,
 //
 //	T̃_j = T̃_{j−1} + (1/n_k) Σ_{ℓ=1}^{n_k} Cl(Δ^{(ℓ)}),  Δ^{(ℓ)} = τ(y_j; ξ₁) − τ(y_{j−1}; ξ₂),
 //
@@ -31,15 +32,16 @@ import (
 // SamplewiseLipschitz, independent seeds under BoundedVariance. After the
 // epoch, a median-of-means estimate T̃_{k,0} of T(x̂_k) with parameters
 // (ε_{k+1}/2, δ_{k+1}/2) — ⌈18 ln(2/δ_{k+1})⌉ buckets of ⌈108/ε_{k+1}²⌉ unit
-// samples (Proposition "MoME-final") — gives the estimated residual
-// R̃_k = ‖T̃_{k,0} − x̂_k‖; the first one, at x̂₀, uses (βε₀/2, βδ₀/2).
+// samples (the paper's median-of-means proposition) — gives the estimated
+// residual R̃_k = ‖T̃_{k,0} − x̂_k‖; the first one, at x̂₀, uses
+// (βε₀/2, βδ₀/2).
 //
 // The sizes of epoch k depend on R̃_{k−1} and ρ_k = γ̄(1 − λ_k):
 //
-//	n_k = max{1, ⌈2(1 − λ_k)γ̄R̃_{k−1} ln(4/δ_k) / (3ε_k)⌉}     (Theorem "master")
-//	m_{k,j} = ⌈4J_k²/ε_k²⌉                 BoundedVariance       (Lemma "mkj-general")
-//	m_{k,j} = ⌈4R̃_{k−1}²/(ε_k²(1 − ρ_k)²)⌉  LipschitzInExpectation (Lemma "samples-exp-Lip")
-//	m_{k,j} = ⌈4R̃_{k−1}²/(ε_k²(1 − ρ_k))⌉   SamplewiseLipschitz   (Corollary "samplewise-Lipschitz")
+//	n_k = max{1, ⌈2(1 − λ_k)γ̄R̃_{k−1} ln(4/δ_k) / (3ε_k)⌉}     (the Master Theorem)
+//	m_{k,j} = ⌈4J_k²/ε_k²⌉                 BoundedVariance       (the bounded-variance minibatch lemma)
+//	m_{k,j} = ⌈4R̃_{k−1}²/(ε_k²(1 − ρ_k)²)⌉  LipschitzInExpectation (the Lipschitz-in-expectation minibatch lemma)
+//	m_{k,j} = ⌈4R̃_{k−1}²/(ε_k²(1 − ρ_k))⌉   SamplewiseLipschitz   (the samplewise-Lipschitz corollary)
 //
 // SampleScale multiplies the unit-sample sizes m_{k,j} and the bucket sizes
 // before rounding up; it leaves the counts (J_k, n_k, buckets) alone. The
@@ -86,25 +88,28 @@ import (
 // and the guarantee is lost.
 type VRGHAL struct {
 	// Beta is the factor β ∈ (0, 1) by which ε_k, λ̄_k and δ_k shrink each
-	// epoch. Zero means 1/2.
+	// epoch. Zero means DefaultVRGHALBeta.
 	Beta float64
 	// Delta is the failure probability δ ∈ (0, 1) of the whole run. Zero
-	// means 0.05.
+	// means DefaultVRGHALDelta.
 	Delta float64
 	// Gamma is the Lipschitz bound γ̄ ∈ (0, 1] of T used for the inner
 	// steps and the clipping. It must be at least T's Lipschitz constant in
-	// the problem's norm. Zero means 1 (nonexpansive T).
+	// the problem's norm. Zero means DefaultVRGHALGamma (nonexpansive T).
 	Gamma float64
-	// Eps0 is the initial accuracy scale ε₀ > 0. Zero means 1.
+	// Eps0 is the initial accuracy scale ε₀ > 0. Zero means
+	// DefaultVRGHALEps0.
 	Eps0 float64
-	// Lambda0 is the initial anchoring scale λ̄₀ > 0. Zero means 1.
+	// Lambda0 is the initial anchoring scale λ̄₀ > 0. Zero means
+	// DefaultVRGHALLambda0.
 	Lambda0 float64
-	// Model is the oracle model to assume. Nil means Problem.Oracle's own
-	// Model(); assuming a stronger model than the oracle declares is an
-	// error, a weaker one is allowed.
-	Model *Model
+	// Model is the oracle model to assume. Zero (UnspecifiedModel) means
+	// Problem.Oracle's own Model(); assuming a stronger model than the
+	// oracle declares is an error, a weaker one is allowed.
+	Model Model
 	// SampleScale multiplies every unit-sample size (bucket sizes and
-	// minibatches m_{k,j}). Zero means 1, the paper's constants.
+	// minibatches m_{k,j}). Zero means DefaultVRGHALSampleScale, the
+	// paper's constants.
 	SampleScale float64
 }
 
@@ -113,14 +118,14 @@ var (
 	_ Validator = VRGHAL{}
 )
 
-// Defaults of the VRGHAL fields.
+// Defaults of VRGHAL, used where its fields are zero.
 const (
-	defaultVRBeta    = 0.5
-	defaultVRDelta   = 0.05
-	defaultVRGamma   = 1
-	defaultVREps0    = 1
-	defaultVRLambda0 = 1
-	defaultVRScale   = 1
+	DefaultVRGHALBeta        = 0.5
+	DefaultVRGHALDelta       = 0.05
+	DefaultVRGHALGamma       = 1
+	DefaultVRGHALEps0        = 1
+	DefaultVRGHALLambda0     = 1
+	DefaultVRGHALSampleScale = 1
 )
 
 // maxDraw is the largest unit-sample size or count VR-GHAL requests.
@@ -149,9 +154,9 @@ type vrConfig struct {
 // config validates v and resolves it against an oracle of model om.
 func (v VRGHAL) config(om Model) (vrConfig, error) {
 	c := vrConfig{
-		beta: orDefault(v.Beta, defaultVRBeta), delta: orDefault(v.Delta, defaultVRDelta),
-		gamma: orDefault(v.Gamma, defaultVRGamma), eps0: orDefault(v.Eps0, defaultVREps0),
-		lambda0: orDefault(v.Lambda0, defaultVRLambda0), scale: orDefault(v.SampleScale, defaultVRScale),
+		beta: cmp.Or(v.Beta, DefaultVRGHALBeta), delta: cmp.Or(v.Delta, DefaultVRGHALDelta),
+		gamma: cmp.Or(v.Gamma, DefaultVRGHALGamma), eps0: cmp.Or(v.Eps0, DefaultVRGHALEps0),
+		lambda0: cmp.Or(v.Lambda0, DefaultVRGHALLambda0), scale: cmp.Or(v.SampleScale, DefaultVRGHALSampleScale),
 		model: om,
 	}
 	if err := checkRange("VRGHAL.Beta", c.beta, 0, 1, true); err != nil {
@@ -171,10 +176,9 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 			return c, fmt.Errorf("solver: VRGHAL.%s = %v must be positive and finite", f.name, f.v)
 		}
 	}
-	if v.Model != nil {
-		m := *v.Model
+	if m := v.Model; m != UnspecifiedModel {
 		switch {
-		case m < BoundedVariance || m > Deterministic:
+		case !m.isOracleModel():
 			return c, fmt.Errorf("solver: VRGHAL.Model = %v is not an oracle model", m)
 		case m > om:
 			return c, fmt.Errorf("solver: VRGHAL.Model = %v assumes more than Problem.Oracle declares (%v)", m, om)
@@ -182,14 +186,6 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 		c.model = m
 	}
 	return c, nil
-}
-
-// orDefault returns def for a zero v and v otherwise.
-func orDefault(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // vrMoM sizes one median-of-means estimate with accuracy parameter eps and

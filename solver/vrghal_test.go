@@ -210,8 +210,6 @@ func vrNorm(t testing.TB, linf bool, d int) Norm {
 // probability p over n independent runs.
 func vrBinomialSlack(p float64, n int) float64 { return 3 * math.Sqrt(p*(1-p)/float64(n)) }
 
-func vrModelPtr(m Model) *Model { return &m }
-
 func TestVRGHALSettingsErrors(t *testing.T) {
 	o := newVRAffine(1, 3, 0.5, false, 0.1, vrGaussian, LipschitzInExpectation)
 	p := Problem{Oracle: o, Norm: vrNorm(t, false, 3)}
@@ -230,9 +228,9 @@ func TestVRGHALSettingsErrors(t *testing.T) {
 		{VRGHAL{SampleScale: math.Inf(1)}, "VRGHAL.SampleScale"},
 		{VRGHAL{Eps0: -1}, "VRGHAL.Eps0"},
 		{VRGHAL{Lambda0: -2}, "VRGHAL.Lambda0"},
-		{VRGHAL{Model: vrModelPtr(SamplewiseLipschitz)}, "VRGHAL.Model"},
-		{VRGHAL{Model: vrModelPtr(Deterministic)}, "VRGHAL.Model"},
-		{VRGHAL{Model: vrModelPtr(Model(9))}, "VRGHAL.Model"},
+		{VRGHAL{Model: SamplewiseLipschitz}, "VRGHAL.Model"},
+		{VRGHAL{Model: Deterministic}, "VRGHAL.Model"},
+		{VRGHAL{Model: Model(9)}, "VRGHAL.Model"},
 	} {
 		err := tc.m.Validate(p)
 		require.ErrorContains(t, err, tc.field, "%+v", tc.m)
@@ -241,7 +239,7 @@ func TestVRGHALSettingsErrors(t *testing.T) {
 	}
 	// Zero values are the defaults; weaker models than the oracle's and the
 	// boundary γ̄ = 1 are allowed.
-	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: vrModelPtr(BoundedVariance)}, {Model: vrModelPtr(LipschitzInExpectation)}} {
+	for _, m := range []VRGHAL{{}, {Gamma: 1}, {Model: BoundedVariance}, {Model: LipschitzInExpectation}} {
 		require.NoError(t, m.Validate(p))
 	}
 	c, err := VRGHAL{}.config(LipschitzInExpectation)
@@ -419,7 +417,7 @@ func TestVRGHALSamplesFollowSchedule(t *testing.T) {
 	for _, model := range []Model{BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz} {
 		var total [2]int64
 		for i, scale := range []float64{1, 0.1} {
-			m := VRGHAL{Gamma: 0.9, Model: vrModelPtr(model), SampleScale: scale}
+			m := VRGHAL{Gamma: 0.9, Model: model, SampleScale: scale}
 			res, err := Solve(context.Background(), p, make([]float64, vrDim), &Settings{Tol: 1e-12, MaxIter: 4, Seed: 5}, m)
 			require.NoError(t, err)
 			require.Equal(t, IterationLimit, res.Status)
@@ -561,7 +559,7 @@ func TestVRGHALDeterministic(t *testing.T) {
 
 	// Assuming a weaker model spends the stochastic sample sizes.
 	weak, err := Solve(context.Background(), Problem{Oracle: a, Norm: norm}, x0, &Settings{MaxIter: 1, Certify: CertifySettings{Skip: true}},
-		VRGHAL{Model: vrModelPtr(BoundedVariance)})
+		VRGHAL{Model: BoundedVariance})
 	require.NoError(t, err)
 	require.Greater(t, weak.Stats.Calls, int64(79))
 }
@@ -608,27 +606,72 @@ func vrEpochRunner(tb testing.TB, d, k int) func() {
 	}
 }
 
+// TestVRGHALSamplesGrowAsTolShrinks checks that the samples VR-GHAL draws
+// grow at least like 1/Tol², the rate forced by the noise of the estimate it
+// stops on, and logs the sample complexity on a samplewise nonexpansive
+// problem in ℓ2 (medians over the seeds).
+//
+// Anytime: on a fixed seed, a smaller tolerance continues the same
+// trajectory, so the trace for Tol = ε is a prefix of the trace for
+// Tol = ε/2 and samples never decrease.
+//
+// The lower bound. VR-GHAL stops at the first epoch k whose estimated
+// residual R̃_k = ‖T̃_{k,0} − x̂_k‖ is at most Tol, and T̃_{k,0} is one of
+// the B_k bucket means of its median-of-means estimate, each the average of
+// n_k unit samples. A bucket mean of vrShift is T_u(x̂_k) + g with
+// g ~ N(0, s²/n_k·I_d) independent of the rest, so by Anderson's inequality
+// (a centred Gaussian puts the most mass on a ball around the origin)
+// P(‖T_u(x̂_k) − x̂_k + g‖ ≤ t) ≤ P(‖g‖ ≤ t) = P(χ²_d ≤ n_k t²/s²). The
+// margin: with n_k < N* = d·s²/(9·Tol²), that is with the stopping test
+// asking the noise to be 3 times below its typical size s√(d/n_k), the
+// Chernoff bound gives P(χ²_d ≤ d/9) ≤ ((e^{8/9})/9)^{d/2} < 10⁻¹⁷ for
+// d = 64, and a union over the buckets and the epochs (fewer than 10⁴ in
+// all) leaves a failure probability below 10⁻¹² per run. So, but for that
+// probability, the run stops at an epoch K whose buckets have n_K ≥ N*
+// samples, having drawn at least the median-of-means estimates of epochs 0
+// to K* (K* the first epoch whose schedule reaches N*), which is of order
+// d·s²·ln(1/δ)/Tol²: a tolerance ratio r multiplies the bound by about r².
 func TestVRGHALSamplesGrowAsTolShrinks(t *testing.T) {
-	// Anytime: on a fixed seed, a smaller tolerance continues the same
-	// trajectory, so the trace for Tol = ε is a prefix of the trace for
-	// Tol = ε/2 and samples never decrease. The log shows the sample
-	// complexity on the samplewise nonexpansive problem in ℓ2 (medians over
-	// the seeds).
-	const seeds = 5
+	const (
+		seeds = 5
+		d     = 64  // large enough for ‖g‖ to concentrate (see above)
+		noise = 0.3 // s, the per-coordinate noise of a unit sample
+	)
+	c, err := VRGHAL{}.config(SamplewiseLipschitz)
+	require.NoError(t, err)
+	// lowerBound returns the samples of the median-of-means estimates of
+	// epochs 0 to K*, and K*, for a tolerance tol.
+	lowerBound := func(tol float64) (float64, int) {
+		need := d * noise * noise / (9 * tol * tol)
+		total := 0.0
+		for k := 0; ; k++ {
+			m, err := c.momPlan(k)
+			require.NoError(t, err)
+			total += m.samples()
+			if float64(m.size) >= need {
+				return total, k
+			}
+		}
+	}
 	epsilons := []float64{0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001}
 	type row struct{ samples, truth, bound []float64 }
 	rows := make([]row, len(epsilons))
 	for seed := range uint64(seeds) {
-		o := newVRShift(seed, vrDim+1, 0.1, 0.3)
+		o := newVRShift(seed, d, 0.1, noise)
 		p := Problem{Oracle: o, Norm: vrNorm(t, false, o.Len())}
 		var prev *Result
 		for i, eps := range epsilons {
-			res, err := Solve(context.Background(), p, make([]float64, o.Len()), &Settings{Tol: eps / 2, MaxIter: 14, Seed: seed}, VRGHAL{})
+			tol := eps / 2
+			res, err := Solve(context.Background(), p, make([]float64, o.Len()), &Settings{Tol: tol, MaxIter: 16, Seed: seed}, VRGHAL{})
 			require.NoError(t, err)
 			require.Equal(t, Success, res.Status, "ε = %v seed %d", eps, seed)
 			if prev != nil {
 				require.Equal(t, vrUntimed(prev.Stats.Trace), vrUntimed(res.Stats.Trace[:len(prev.Stats.Trace)]))
+				require.GreaterOrEqual(t, res.Stats.Samples, prev.Stats.Samples)
 			}
+			lb, kStar := lowerBound(tol)
+			require.GreaterOrEqual(t, res.Stats.Iterations, kStar, "ε = %v seed %d: stopped before the noise allows", eps, seed)
+			require.GreaterOrEqual(t, float64(res.Stats.Samples), lb, "ε = %v seed %d", eps, seed)
 			prev = res
 			rows[i].samples = append(rows[i].samples, float64(res.Stats.Samples))
 			rows[i].truth = append(rows[i].truth, vrTrueResidual(o, p.Norm, res.X))
@@ -640,8 +683,9 @@ func TestVRGHALSamplesGrowAsTolShrinks(t *testing.T) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	t.Logf("%8s %12s %12s %12s", "ε", "samples", "true res.", "cert. bound")
+	t.Logf("%8s %12s %12s %12s %12s", "ε", "samples", "lower bound", "true res.", "cert. bound")
 	for i, eps := range epsilons {
-		t.Logf("%8g %12.3g %12.3g %12.3g", eps, median(rows[i].samples), median(rows[i].truth), median(rows[i].bound))
+		lb, _ := lowerBound(eps / 2)
+		t.Logf("%8g %12.3g %12.3g %12.3g %12.3g", eps, median(rows[i].samples), lb, median(rows[i].truth), median(rows[i].bound))
 	}
 }

@@ -198,9 +198,16 @@ type BackwardConfig struct {
 	PhantomSteps int
 }
 
-// Methods returns the accepted SolverConfig.Method names.
+// Methods returns the accepted SolverConfig.Method names: the methods of
+// the solver registry that are not stochastic baselines.
 func Methods() []string {
-	return []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}
+	var out []string
+	for _, m := range solver.Methods() {
+		if !m.Baseline {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // Cells returns the accepted ModelConfig.Cell names.
@@ -380,34 +387,23 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 // method builds the solver.Method of s for a cell with Lipschitz bound
 // gamma.
 func (s SolverConfig) method(gamma float64) solver.Method {
-	switch s.Method {
-	case "picard":
-		return solver.Picard{}
-	case "km":
-		return solver.KrasnoselskiiMann{}
-	case "halpern":
-		return solver.Halpern{}
-	case "ghal":
-		return solver.GHAL{Gamma: gamma}
-	case "anderson":
-		return solver.Anderson{Memory: s.Memory}
-	case "broyden":
-		return solver.Broyden{Memory: s.Memory}
-	case "vrghal":
-		return solver.VRGHAL{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale}
+	return s.entry().New(solver.MethodOptions{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale, Memory: s.Memory})
+}
+
+// entry returns the registry entry of s.Method.
+func (s SolverConfig) entry() solver.MethodInfo {
+	m, err := solver.LookupMethod(s.Method)
+	if err != nil {
+		panic("train: " + err.Error()) // merge validated the name
 	}
-	panic("train: unknown method " + s.Method) // merge validated the name
+	return m
 }
 
 // settings returns the solver.Settings of s; relative makes Tol relative
 // to the first residual.
 func (s SolverConfig) settings(skipCert, relative bool) solver.Settings {
-	tol := s.Tol
-	if s.Method == "vrghal" {
-		tol /= 2
-	}
 	return solver.Settings{
-		Tol:      tol,
+		Tol:      s.entry().Tol(s.Tol),
 		Relative: relative,
 		MaxIter:  s.MaxIter,
 		Certify:  solver.CertifySettings{Skip: skipCert, Delta: s.Delta},

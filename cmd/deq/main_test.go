@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,15 +77,15 @@ func TestSolveJSONStochastic(t *testing.T) {
 // TestSolveEveryRegisteredSolver runs every solver of the registry, so that
 // entries added later are exercised too.
 func TestSolveEveryRegisteredSolver(t *testing.T) {
-	for _, s := range solverRegistry() {
-		t.Run(s.name, func(t *testing.T) {
-			code, out, errOut := runCmd("solve", "--problem", "affine", "--solver", s.name, "--dim", "6",
+	for _, s := range solver.Methods() {
+		t.Run(s.Name, func(t *testing.T) {
+			code, out, errOut := runCmd("solve", "--problem", "affine", "--solver", s.Name, "--dim", "6",
 				"--gamma", "0.5", "--noise", "0.2", "--eps", "0.05", "--max-iter", "2000", "--json")
 			require.Equal(t, 0, code, errOut)
 			m := decodeOne(t, out)
-			require.Equal(t, s.name, m["solver"])
+			require.Equal(t, s.Name, m["solver"])
 			want := "exact"
-			if s.stochastic {
+			if s.Stochastic {
 				want = "stochastic"
 			}
 			require.Equal(t, want, m["oracle"])
@@ -93,20 +94,18 @@ func TestSolveEveryRegisteredSolver(t *testing.T) {
 	}
 }
 
-func TestSolveRegistryConsistent(t *testing.T) {
-	seen := map[string]bool{}
-	p, err := problems.New(problems.Config{Name: "affine", Dim: 4})
-	require.NoError(t, err)
-	for _, s := range solverRegistry() {
-		require.False(t, seen[s.name], "duplicate %s", s.name)
-		seen[s.name] = true
-		require.NotEmpty(t, s.summary)
-		if !s.stochastic {
-			require.Equal(t, solver.Deterministic, s.needs, s.name)
+// TestSolveListsRegistry checks that --list prints every method of the
+// solver registry with its oracle, model and summary (the registry's own
+// consistency is tested in package solver).
+func TestSolveListsRegistry(t *testing.T) {
+	code, out, errOut := runCmd("solve", "--list")
+	require.Equal(t, 0, code, errOut)
+	for _, s := range solver.Methods() {
+		oracle, needs := "exact", "-"
+		if s.Stochastic {
+			oracle, needs = "stochastic", s.Needs.String()
 		}
-		m, err := s.build(solverOptions{Eps: 0.1, Delta: 0.05, Problem: p})
-		require.NoError(t, err)
-		require.Equal(t, s.name, m.String(), "registry name and method name agree")
+		require.Regexp(t, "\n"+regexp.QuoteMeta(s.Name)+" +"+oracle+" +"+regexp.QuoteMeta(needs)+" +"+regexp.QuoteMeta(s.Summary)+"\n", out, s.Name)
 	}
 }
 
@@ -117,7 +116,7 @@ func TestSolveList(t *testing.T) {
 		require.Contains(t, out, p.Name)
 		require.Contains(t, out, p.Summary)
 	}
-	for _, s := range solverNames() {
+	for _, s := range solver.MethodNames() {
 		require.Contains(t, out, s)
 	}
 	for _, n := range []string{"l2", "lp:P", "linf", "schatten:P"} {

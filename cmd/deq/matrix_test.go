@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/solver/problems"
 )
 
@@ -43,13 +44,13 @@ func TestSolveEveryCombination(t *testing.T) {
 		if strings.HasPrefix(norms[0], "schatten") || slices.Contains(norms, "schatten:2") {
 			unsupported = "linf"
 		}
-		for _, entry := range solverRegistry() {
-			sensibleModel := !entry.stochastic || info.Model >= entry.needs
+		for _, entry := range solver.Methods() {
+			sensibleModel := !entry.Stochastic || info.Model >= entry.Needs
 			for _, norm := range append(norms, unsupported) {
-				name := info.Name + "/" + entry.name + "/" + norm
+				name := info.Name + "/" + entry.Name + "/" + norm
 				t.Run(name, func(t *testing.T) {
 					dim := max(info.MinDim, 4)
-					code, out, errOut := runCmd("solve", "--problem", info.Name, "--solver", entry.name,
+					code, out, errOut := runCmd("solve", "--problem", info.Name, "--solver", entry.Name,
 						"--norm", norm, "--dim", strconv.Itoa(dim), "--eps", "0.2", "--max-iter", "300",
 						"--max-samples", "200000", "--sample-scale", "0.01", "--timeout", "20s", "--json")
 					switch {
@@ -63,7 +64,7 @@ func TestSolveEveryCombination(t *testing.T) {
 						require.Equal(t, 0, code, errOut)
 						m := decodeOne(t, out)
 						require.Equal(t, info.Name, m["problem"])
-						require.Equal(t, entry.name, m["solver"])
+						require.Equal(t, entry.Name, m["solver"])
 						require.NotEqual(t, "Failure", m["status"])
 						require.NotNil(t, m["certificate"], "every solve is certified")
 					}

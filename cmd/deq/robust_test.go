@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/solver"
 )
 
 // requireOneLineError checks the shape of a failed run: nothing on stdout,
@@ -147,14 +149,14 @@ func TestSolveJSONReproducible(t *testing.T) {
 		}
 		return m
 	}
-	for _, s := range solverRegistry() {
-		a, b := report(s.name, "5"), report(s.name, "5")
-		require.Equal(t, a, b, s.name)
+	for _, s := range solver.Methods() {
+		a, b := report(s.Name, "5"), report(s.Name, "5")
+		require.Equal(t, a, b, s.Name)
 		require.Equal(t, "affine-t", a["problem"])
-		c := report(s.name, "6")
-		require.NotEqual(t, a["residual"], c["residual"], "%s: another seed, another problem", s.name)
-		if s.stochastic {
-			require.Equal(t, "stochastic", a["oracle"], s.name)
+		c := report(s.Name, "6")
+		require.NotEqual(t, a["residual"], c["residual"], "%s: another seed, another problem", s.Name)
+		if s.Stochastic {
+			require.Equal(t, "stochastic", a["oracle"], s.Name)
 		}
 	}
 }

@@ -107,10 +107,20 @@ func configFlag(field string) string {
 	return ""
 }
 
+// configError returns the usage error naming the flag of a
+// *problems.ConfigError, and a runtime error for any other error.
+func configError(err error) error {
+	var ce *problems.ConfigError
+	if errors.As(err, &ce) && configFlag(ce.Field) != "" {
+		return usagef("%s: %s", configFlag(ce.Field), ce.Reason)
+	}
+	return runtimeError{err}
+}
+
 // solveJob is a validated solve.
 type solveJob struct {
 	flags   solveFlags
-	entry   solverEntry
+	entry   solver.MethodInfo
 	problem *problems.Problem
 	method  solver.Method
 }
@@ -122,7 +132,7 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	case f.problem == "":
 		return nil, usagef("--problem is required (one of %s)", strings.Join(problems.Names(), ", "))
 	case f.solver == "":
-		return nil, usagef("--solver is required (one of %s)", strings.Join(solverNames(), ", "))
+		return nil, usagef("--solver is required (one of %s)", strings.Join(solver.MethodNames(), ", "))
 	case !(f.eps > 0) || math.IsInf(f.eps, 1):
 		return nil, usagef("--eps = %v must be positive and finite", f.eps)
 	case !(f.delta > 0 && f.delta < 1):
@@ -136,26 +146,24 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	case f.timeout < 0:
 		return nil, usagef("--timeout = %v must not be negative", f.timeout)
 	}
-	entry, ok := lookupSolver(f.solver)
-	if !ok {
-		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solverNames(), ", "))
+	entry, err := solver.LookupMethod(f.solver)
+	if err != nil { // wraps solver.ErrUnknownMethod
+		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solver.MethodNames(), ", "))
 	}
-	p, err := problems.New(problems.Config{Name: f.problem, Dim: f.dim, Norm: f.norm, Gamma: f.gamma, Noise: f.noise, Seed: f.seed})
-	if err != nil {
-		var ce *problems.ConfigError
-		if errors.As(err, &ce) && configFlag(ce.Field) != "" {
-			return nil, usagef("%s: %s", configFlag(ce.Field), ce.Reason)
+	c := problems.Config{Name: f.problem, Dim: f.dim, Gamma: f.gamma, Noise: f.noise, Seed: f.seed}
+	if f.norm != "" {
+		if c.Norm, err = problems.ParseNorm(c, f.norm); err != nil {
+			return nil, configError(err)
 		}
-		return nil, runtimeError{err}
 	}
-	if entry.stochastic && p.Model < entry.needs {
-		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.name, entry.needs, p.Name, p.Model)
-	}
-	m, err := entry.build(solverOptions{Eps: f.eps, Delta: f.delta, SampleScale: f.sampleScale, Problem: p})
+	p, err := problems.New(c)
 	if err != nil {
-		return nil, usagef("--solver %s: %v", entry.name, err)
+		return nil, configError(err)
 	}
-	return &solveJob{flags: f, entry: entry, problem: p, method: m}, nil
+	if entry.Stochastic && p.Model < entry.Needs {
+		return nil, usagef("--solver %s needs an oracle model %v or stronger; problem %s has %v", entry.Name, entry.Needs, p.Name, p.Model)
+	}
+	return &solveJob{flags: f, entry: entry, problem: p, method: entry.New(f.methodOptions(p))}, nil
 }
 
 // number is a float64 that encodes NaN and ±Inf as JSON null.
@@ -220,11 +228,11 @@ type solveReport struct {
 func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 	p, f := j.problem, j.flags
 	sp, oracle := p.ExactProblem(), "exact"
-	if j.entry.stochastic {
+	if j.entry.Stochastic {
 		sp, oracle = p.OracleProblem(), "stochastic"
 	}
 	s := &solver.Settings{
-		Tol:        f.eps * tolScale(j.entry),
+		Tol:        j.entry.Tol(f.eps),
 		MaxIter:    f.maxIter,
 		MaxSamples: f.maxSamples,
 		MaxTime:    f.timeout,
@@ -247,7 +255,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		return nil, err
 	}
 	rep := &solveReport{
-		Problem: p.Name, Solver: j.entry.name, Norm: p.Norm.String(), Oracle: oracle, Model: sp.Oracle.Model().String(),
+		Problem: p.Name, Solver: j.entry.Name, Norm: p.Norm.String(), Oracle: oracle, Model: sp.Oracle.Model().String(),
 		Dim: p.Config.Dim, Len: len(p.X0), Gamma: number(p.Gamma), Noise: number(p.Config.Noise), Sigma: number(p.Sigma),
 		Seed: f.seed, Eps: number(f.eps), Delta: number(f.delta),
 		Status: res.Status.String(), Iterations: res.Stats.Iterations, OracleCalls: res.Stats.Calls, Samples: res.Stats.Samples,
@@ -310,12 +318,12 @@ func printList(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SOLVER (--solver)\tORACLE\tNEEDS\tSUMMARY")
-	for _, s := range solverRegistry() {
+	for _, s := range solver.Methods() {
 		oracle, needs := "exact", "-"
-		if s.stochastic {
-			oracle, needs = "stochastic", s.needs.String()
+		if s.Stochastic {
+			oracle, needs = "stochastic", s.Needs.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.name, oracle, needs, s.summary)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, oracle, needs, s.Summary)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NORM (--norm)\tMEANING")
@@ -324,12 +332,4 @@ func printList(w io.Writer) error {
 	fmt.Fprintln(tw, "linf\tmaximum norm ℓ∞")
 	fmt.Fprintln(tw, "schatten:P\tSchatten-p norm of a matrix point, 2 ≤ P ≤ ∞ (schatten:inf is the spectral norm)")
 	return tw.Flush()
-}
-
-// tolScale returns the factor between --eps and Settings.Tol for a solver.
-func tolScale(e solverEntry) float64 {
-	if e.tolScale == 0 {
-		return 1
-	}
-	return e.tolScale
 }

@@ -94,7 +94,27 @@ func newAffine(c Config, norm solver.Norm, kind noiseKind) (*Problem, error) {
 	default: // ℓp, 2 < p < ∞
 		a = doublyScaled(rng, d, c.Gamma)
 	}
-	b := gaussVec(rng, d)
+	o, p, err := newAffineProblem(c, a, gaussVec(rng, d), kind)
+	if err != nil {
+		return nil, err
+	}
+	if kind == switchNoise {
+		o.u = gaussVec(rng, d)
+		o.xs = p.FixedPoint
+		o.model = solver.BoundedVariance
+	}
+	return p, nil
+}
+
+// newAffineProblem returns the problem T(x) = Ax + b on R^{c.Dim}, A
+// row-major, with noise of the given kind and level c.Noise, its oracle and
+// its fixed point solved by LU.
+func newAffineProblem(c Config, a, b []float64, kind noiseKind) (*affineOracle, *Problem, error) {
+	d := c.Dim
+	xs, err := solveAffine(a, b, d)
+	if err != nil {
+		return nil, nil, fmt.Errorf("problems: %s: %w", c.Name, err)
+	}
 	o := &affineOracle{
 		d:     d,
 		a:     blas64.General{Rows: d, Cols: d, Stride: d, Data: a},
@@ -104,16 +124,7 @@ func newAffine(c Config, norm solver.Norm, kind noiseKind) (*Problem, error) {
 		noise: newNoiseSource(mix(c.Seed, saltNoise)),
 		model: solver.SamplewiseLipschitz,
 	}
-	xs, err := solveAffine(a, b, d)
-	if err != nil {
-		return nil, fmt.Errorf("problems: %s: %w", c.Name, err)
-	}
-	if kind == switchNoise {
-		o.u = gaussVec(rng, d)
-		o.xs = xs
-		o.model = solver.BoundedVariance
-	}
-	return &Problem{Oracle: o, FixedPoint: xs, Sigma: c.Noise * math.Sqrt(float64(d))}, nil
+	return o, &Problem{Oracle: o, FixedPoint: xs, Sigma: c.Noise * math.Sqrt(float64(d))}, nil
 }
 
 // newShift builds "shift": T(x) = γRx + b with (Rx)_0 = −x_{d−1} and
@@ -127,21 +138,8 @@ func newShift(c Config, _ solver.Norm) (*Problem, error) {
 	for i := 1; i < d; i++ {
 		a[i*d+i-1] = c.Gamma
 	}
-	b := gaussVec(rng, d)
-	xs, err := solveAffine(a, b, d)
-	if err != nil {
-		return nil, fmt.Errorf("problems: shift: %w", err)
-	}
-	o := &affineOracle{
-		d:     d,
-		a:     blas64.General{Rows: d, Cols: d, Stride: d, Data: a},
-		b:     b,
-		sigma: c.Noise,
-		kind:  gaussNoise,
-		noise: newNoiseSource(mix(c.Seed, saltNoise)),
-		model: solver.SamplewiseLipschitz,
-	}
-	return &Problem{Oracle: o, FixedPoint: xs, Sigma: c.Noise * math.Sqrt(float64(d))}, nil
+	_, p, err := newAffineProblem(c, a, gaussVec(rng, d), gaussNoise)
+	return p, err
 }
 
 func gaussVec(rng *rand.Rand, n int) []float64 {
@@ -223,38 +221,12 @@ func doublyScaled(rng *rand.Rand, d int, gamma float64) []float64 {
 			a[i] = -a[i]
 		}
 	}
-	n1, ninf := inducedL1(a, d), inducedLInf(a, d)
-	s := gamma / math.Max(n1, ninf)
+	m := mat.NewDense(d, d, a)
+	s := gamma / math.Max(mat.Norm(m, 1), mat.Norm(m, math.Inf(1)))
 	for i := range a {
 		a[i] *= s
 	}
 	return a
-}
-
-// inducedL1 returns the maximum absolute column sum of the d×d matrix a.
-func inducedL1(a []float64, d int) float64 {
-	m := 0.0
-	for j := 0; j < d; j++ {
-		s := 0.0
-		for i := 0; i < d; i++ {
-			s += math.Abs(a[i*d+j])
-		}
-		m = math.Max(m, s)
-	}
-	return m
-}
-
-// inducedLInf returns the maximum absolute row sum of the d×d matrix a.
-func inducedLInf(a []float64, d int) float64 {
-	m := 0.0
-	for i := 0; i < d; i++ {
-		s := 0.0
-		for j := 0; j < d; j++ {
-			s += math.Abs(a[i*d+j])
-		}
-		m = math.Max(m, s)
-	}
-	return m
 }
 
 // solveAffine returns the solution of (I − A)x = b for the n×n row-major A by

@@ -13,7 +13,11 @@ import (
 // Solve an ℓ∞ affine contraction with Picard iteration on the exact operator
 // and compare with the independently computed fixed point.
 func Example() {
-	p, err := problems.New(problems.Config{Name: "affine", Dim: 16, Norm: "linf", Gamma: 0.5, Seed: 1})
+	linf, err := solver.NewLInf(16)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := problems.New(problems.Config{Name: "affine", Dim: 16, Norm: linf, Gamma: 0.5, Seed: 1})
 	if err != nil {
 		log.Fatal(err)
 	}

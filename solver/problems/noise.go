@@ -3,6 +3,8 @@ package problems
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // StudentTExactDraws is the number of honest Student-t draws per coordinate
@@ -48,10 +50,7 @@ func (n *noiseSource) reset(seed uint64) *rand.Rand {
 // problems with different seeds, or two roles within a problem, draw from
 // unrelated streams (SplitMix64 finaliser).
 func mix(seed, salt uint64) uint64 {
-	z := seed + salt*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return numeric.Finalize(seed + salt*numeric.Golden + 0x632be59bd9b4e019)
 }
 
 // addGaussMean adds to dst the mean of m i.i.d. N(0, σ²I) vectors, sampled

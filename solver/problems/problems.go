@@ -1,6 +1,8 @@
 package problems
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -27,9 +29,12 @@ type Config struct {
 	// the n×n points of "matrix", the number of states S of "mdp" (whose points
 	// are Q-functions with S·Actions entries).
 	Dim int
-	// Norm names the norm in the syntax of solver.ParseNorm ("l2", "lp:4",
-	// "linf", "schatten:inf", ...). It must be one the problem supports.
-	Norm string
+	// Norm is the norm of the space, for points of the problem's shape (see
+	// Problem.Rows and Cols; ParseNorm makes one from a name). It must be
+	// one the problem supports. Nil means the problem's default norm,
+	// Info.DefaultNorm: ℓ2 of the problem's dimension for every problem but
+	// "matrix" (Schatten-∞) and "mdp" (ℓ∞). New keeps a clone.
+	Norm solver.Norm
 	// Gamma is the Lipschitz constant γ ∈ (0, 1] of T (γ < 1 for "mdp").
 	Gamma float64
 	// Noise is the noise level σ > 0: the standard deviation of every
@@ -40,13 +45,19 @@ type Config struct {
 	// Seed makes the problem: the same Config gives the same problem and the
 	// same oracle answers.
 	Seed uint64
-	// Actions is the number of actions of "mdp"; zero means 4. Other problems
-	// reject a non-zero value.
-	Actions int
-	// Terms is the number of maps of the "averaged" family; zero means 64.
+	// Actions is the number of actions of "mdp"; zero means DefaultActions.
 	// Other problems reject a non-zero value.
+	Actions int
+	// Terms is the number of maps of the "averaged" family; zero means
+	// DefaultTerms. Other problems reject a non-zero value.
 	Terms int
 }
+
+// Defaults of the Config fields that apply to one problem only.
+const (
+	DefaultActions = 4
+	DefaultTerms   = 64
+)
 
 // Problem is a fixed-point problem of the suite with its known answers. It is
 // not safe for concurrent use: its oracle and norm hold scratch space.
@@ -57,7 +68,7 @@ type Problem struct {
 	Config Config
 	// Oracle is the stochastic oracle for T; it also evaluates T exactly.
 	Oracle Oracle
-	// Norm is the norm of the space, parsed from Config.Norm.
+	// Norm is the norm of the space, Config.Norm.
 	Norm solver.Norm
 	// Rows and Cols give the shape of a point (Cols = 1 for vectors; for
 	// "mdp", Rows = S states and Cols = A actions).
@@ -95,7 +106,7 @@ type Info struct {
 	Model solver.Model
 	// DefaultDim, MinDim and MaxDim bound Config.Dim.
 	DefaultDim, MinDim, MaxDim int
-	// DefaultNorm is used when Config.Norm is empty.
+	// DefaultNorm names the norm used when Config.Norm is nil.
 	DefaultNorm string
 	// DefaultGamma is used when Config.Gamma is zero.
 	DefaultGamma float64
@@ -204,74 +215,124 @@ func configErr(field, format string, args ...any) error {
 }
 
 // New builds the problem c describes. For an unknown name, a size out of
-// range, a norm the problem does not support, γ outside (0, 1], a negative
-// noise level or a field the problem does not use it returns a *ConfigError
-// naming the field at fault.
+// range, a norm the problem does not support or of the wrong dimension, γ
+// outside (0, 1], a negative noise level or a field the problem does not use
+// it returns a *ConfigError naming the field at fault.
 func New(c Config) (*Problem, error) {
-	sp, err := lookup(c.Name)
+	c, sp, err := resolve(c)
 	if err != nil {
 		return nil, err
-	}
-	if c.Dim == 0 {
-		c.Dim = sp.DefaultDim
-	}
-	if c.Dim < sp.MinDim || c.Dim > sp.MaxDim {
-		return nil, configErr("Dim", "%d outside [%d, %d] for %s", c.Dim, sp.MinDim, sp.MaxDim, c.Name)
-	}
-	if c.Gamma == 0 {
-		c.Gamma = sp.DefaultGamma
-	}
-	if !(c.Gamma > 0 && c.Gamma <= 1) {
-		return nil, configErr("Gamma", "%v outside (0, 1]", c.Gamma)
-	}
-	if c.Noise < 0 || math.IsNaN(c.Noise) || math.IsInf(c.Noise, 0) {
-		return nil, configErr("Noise", "%v must be positive and finite", c.Noise)
-	}
-	if c.Noise == 0 {
-		c.Noise = sp.DefaultNoise
-	}
-	if c.Name == "mdp" {
-		if c.Actions == 0 {
-			c.Actions = 4
-		}
-		if c.Actions < 1 || c.Actions > 64 {
-			return nil, configErr("Actions", "%d outside [1, 64]", c.Actions)
-		}
-	} else if c.Actions != 0 {
-		return nil, configErr("Actions", "%d: applies only to mdp, not %s", c.Actions, c.Name)
-	}
-	if c.Name == "averaged" {
-		if c.Terms == 0 {
-			c.Terms = 64
-		}
-		if c.Terms < 1 || c.Terms > 1<<16 {
-			return nil, configErr("Terms", "%d outside [1, 65536]", c.Terms)
-		}
-	} else if c.Terms != 0 {
-		return nil, configErr("Terms", "%d: applies only to averaged, not %s", c.Terms, c.Name)
-	}
-	if c.Norm == "" {
-		c.Norm = sp.DefaultNorm
 	}
 	rows, cols := sp.shape(c)
-	norm, err := solver.ParseNorm(c.Norm, rows, cols)
-	if err != nil {
-		return nil, configErr("Norm", "%s", strings.TrimPrefix(err.Error(), "solver: "))
+	if c.Norm == nil {
+		if c.Norm, err = parseNorm(sp.DefaultNorm, rows, cols); err != nil {
+			return nil, err
+		}
+	} else {
+		c.Norm = c.Norm.Clone()
 	}
-	if !supports(sp.Norms, norm) {
-		return nil, configErr("Norm", "%q not supported by %s (supports %s)", c.Norm, c.Name, strings.Join(sp.Norms, ", "))
+	if err := checkNorm(sp, c.Norm, rows, cols); err != nil {
+		return nil, err
 	}
-	p, err := sp.build(c, norm)
+	p, err := sp.build(c, c.Norm)
 	if err != nil {
 		return nil, err
 	}
-	p.Name, p.Config, p.Norm, p.Rows, p.Cols = c.Name, c, norm, rows, cols
+	p.Name, p.Config, p.Norm, p.Rows, p.Cols = c.Name, c, c.Norm, rows, cols
 	p.Gamma, p.Model = c.Gamma, sp.Model
 	p.Norms = append([]string(nil), sp.Norms...)
 	if p.X0 == nil {
 		p.X0 = make([]float64, rows*cols)
 	}
 	return p, nil
+}
+
+// ParseNorm parses a norm name in the syntax of solver.ParseNorm ("l2",
+// "lp:4", "linf", "schatten:inf", ...) for the points of the problem c
+// describes, for Config.Norm. It checks c as New does, and that the problem
+// supports the norm; its errors are *ConfigError values naming the field at
+// fault ("Norm" for the name).
+func ParseNorm(c Config, name string) (solver.Norm, error) {
+	c, sp, err := resolve(c)
+	if err != nil {
+		return nil, err
+	}
+	rows, cols := sp.shape(c)
+	n, err := parseNorm(name, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNorm(sp, n, rows, cols); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// parseNorm is solver.ParseNorm with its error as a *ConfigError.
+func parseNorm(name string, rows, cols int) (solver.Norm, error) {
+	n, err := solver.ParseNorm(name, rows, cols)
+	var ne *solver.NormError
+	if errors.As(err, &ne) {
+		return nil, configErr("Norm", "norm %q: %s", ne.Name, ne.Reason)
+	}
+	return n, err
+}
+
+// checkNorm returns a *ConfigError if sp does not support n or n does not
+// measure points of shape rows×cols.
+func checkNorm(sp spec, n solver.Norm, rows, cols int) error {
+	if !supports(sp.Norms, n) {
+		return configErr("Norm", "%q not supported by %s (supports %s)", n.String(), sp.Name, strings.Join(sp.Norms, ", "))
+	}
+	if s, ok := n.(*solver.Schatten); ok {
+		if r, c := s.Dims(); r != rows || c != cols {
+			return configErr("Norm", "%v on %d×%d matrices, want %d×%d for %s", n, r, c, rows, cols, sp.Name)
+		}
+	}
+	if n.Len() != rows*cols {
+		return configErr("Norm", "%v of dimension %d, want %d for %s", n, n.Len(), rows*cols, sp.Name)
+	}
+	return nil
+}
+
+// resolve checks c and fills in its defaults, all but the norm's, and
+// returns it with the problem's spec.
+func resolve(c Config) (Config, spec, error) {
+	sp, err := lookup(c.Name)
+	if err != nil {
+		return c, sp, err
+	}
+	if c.Dim == 0 {
+		c.Dim = sp.DefaultDim
+	}
+	if c.Dim < sp.MinDim || c.Dim > sp.MaxDim {
+		return c, sp, configErr("Dim", "%d outside [%d, %d] for %s", c.Dim, sp.MinDim, sp.MaxDim, c.Name)
+	}
+	c.Gamma = cmp.Or(c.Gamma, sp.DefaultGamma)
+	if !(c.Gamma > 0 && c.Gamma <= 1) {
+		return c, sp, configErr("Gamma", "%v outside (0, 1]", c.Gamma)
+	}
+	if c.Noise < 0 || math.IsNaN(c.Noise) || math.IsInf(c.Noise, 0) {
+		return c, sp, configErr("Noise", "%v must be positive and finite", c.Noise)
+	}
+	c.Noise = cmp.Or(c.Noise, sp.DefaultNoise)
+	if c.Name == "mdp" {
+		c.Actions = cmp.Or(c.Actions, DefaultActions)
+		if c.Actions < 1 || c.Actions > 64 {
+			return c, sp, configErr("Actions", "%d outside [1, 64]", c.Actions)
+		}
+	} else if c.Actions != 0 {
+		return c, sp, configErr("Actions", "%d: applies only to mdp, not %s", c.Actions, c.Name)
+	}
+	if c.Name == "averaged" {
+		c.Terms = cmp.Or(c.Terms, DefaultTerms)
+		if c.Terms < 1 || c.Terms > 1<<16 {
+			return c, sp, configErr("Terms", "%d outside [1, 65536]", c.Terms)
+		}
+	} else if c.Terms != 0 {
+		return c, sp, configErr("Terms", "%d: applies only to averaged, not %s", c.Terms, c.Name)
+	}
+	return c, sp, nil
 }
 
 // normKind names the family of n as in Info.Norms.

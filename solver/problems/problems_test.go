@@ -26,10 +26,11 @@ func normExamples(kind string) []string {
 
 // suiteCase is one problem in one norm, at a small size.
 type suiteCase struct {
-	cfg Config
+	cfg  Config
+	norm string // the name Config.Norm was parsed from
 }
 
-func (c suiteCase) String() string { return c.cfg.Name + "/" + c.cfg.Norm }
+func (c suiteCase) String() string { return c.cfg.Name + "/" + c.norm }
 
 // suiteCases returns every problem in every supported norm, small enough to
 // test quickly, including the nonexpansive γ = 1 cases.
@@ -42,7 +43,13 @@ func suiteCases() []suiteCase {
 				if info.Name == "matrix" {
 					dim = 4
 				}
-				out = append(out, suiteCase{cfg: Config{Name: info.Name, Dim: dim, Norm: n, Seed: 11}})
+				cfg := Config{Name: info.Name, Dim: dim, Seed: 11}
+				norm, err := ParseNorm(cfg, n)
+				if err != nil {
+					panic(err)
+				}
+				cfg.Norm = norm
+				out = append(out, suiteCase{cfg: cfg, norm: n})
 			}
 		}
 	}
@@ -53,6 +60,27 @@ func mustNew(t testing.TB, c Config) *Problem {
 	t.Helper()
 	p, err := New(c)
 	require.NoError(t, err, "%+v", c)
+	return p
+}
+
+// newNamed builds the problem c describes in the norm named norm (the
+// default for an empty name), as a command line would.
+func newNamed(c Config, norm string) (*Problem, error) {
+	if norm != "" {
+		n, err := ParseNorm(c, norm)
+		if err != nil {
+			return nil, err
+		}
+		c.Norm = n
+	}
+	return New(c)
+}
+
+// mustNamed is newNamed for a valid configuration.
+func mustNamed(t testing.TB, c Config, norm string) *Problem {
+	t.Helper()
+	p, err := newNamed(c, norm)
+	require.NoError(t, err, "%+v in %s", c, norm)
 	return p
 }
 
@@ -213,8 +241,7 @@ func TestGammaIsTheInducedNorm(t *testing.T) {
 			}
 		}},
 		{"affine-switch", "lp:3", func(t *testing.T, a *mat.Dense, d int) {
-			raw := a.RawMatrix().Data
-			n1, ninf := inducedL1(raw, d), inducedLInf(raw, d)
+			n1, ninf := mat.Norm(a, 1), mat.Norm(a, math.Inf(1))
 			require.LessOrEqual(t, n1, g*(1+1e-12))
 			require.LessOrEqual(t, ninf, g*(1+1e-12))
 			require.InDelta(t, g, math.Max(n1, ninf), 1e-12)
@@ -224,9 +251,9 @@ func TestGammaIsTheInducedNorm(t *testing.T) {
 		{"matrix", "l2", func(t *testing.T, a *mat.Dense, _ int) { require.InDelta(t, g, spectralNorm(t, a), 1e-12) }},
 	} {
 		t.Run(tc.name+"/"+tc.norm, func(t *testing.T) {
-			p := mustNew(t, Config{Name: tc.name, Dim: 9, Norm: tc.norm, Gamma: g, Seed: 5})
+			p := mustNamed(t, Config{Name: tc.name, Dim: 9, Gamma: g, Seed: 5}, tc.norm)
 			if tc.name == "matrix" {
-				p = mustNew(t, Config{Name: tc.name, Dim: 3, Norm: tc.norm, Gamma: g, Seed: 5})
+				p = mustNamed(t, Config{Name: tc.name, Dim: 3, Gamma: g, Seed: 5}, tc.norm)
 			}
 			a := extractLinear(t, p)
 			r, _ := a.Dims()
@@ -239,7 +266,7 @@ func TestGammaIsTheInducedNorm(t *testing.T) {
 // every ℓp norm.
 func TestShiftIsometry(t *testing.T) {
 	for _, norm := range []string{"l2", "lp:3", "linf"} {
-		p := mustNew(t, Config{Name: "shift", Dim: 10, Norm: norm, Seed: 2})
+		p := mustNamed(t, Config{Name: "shift", Dim: 10, Seed: 2}, norm)
 		require.Equal(t, 1.0, p.Gamma)
 		rng := rand.New(rand.NewPCG(1, 1))
 		x, y := gaussVec(rng, 10), gaussVec(rng, 10)
@@ -564,31 +591,32 @@ func TestEvalErrors(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  Config
+		norm string
 		want string
 	}{
-		{Config{Name: "nope"}, "Config.Name"},
-		{Config{Name: "affine", Dim: -1}, "Config.Dim"},
-		{Config{Name: "affine", Dim: 5000}, "Config.Dim"},
-		{Config{Name: "matrix", Dim: 33}, "Config.Dim"},
-		{Config{Name: "mdp", Dim: 1}, "Config.Dim"},
-		{Config{Name: "affine", Gamma: 1.5}, "Config.Gamma"},
-		{Config{Name: "affine", Gamma: -0.5}, "Config.Gamma"},
-		{Config{Name: "affine", Gamma: math.NaN()}, "Config.Gamma"},
-		{Config{Name: "mdp", Gamma: 1}, "Config.Gamma"},
-		{Config{Name: "affine", Noise: -1}, "Config.Noise"},
-		{Config{Name: "affine", Noise: math.Inf(1)}, "Config.Noise"},
-		{Config{Name: "mdp", Noise: 0.5}, "Config.Noise"},
-		{Config{Name: "affine", Norm: "schatten:2"}, "Config.Norm"},
-		{Config{Name: "mdp", Norm: "l2"}, "Config.Norm"},
-		{Config{Name: "matrix", Norm: "linf"}, "Config.Norm"},
-		{Config{Name: "affine", Norm: "lp:1"}, "Config.Norm"},
-		{Config{Name: "affine", Norm: "l7"}, "Config.Norm"},
-		{Config{Name: "affine", Actions: 3}, "Config.Actions"},
-		{Config{Name: "mdp", Actions: 100}, "Config.Actions"},
-		{Config{Name: "mdp", Terms: 3}, "Config.Terms"},
-		{Config{Name: "averaged", Terms: -2}, "Config.Terms"},
+		{Config{Name: "nope"}, "", "Config.Name"},
+		{Config{Name: "affine", Dim: -1}, "", "Config.Dim"},
+		{Config{Name: "affine", Dim: 5000}, "", "Config.Dim"},
+		{Config{Name: "matrix", Dim: 33}, "", "Config.Dim"},
+		{Config{Name: "mdp", Dim: 1}, "", "Config.Dim"},
+		{Config{Name: "affine", Gamma: 1.5}, "", "Config.Gamma"},
+		{Config{Name: "affine", Gamma: -0.5}, "", "Config.Gamma"},
+		{Config{Name: "affine", Gamma: math.NaN()}, "", "Config.Gamma"},
+		{Config{Name: "mdp", Gamma: 1}, "", "Config.Gamma"},
+		{Config{Name: "affine", Noise: -1}, "", "Config.Noise"},
+		{Config{Name: "affine", Noise: math.Inf(1)}, "", "Config.Noise"},
+		{Config{Name: "mdp", Noise: 0.5}, "", "Config.Noise"},
+		{Config{Name: "affine"}, "schatten:2", "Config.Norm"},
+		{Config{Name: "mdp"}, "l2", "Config.Norm"},
+		{Config{Name: "matrix"}, "linf", "Config.Norm"},
+		{Config{Name: "affine"}, "lp:1", "Config.Norm"},
+		{Config{Name: "affine"}, "l7", "Config.Norm"},
+		{Config{Name: "affine", Actions: 3}, "", "Config.Actions"},
+		{Config{Name: "mdp", Actions: 100}, "", "Config.Actions"},
+		{Config{Name: "mdp", Terms: 3}, "", "Config.Terms"},
+		{Config{Name: "averaged", Terms: -2}, "", "Config.Terms"},
 	} {
-		_, err := New(tc.cfg)
+		_, err := newNamed(tc.cfg, tc.norm)
 		require.ErrorContains(t, err, tc.want+":", "%+v", tc.cfg)
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)

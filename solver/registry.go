@@ -1,0 +1,171 @@
+package solver
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MethodOptions are the problem constants and settings from which a
+// registry entry builds its Method (see MethodInfo.New). Each entry reads
+// only the fields its summary mentions; the zero value of a field selects
+// the method's own default.
+type MethodOptions struct {
+	// Gamma is a bound γ̄ ∈ (0, 1] on the Lipschitz constant of T: GHAL's and
+	// VR-GHAL's Gamma, and PAGEHalpern's C2 = γ̄².
+	Gamma float64
+	// Delta is VR-GHAL's failure probability δ.
+	Delta float64
+	// SampleScale multiplies VR-GHAL's sample sizes.
+	SampleScale float64
+	// Sigma2 is the variance bound σ² of a unit sample: StochasticHalpern's C
+	// and PAGEHalpern's C1.
+	Sigma2 float64
+	// Memory is Anderson's or Broyden's memory.
+	Memory int
+}
+
+// MethodInfo describes a method of the registry that Methods lists.
+type MethodInfo struct {
+	// Name is the method's name, its Method's String().
+	Name string
+	// Summary is a one-line description of the method as New builds it.
+	Summary string
+	// Stochastic methods run on a problem's stochastic oracle; the others
+	// need a deterministic one (an exact operator).
+	Stochastic bool
+	// Needs is the weakest oracle model the method accepts: Deterministic
+	// for the deterministic methods.
+	Needs Model
+	// Baseline marks the stochastic baselines that VR-GHAL is compared
+	// with: they need a variance bound or give no high-probability
+	// guarantee, so applications that solve without knowing the noise
+	// (such as a deep equilibrium model) leave them out.
+	Baseline bool
+	// New returns the method configured from o.
+	New func(o MethodOptions) Method
+
+	// tolScale is the factor between a residual target and Settings.Tol;
+	// zero means 1.
+	tolScale float64
+}
+
+// vrghalTolShare is the share of a residual target that VR-GHAL's
+// estimated residual must reach: it stops when its estimate is at most
+// half the target, leaving the other half for the estimate's error.
+const vrghalTolShare = 0.5
+
+// Tol returns the Settings.Tol with which the method's stopping test aims at
+// a true residual of at most target: target itself, except for VR-GHAL,
+// which compares its estimated residual with target/2 and leaves the other
+// half of target for the estimate's error.
+func (m MethodInfo) Tol(target float64) float64 {
+	if m.tolScale == 0 {
+		return target
+	}
+	return m.tolScale * target
+}
+
+// ErrUnknownMethod is wrapped by the error LookupMethod returns for a name
+// that is not in the registry.
+var ErrUnknownMethod = errors.New("solver: unknown method")
+
+// Methods returns the registry of the package's methods, in a fixed order:
+// the deterministic methods, then VR-GHAL, then the stochastic baselines.
+// The slice is new at every call.
+func Methods() []MethodInfo {
+	return []MethodInfo{
+		{
+			Name:    "picard",
+			Summary: "Banach–Picard iteration x ← T(x) (exact operator)",
+			Needs:   Deterministic,
+			New:     func(MethodOptions) Method { return Picard{} },
+		},
+		{
+			Name:    "km",
+			Summary: "Krasnoselskii–Mann x ← (1−α)x + αT(x), α = 1/2 (exact operator)",
+			Needs:   Deterministic,
+			New:     func(MethodOptions) Method { return KrasnoselskiiMann{} },
+		},
+		{
+			Name:    "halpern",
+			Summary: "Halpern iteration, λ_k = 1/(k+2) (exact operator)",
+			Needs:   Deterministic,
+			New:     func(MethodOptions) Method { return Halpern{} },
+		},
+		{
+			Name:    "ghal",
+			Summary: "gradual Halpern (GHAL) with γ̄ = the problem's γ, β = 1/2 (exact operator)",
+			Needs:   Deterministic,
+			New:     func(o MethodOptions) Method { return GHAL{Gamma: o.Gamma} },
+		},
+		{
+			Name:    "anderson",
+			Summary: "Anderson acceleration, memory 5, ridge 1e-4 (exact operator)",
+			Needs:   Deterministic,
+			New:     func(o MethodOptions) Method { return Anderson{Memory: o.Memory} },
+		},
+		{
+			Name:    "broyden",
+			Summary: "limited-memory Broyden, memory 30 (exact operator)",
+			Needs:   Deterministic,
+			New:     func(o MethodOptions) Method { return Broyden{Memory: o.Memory} },
+		},
+		{
+			Name:       "vrghal",
+			Summary:    "VR-GHAL (variance-reduced gradual Halpern), γ̄ = the problem's γ, δ = --delta, β = 1/2; stops at estimated residual ε/2",
+			Stochastic: true,
+			Needs:      BoundedVariance,
+			New: func(o MethodOptions) Method {
+				return VRGHAL{Gamma: o.Gamma, Delta: o.Delta, SampleScale: o.SampleScale}
+			},
+			tolScale: vrghalTolShare,
+		},
+		{
+			Name:       "minibatch-km",
+			Summary:    "minibatch stochastic Krasnoselskii–Mann, α = 0.5, batch (k+1)²",
+			Stochastic: true,
+			Needs:      BoundedVariance,
+			Baseline:   true,
+			New:        func(MethodOptions) Method { return MinibatchKM{} },
+		},
+		{
+			Name:       "stochastic-halpern",
+			Summary:    "stochastic Halpern, batch ⌈σ²(k+1)/ε²⌉ (Bravo–Contreras 2024)",
+			Stochastic: true,
+			Needs:      BoundedVariance,
+			Baseline:   true,
+			New:        func(o MethodOptions) Method { return StochasticHalpern{C: o.Sigma2} },
+		},
+		{
+			Name:       "page-halpern",
+			Summary:    "Halpern with PAGE variance reduction, C1 = σ², C2 = γ² (Cai et al. 2022)",
+			Stochastic: true,
+			Needs:      LipschitzInExpectation,
+			Baseline:   true,
+			New: func(o MethodOptions) Method {
+				return PAGEHalpern{C1: o.Sigma2, C2: o.Gamma * o.Gamma}
+			},
+		},
+	}
+}
+
+// MethodNames returns the names of the registry in the order of Methods.
+func MethodNames() []string {
+	var out []string
+	for _, m := range Methods() {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// LookupMethod returns the registry entry named name. For a name not in the
+// registry its error wraps ErrUnknownMethod and lists the accepted names.
+func LookupMethod(name string) (MethodInfo, error) {
+	for _, m := range Methods() {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	return MethodInfo{}, fmt.Errorf("%w %q (want %s)", ErrUnknownMethod, name, strings.Join(MethodNames(), ", "))
+}

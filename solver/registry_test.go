@@ -1,0 +1,124 @@
+package solver
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRegistryConsistent checks that every entry's name is its method's
+// String(), that names are unique, that deterministic entries need a
+// deterministic oracle and stochastic ones an oracle model, and that
+// LookupMethod finds every entry.
+func TestRegistryConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Methods() {
+		require.False(t, seen[m.Name], "duplicate %s", m.Name)
+		seen[m.Name] = true
+		require.NotEmpty(t, m.Summary, m.Name)
+		require.Equal(t, m.Name, m.New(MethodOptions{}).String(), "registry name and method name agree")
+		require.Equal(t, m.Name, m.New(MethodOptions{Gamma: 0.5, Delta: 0.1, SampleScale: 2, Sigma2: 3, Memory: 4}).String())
+		if m.Stochastic {
+			require.True(t, m.Needs.isOracleModel() && m.Needs != Deterministic, m.Name)
+		} else {
+			require.Equal(t, Deterministic, m.Needs, m.Name)
+			require.False(t, m.Baseline, m.Name)
+		}
+		got, err := LookupMethod(m.Name)
+		require.NoError(t, err)
+		require.Equal(t, m.Name, got.Name)
+	}
+	require.Equal(t, len(Methods()), len(MethodNames()))
+}
+
+// TestRegistryOptions checks that the entries pass their options on.
+func TestRegistryOptions(t *testing.T) {
+	o := MethodOptions{Gamma: 0.5, Delta: 0.1, SampleScale: 2, Sigma2: 3, Memory: 4}
+	want := map[string]Method{
+		"ghal":               GHAL{Gamma: 0.5},
+		"anderson":           Anderson{Memory: 4},
+		"broyden":            Broyden{Memory: 4},
+		"vrghal":             VRGHAL{Gamma: 0.5, Delta: 0.1, SampleScale: 2},
+		"stochastic-halpern": StochasticHalpern{C: 3},
+		"page-halpern":       PAGEHalpern{C1: 3, C2: 0.25},
+	}
+	for name, w := range want {
+		m, err := LookupMethod(name)
+		require.NoError(t, err)
+		require.Equal(t, w, m.New(o), name)
+	}
+}
+
+// TestRegistryTol checks the one place of the rule that VR-GHAL stops at
+// half the residual target, and that the other methods stop at the target.
+func TestRegistryTol(t *testing.T) {
+	for _, m := range Methods() {
+		want := 0.01
+		if m.Name == "vrghal" {
+			want = 0.005
+		}
+		require.Equal(t, want, m.Tol(0.01), m.Name)
+	}
+}
+
+func TestLookupMethodUnknown(t *testing.T) {
+	_, err := LookupMethod("newton")
+	require.True(t, errors.Is(err, ErrUnknownMethod))
+	require.ErrorContains(t, err, `"newton"`)
+	require.ErrorContains(t, err, "picard, km, halpern, ghal, anderson, broyden, vrghal, minibatch-km, stochastic-halpern, page-halpern")
+}
+
+// TestEnumText checks that every enum of the package parses back from its
+// String, round-trips through JSON as text, and rejects unknown names with
+// its sentinel error.
+func TestEnumText(t *testing.T) {
+	for s := NotTerminated; s <= Failure; s++ {
+		got, err := ParseStatus(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, `"`+s.String()+`"`, string(b))
+		var back Status
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, s, back)
+	}
+	for m := UnspecifiedModel; m <= Deterministic; m++ {
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.Equal(t, `"`+m.String()+`"`, string(b))
+		var back Model
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, m, back)
+	}
+	for _, a := range []Aggregate{AggMax, AggMean} {
+		got, err := ParseAggregate(a.String())
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+		b, err := json.Marshal(a)
+		require.NoError(t, err)
+		var back Aggregate
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, a, back)
+	}
+	_, err := ParseStatus("success")
+	require.ErrorIs(t, err, ErrUnknownStatus)
+	_, err = ParseModel("exact")
+	require.ErrorIs(t, err, ErrUnknownModel)
+	_, err = ParseAggregate("min")
+	require.ErrorIs(t, err, ErrUnknownAggregate)
+	for _, v := range []interface{ MarshalText() ([]byte, error) }{Status(-1), Status(99), Model(-1), Model(9), Aggregate(5)} {
+		_, err := v.MarshalText()
+		require.Error(t, err, "%v", v)
+	}
+	var ne *NormError
+	_, err = ParseNorm("l7", 3, 1)
+	require.ErrorAs(t, err, &ne)
+	require.Equal(t, "l7", ne.Name)
+	_, err = NewLP(1, 3)
+	require.ErrorAs(t, err, &ne)
+	require.Equal(t, "", ne.Name)
+	require.Equal(t, "solver: "+ne.Reason, err.Error())
+}
