@@ -9,20 +9,24 @@ import (
 	"github.com/deqgo/deq/solver"
 )
 
-// evalBase is the part of an evaluator that the three cells share: the
+// evalBase is the part of an evaluator that the built-in cells share: the
 // batch, a copy of the input, the term sampler of a stochastic cell and the
-// forward machine of the full graph. The graph runs of EvalGraph, VJPHidden
-// and VJP are those of runner, parameterised by the parts in which the
-// cells' graphs differ (graphEval).
+// forward machine of the full graph. The graph runs of EvalGraph,
+// VJPHidden and VJP are those of runner, parameterised by the parts in
+// which the cells' graphs differ (graphEval); by default VJPHidden and VJP
+// run the cell's fused gonum code instead, and useGraph (set by tests)
+// selects the graphs.
 type evalBase struct {
-	kind    string // the cell's name, for errors
-	n, rows int    // examples, and rows of the batch matrix
-	hidden  int    // Hidden
-	m       int    // Terms(): M, or 1 for a deterministic cell
-	x       []float64
-	hasX    bool
-	sp      *sampler // nil for a deterministic cell
-	fwd     *machine // forward pass of the full graph, once it is built
+	kind     string // the cell's name, for errors
+	n, rows  int    // examples, and rows of the batch matrix
+	hidden   int    // Hidden
+	m        int    // Terms(): M, or 1 for a deterministic cell
+	x        []float64
+	hasX     bool
+	inputs   uint64   // number of SetInput calls, which invalidate caches
+	sp       *sampler // nil for a deterministic cell
+	fwd      *machine // forward pass of the full graph, once it is built
+	useGraph bool     // VJPHidden and VJP run the gorgonia graphs
 }
 
 // newEvalBase returns the base of an evaluator of kind for n examples of
@@ -55,6 +59,7 @@ func (b *evalBase) Terms() int { return b.m }
 func (b *evalBase) setInput(x []float64) {
 	checkLen("input", len(x), len(b.x))
 	copy(b.x, x)
+	b.inputs++
 }
 
 // ready returns an error unless SetInput has been called.
@@ -69,6 +74,18 @@ func (b *evalBase) ready() error {
 func (b *evalBase) checkEval(dst, z []float64) error {
 	checkLen("dst", len(dst), b.Len())
 	checkLen("z", len(z), b.Len())
+	return b.ready()
+}
+
+// checkHidden checks the arguments of VJPHidden.
+func (b *evalBase) checkHidden(dst, z, g []float64) error {
+	checkLen("g", len(g), b.Len())
+	return b.checkEval(dst, z)
+}
+
+// checkFull checks the arguments of VJP.
+func (b *evalBase) checkFull(dz, dx, z, g []float64) error {
+	checkVJP(b.Len(), len(b.x), dz, dx, z, g)
 	return b.ready()
 }
 
@@ -157,13 +174,13 @@ func (r runner[T]) EvalGraph(dst, z []float64) error {
 	return nil
 }
 
-// VJPHidden implements Evaluator with the hidden graph of the minibatch
-// size that s draws.
+// VJPHidden is Evaluator.VJPHidden computed by the hidden graph of the
+// minibatch size that s draws (the evaluator's VJPHidden calls it when
+// useGraph is set).
 func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
 	e := r.e
 	b := e.base()
-	checkLen("g", len(g), b.Len())
-	if err := b.checkEval(dst, z); err != nil {
+	if err := b.checkHidden(dst, z, g); err != nil {
 		return 0, err
 	}
 	idx, k, err := b.terms(s)
@@ -183,12 +200,12 @@ func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	return k, nil
 }
 
-// VJP implements Evaluator with the full graph.
+// VJP is Evaluator.VJP computed by the full graph (the evaluator's VJP
+// calls it when useGraph is set).
 func (r runner[T]) VJP(dz, dx, z, g []float64) error {
 	e := r.e
 	b := e.base()
-	checkVJP(b.Len(), len(b.x), dz, dx, z, g)
-	if err := b.ready(); err != nil {
+	if err := b.checkFull(dz, dx, z, g); err != nil {
 		return err
 	}
 	t, err := e.graph(true, b.m)
