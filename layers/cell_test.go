@@ -485,9 +485,10 @@ func TestEvalDoesNotAllocate(t *testing.T) {
 
 func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 	// With M = 20 terms, sizes round up to 1, 2, 4, 8, 16 or the exact
-	// average (20 samples reported); Eval and VJPHidden agree on the count,
-	// a size and its rounded-up size draw the same terms, and one hidden
-	// graph per rounded size is built and kept.
+	// average (20 samples reported); Eval and VJPHidden (fused and graph)
+	// agree on the count, a size and its rounded-up size draw the same
+	// terms, and the graph path builds and keeps one hidden graph per
+	// rounded size.
 	const m = 20
 	sizes := []struct{ size, drawn int }{
 		{1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {7, 8}, {8, 8}, {9, 16}, {16, 16},
@@ -520,6 +521,11 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 				n, err = e.VJPHidden(got, z, g, s)
 				require.NoError(t, err)
 				require.Equal(t, sz.drawn, n, "VJPHidden, size %d", sz.size)
+				setGraphPath(e, true)
+				n, err = e.VJPHidden(got, z, g, s)
+				setGraphPath(e, false)
+				require.NoError(t, err)
+				require.Equal(t, sz.drawn, n, "graph VJPHidden, size %d", sz.size)
 			}
 			var keys []int
 			collect := func(k int, _ any) { keys = append(keys, k) }

@@ -152,7 +152,7 @@ func TestFusedVJPDoesNotAllocate(t *testing.T) {
 		testCell{"mixture-medium", mustCell(NewMixture(MixtureConfig{Hidden: 16, Terms: 64, PatchLen: 4, Seed: 1})), 64},
 	)
 	for _, tc := range cells {
-		if !strings.HasPrefix(tc.name, "dense") {
+		if strings.HasPrefix(tc.name, "mixture") {
 			continue // fused VJPs of the other cells come next
 		}
 		t.Run(tc.name, func(t *testing.T) {
