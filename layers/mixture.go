@@ -167,6 +167,7 @@ type mixEval struct {
 	count  []int
 	tmp    []float64
 	graphs graphs[*mixGraph]
+	delta  []float64 // fused VJPs: a term's pre-activation cotangent, rows×Hidden
 }
 
 var _ Evaluator = (*mixEval)(nil)
@@ -256,6 +257,93 @@ func (e *mixEval) EvalExact(dst, z []float64) error {
 		e.addTerm(dst, z, m, 1/float64(e.c.m))
 	}
 	return nil
+}
+
+// VJPHidden implements Evaluator: dst = Σ_m w_m δ_m W_mᵀ over the terms of
+// s with their weights w_m in Eval's estimate (1/M each for the exact
+// average, or the number of draws of m over k), δ_m = g ⊙ σ′(zW_m + c_m).
+func (e *mixEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
+	if e.useGraph {
+		return e.runner.VJPHidden(dst, z, g, s)
+	}
+	if err := e.checkHidden(dst, z, g); err != nil {
+		return 0, err
+	}
+	idx, k, err := e.terms(s)
+	if err != nil {
+		return 0, err
+	}
+	h := e.c.shape.Hidden
+	clear(dst)
+	out := dense(e.rows, h, dst)
+	add := func(m int, weight float64) {
+		mulABt(1, dense(e.rows, h, e.termDelta(z, g, m, weight)), dense(h, h, e.c.wm(m)), 1, out)
+	}
+	if idx == nil {
+		for m := range e.c.m {
+			add(m, 1/float64(k))
+		}
+		return k, nil
+	}
+	clear(e.count)
+	for _, m := range idx {
+		e.count[m]++
+	}
+	for m, n := range e.count {
+		if n > 0 {
+			add(m, float64(n)/float64(k))
+		}
+	}
+	return k, nil
+}
+
+// VJP implements Evaluator. With δ_m = (1/M) g ⊙ σ′(zW_m + c_m): dz =
+// Σ_m δ_m W_mᵀ, the m-th patch of dx is δ_m U_mᵀ, and W_m, U_m, b_m gain
+// zᵀδ_m, x_mᵀδ_m and the column sums of δ_m.
+func (e *mixEval) VJP(dz, dx, z, g []float64) error {
+	if e.useGraph {
+		return e.runner.VJP(dz, dx, z, g)
+	}
+	if err := e.checkFull(dz, dx, z, g); err != nil {
+		return err
+	}
+	c := e.c
+	h, d, pl := c.shape.Hidden, c.shape.Input, c.pl
+	if dz != nil {
+		clear(dz)
+	}
+	gw, gu, gb := c.w.GradData(), c.u.GradData(), c.b.GradData()
+	for m := range c.m {
+		delta := e.termDelta(z, g, m, 1/float64(c.m))
+		dm := dense(e.rows, h, delta)
+		if dz != nil {
+			mulABt(1, dm, dense(h, h, c.wm(m)), 1, dense(e.rows, h, dz))
+		}
+		um := c.u.Data()[m*pl*h : (m+1)*pl*h]
+		if dx != nil {
+			mulABt(1, dm, dense(pl, h, um), 0, general(e.rows, pl, d, dx[m*pl:]))
+		}
+		mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, h, gw[m*h*h:(m+1)*h*h]))
+		mulAtB(1, general(e.rows, pl, d, e.x[m*pl:]), dm, 1, dense(pl, h, gu[m*pl*h:(m+1)*pl*h]))
+		addColSums(gb[m*h:(m+1)*h], delta, e.rows, h)
+	}
+	return nil
+}
+
+// termDelta returns weight·g ⊙ σ′(zW_m + c_m) in the scratch.
+func (e *mixEval) termDelta(z, g []float64, m int, weight float64) []float64 {
+	h := e.c.shape.Hidden
+	if e.delta == nil {
+		e.delta = make([]float64, e.Len())
+	}
+	copy(e.tmp, e.cm(m))
+	mulAB(1, dense(e.rows, h, z), dense(h, h, e.c.wm(m)), 1, dense(e.rows, h, e.tmp))
+	e.c.act.apply(e.tmp)
+	for i, v := range g {
+		e.delta[i] = weight * v
+	}
+	e.c.act.backward(e.delta, e.tmp)
+	return e.delta
 }
 
 // mixGraph is the graph of f(z)ᵀ = (1/k) Σ_j σ(zW_j + c_j)ᵀ over k slots,
