@@ -158,6 +158,7 @@ type denseScratch struct {
 var (
 	_ Evaluator    = (*denseEval)(nil)
 	_ solver.Exact = (*denseEval)(nil)
+	_ fusedVJP     = (*denseEval)(nil)
 )
 
 func newDenseEval(c *Dense, n int) *denseEval {
@@ -208,30 +209,17 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 	return nil
 }
 
-// VJPHidden implements Evaluator: dst = (g ⊙ σ′(zW + c))Wᵀ, with
+// fusedHidden is VJPHidden: dst = (g ⊙ σ′(zW + c))Wᵀ, with
 // c = xU + b cached by SetInput as for Eval.
-func (e *denseEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
-	if e.useGraph {
-		return e.runner.VJPHidden(dst, z, g, s)
-	}
-	if err := e.checkHidden(dst, z, g); err != nil {
-		return 0, err
-	}
+func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
 	h := e.c.shape.Hidden
 	delta := e.delta(z, g)
 	mulABt(1, dense(e.rows, h, delta), dense(h, h, e.c.w.Data()), 0, dense(e.rows, h, dst))
-	return 1, nil
 }
 
-// VJP implements Evaluator. With δ = g ⊙ σ′(zW + c): dz = δWᵀ, dx = δUᵀ,
+// fusedFull is VJP. With δ = g ⊙ σ′(zW + c): dz = δWᵀ, dx = δUᵀ,
 // and W, U, b gain zᵀδ, xᵀδ and the column sums of δ.
-func (e *denseEval) VJP(dz, dx, z, g []float64) error {
-	if e.useGraph {
-		return e.runner.VJP(dz, dx, z, g)
-	}
-	if err := e.checkFull(dz, dx, z, g); err != nil {
-		return err
-	}
+func (e *denseEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
 	h, d := c.shape.Hidden, c.shape.Input
 	delta := e.delta(z, g)
@@ -245,7 +233,6 @@ func (e *denseEval) VJP(dz, dx, z, g []float64) error {
 	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, h, c.w.GradData()))
 	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, h, c.u.GradData()))
 	addColSums(c.b.GradData(), delta, e.rows, h)
-	return nil
 }
 
 // delta returns g ⊙ σ′(zW + c) in the scratch, computing σ′(zW + c) unless

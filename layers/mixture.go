@@ -170,7 +170,10 @@ type mixEval struct {
 	fused  mixFused // scratch of the fused VJPs, allocated on first use
 }
 
-var _ Evaluator = (*mixEval)(nil)
+var (
+	_ Evaluator = (*mixEval)(nil)
+	_ fusedVJP  = (*mixEval)(nil)
+)
 
 func newMixEval(c *Mixture, n int) *mixEval {
 	rows := n * c.shape.Rows
@@ -259,39 +262,22 @@ func (e *mixEval) EvalExact(dst, z []float64) error {
 	return nil
 }
 
-// VJPHidden implements Evaluator: dst = Σ_m w_m δ_m W_mᵀ over the terms of
-// s with their weights w_m in Eval's estimate (1/M each for the exact
+// fusedHidden is VJPHidden: dst = Σ_m w_m δ_m W_mᵀ over the terms of s
+// with their weights w_m in Eval's estimate (1/M each for the exact
 // average, or the number of draws of m over k), δ_m = g ⊙ σ′(zW_m + c_m).
 // The terms are stacked side by side in chunks (see mixFused).
-func (e *mixEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
-	if e.useGraph {
-		return e.runner.VJPHidden(dst, z, g, s)
-	}
-	if err := e.checkHidden(dst, z, g); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.terms(s)
-	if err != nil {
-		return 0, err
-	}
+func (e *mixEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 	clear(dst)
 	out := dense(e.rows, e.c.shape.Hidden, dst)
 	e.eachChunk(z, g, idx, k, func(f *mixFused) {
 		mulABt(1, f.deltaMat(), f.wcatMat(), 1, out)
 	})
-	return k, nil
 }
 
-// VJP implements Evaluator. With δ_m = (1/M) g ⊙ σ′(zW_m + c_m): dz =
+// fusedFull is VJP. With δ_m = (1/M) g ⊙ σ′(zW_m + c_m): dz =
 // Σ_m δ_m W_mᵀ, the m-th patch of dx is δ_m U_mᵀ, and W_m, U_m, b_m gain
 // zᵀδ_m, x_mᵀδ_m and the column sums of δ_m.
-func (e *mixEval) VJP(dz, dx, z, g []float64) error {
-	if e.useGraph {
-		return e.runner.VJP(dz, dx, z, g)
-	}
-	if err := e.checkFull(dz, dx, z, g); err != nil {
-		return err
-	}
+func (e *mixEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
 	h, d, pl := c.shape.Hidden, c.shape.Input, c.pl
 	if dz != nil {
@@ -323,7 +309,6 @@ func (e *mixEval) VJP(dz, dx, z, g []float64) error {
 			}
 		}
 	})
-	return nil
 }
 
 // mixChunkCols bounds the width (terms × Hidden) of a chunk of stacked

@@ -9,13 +9,13 @@ import (
 	"github.com/deqgo/deq/solver"
 )
 
-// evalBase is the part of an evaluator that the built-in cells share: the
-// batch, a copy of the input, the term sampler of a stochastic cell and the
-// forward machine of the full graph. The graph runs of EvalGraph,
-// VJPHidden and VJP are those of runner, parameterised by the parts in
-// which the cells' graphs differ (graphEval); by default VJPHidden and VJP
-// run the cell's fused gonum code instead, and useGraph (set by tests)
-// selects the graphs.
+// evalBase is the part of an evaluator that the cells share: the batch, a
+// copy of the input, the term sampler of a stochastic cell and the forward
+// machine of the full graph. The graph runs of EvalGraph, VJPHidden and VJP
+// are those of runner, parameterised by the parts in which the cells'
+// graphs differ (graphEval); runner's VJPHidden and VJP call the cell's
+// fused gonum code instead when it has some (fusedVJP), unless useGraph
+// (set by tests and benchmarks) selects the graphs.
 type evalBase struct {
 	kind     string // the cell's name, for errors
 	n, rows  int    // examples, and rows of the batch matrix
@@ -148,9 +148,19 @@ type graphEval[T taped] interface {
 	readGrads(dx []float64, grads G.Nodes)
 }
 
+// fusedVJP is implemented by the evaluators with fused gonum VJPs, which
+// runner calls unless useGraph is set, after checking the arguments and
+// drawing the terms: fusedHidden computes VJPHidden for the terms idx (nil:
+// all) of a k-term estimate, fusedFull computes VJP.
+type fusedVJP interface {
+	fusedHidden(dst, z, g []float64, idx []int, k int)
+	fusedFull(dz, dx, z, g []float64)
+}
+
 // runner runs a cell's graphs: every evaluator embeds one, pointing at
 // itself, for its EvalGraph, VJPHidden and VJP. Each run checks the
-// arguments, checks that SetInput has been called, picks the graph, copies
+// arguments, checks that SetInput has been called and draws the terms;
+// then it calls the fused code (see fusedVJP), or picks the graph, copies
 // the arguments in, runs the graph's TapeMachine (reset first) and copies
 // the results out, adding parameter gradients for VJP.
 type runner[T taped] struct{ e graphEval[T] }
@@ -174,9 +184,9 @@ func (r runner[T]) EvalGraph(dst, z []float64) error {
 	return nil
 }
 
-// VJPHidden is Evaluator.VJPHidden computed by the hidden graph of the
-// minibatch size that s draws (the evaluator's VJPHidden calls it when
-// useGraph is set).
+// VJPHidden implements Evaluator with the evaluator's fused code, or with
+// the hidden graph of the minibatch size that s draws when the evaluator
+// has none or useGraph is set.
 func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
 	e := r.e
 	b := e.base()
@@ -186,6 +196,10 @@ func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	idx, k, err := b.terms(s)
 	if err != nil {
 		return 0, err
+	}
+	if f, ok := e.(fusedVJP); ok && !b.useGraph {
+		f.fusedHidden(dst, z, g, idx, k)
+		return k, nil
 	}
 	t, err := e.graph(false, k)
 	if err != nil {
@@ -200,13 +214,17 @@ func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	return k, nil
 }
 
-// VJP is Evaluator.VJP computed by the full graph (the evaluator's VJP
-// calls it when useGraph is set).
+// VJP implements Evaluator with the evaluator's fused code, or with the
+// full graph when the evaluator has none or useGraph is set.
 func (r runner[T]) VJP(dz, dx, z, g []float64) error {
 	e := r.e
 	b := e.base()
 	if err := b.checkFull(dz, dx, z, g); err != nil {
 		return err
+	}
+	if f, ok := e.(fusedVJP); ok && !b.useGraph {
+		f.fusedFull(dz, dx, z, g)
+		return nil
 	}
 	t, err := e.graph(true, b.m)
 	if err != nil {

@@ -209,7 +209,10 @@ type wideEval struct {
 	da              []float64 // fused VJPs: cotangent of the pre-activation, rows×M
 }
 
-var _ Evaluator = (*wideEval)(nil)
+var (
+	_ Evaluator = (*wideEval)(nil)
+	_ fusedVJP  = (*wideEval)(nil)
+)
 
 func newWideEval(c *Wide, n int) *wideEval {
 	rows := n * c.shape.Rows
@@ -311,20 +314,10 @@ func (e *wideEval) EvalExact(dst, z []float64) error {
 	return nil
 }
 
-// VJPHidden implements Evaluator. For the units of s (all M, or the k
-// drawn as in Eval) with A = σ(zW' + c'): dst = δW'ᵀ with
+// fusedHidden is VJPHidden. For the units of s (all M, or the k drawn
+// as in Eval) with A = σ(zW' + c'): dst = δW'ᵀ with
 // δ = ((1/k) gV'ᵀ) ⊙ σ′.
-func (e *wideEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
-	if e.useGraph {
-		return e.runner.VJPHidden(dst, z, g, s)
-	}
-	if err := e.checkHidden(dst, z, g); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.terms(s)
-	if err != nil {
-		return 0, err
-	}
+func (e *wideEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 	h := e.c.shape.Hidden
 	w, v, c := e.c.w.Data(), e.c.v.Data(), e.xu
 	if idx != nil {
@@ -333,19 +326,12 @@ func (e *wideEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	}
 	e.delta(z, g, w, v, c, k)
 	mulABt(1, dense(e.rows, k, e.da[:e.rows*k]), dense(h, k, w), 0, dense(e.rows, h, dst))
-	return k, nil
 }
 
-// VJP implements Evaluator. With A = σ(zW + c) and δ = ((1/M) gVᵀ) ⊙ σ′:
+// fusedFull is VJP. With A = σ(zW + c) and δ = ((1/M) gVᵀ) ⊙ σ′:
 // dz = δWᵀ, dx = δUᵀ, and W, U, b, V gain zᵀδ, xᵀδ, the column sums of δ
 // and (1/M) Aᵀg.
-func (e *wideEval) VJP(dz, dx, z, g []float64) error {
-	if e.useGraph {
-		return e.runner.VJP(dz, dx, z, g)
-	}
-	if err := e.checkFull(dz, dx, z, g); err != nil {
-		return err
-	}
+func (e *wideEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
 	h, d, m := c.shape.Hidden, c.shape.Input, c.m
 	e.delta(z, g, c.w.Data(), c.v.Data(), e.xu, m)
@@ -360,7 +346,6 @@ func (e *wideEval) VJP(dz, dx, z, g []float64) error {
 	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, m, c.u.GradData()))
 	addColSums(c.b.GradData(), e.da, e.rows, m)
 	mulAtB(1/float64(m), dense(e.rows, m, e.pre), dense(e.rows, h, g), 1, dense(m, h, c.v.GradData()))
-	return nil
 }
 
 // delta leaves A = σ(zW + c) in e.pre and δ = ((1/k) gVᵀ) ⊙ σ′ in e.da
