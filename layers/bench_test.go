@@ -2,6 +2,7 @@ package layers
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/deqgo/deq/solver"
@@ -42,11 +43,18 @@ func benchOp(b *testing.B, c Cell, op string, size int) { benchOpN(b, c, benchBa
 
 // benchOpN times one evaluator operation on a batch of n examples: "eval"
 // (the oracle with Sample size, size 0 meaning exact), "vjp-hidden"
-// (likewise) or "vjp" (the full exact VJP with parameter gradients).
+// (likewise) or "vjp" (the full exact VJP with parameter gradients), the
+// VJPs on the default fused path; "vjp-hidden-graph" and "vjp-graph" time
+// the same VJPs computed by the gorgonia graphs.
 func benchOpN(b *testing.B, c Cell, n int, op string, size int) {
 	e, err := c.Evaluator(n)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if graph, ok := strings.CutSuffix(op, "-graph"); ok {
+		op = graph
+		setGraphPath(e, true)
+		defer setGraphPath(e, false)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	if err := e.SetInput(randVec(rng, n*c.Shape().InputLen(), 1)); err != nil {
@@ -84,26 +92,37 @@ func benchOpN(b *testing.B, c Cell, n int, op string, size int) {
 
 func BenchmarkDenseForward(b *testing.B)        { benchOp(b, benchDense(), "eval", 0) }
 func BenchmarkDenseVJPHidden(b *testing.B)      { benchOp(b, benchDense(), "vjp-hidden", 0) }
+func BenchmarkDenseVJPHiddenGraph(b *testing.B) { benchOp(b, benchDense(), "vjp-hidden-graph", 0) }
 func BenchmarkDenseVJP(b *testing.B)            { benchOp(b, benchDense(), "vjp", 0) }
+func BenchmarkDenseVJPGraph(b *testing.B)       { benchOp(b, benchDense(), "vjp-graph", 0) }
 func BenchmarkWideForward(b *testing.B)         { benchOp(b, benchWide(), "eval", 0) }
 func BenchmarkWideForwardSampled(b *testing.B)  { benchOp(b, benchWide(), "eval", benchSample) }
 func BenchmarkWideVJPHidden(b *testing.B)       { benchOp(b, benchWide(), "vjp-hidden", 0) }
+func BenchmarkWideVJPHiddenGraph(b *testing.B)  { benchOp(b, benchWide(), "vjp-hidden-graph", 0) }
 func BenchmarkWideVJPHiddenSample(b *testing.B) { benchOp(b, benchWide(), "vjp-hidden", benchSample) }
-func BenchmarkWideVJP(b *testing.B)             { benchOp(b, benchWide(), "vjp", 0) }
+func BenchmarkWideVJPHiddenSampleGraph(b *testing.B) {
+	benchOp(b, benchWide(), "vjp-hidden-graph", benchSample)
+}
+func BenchmarkWideVJP(b *testing.B)      { benchOp(b, benchWide(), "vjp", 0) }
+func BenchmarkWideVJPGraph(b *testing.B) { benchOp(b, benchWide(), "vjp-graph", 0) }
 
-func BenchmarkMixtureForward(b *testing.B) {
-	benchOpN(b, benchMixture(), benchMixBatch, "eval", 0)
+// benchMix times an operation of the benchmark mixture cell (see benchOpN).
+func benchMix(b *testing.B, op string, size int) {
+	benchOpN(b, benchMixture(), benchMixBatch, op, size)
 }
-func BenchmarkMixtureForwardSampled(b *testing.B) {
-	benchOpN(b, benchMixture(), benchMixBatch, "eval", benchMixSample)
-}
-func BenchmarkMixtureVJPHidden(b *testing.B) {
-	benchOpN(b, benchMixture(), benchMixBatch, "vjp-hidden", 0)
-}
+
+func BenchmarkMixtureForward(b *testing.B)        { benchMix(b, "eval", 0) }
+func BenchmarkMixtureForwardSampled(b *testing.B) { benchMix(b, "eval", benchMixSample) }
+func BenchmarkMixtureVJPHidden(b *testing.B)      { benchMix(b, "vjp-hidden", 0) }
+func BenchmarkMixtureVJPHiddenGraph(b *testing.B) { benchMix(b, "vjp-hidden-graph", 0) }
 func BenchmarkMixtureVJPHiddenSample(b *testing.B) {
-	benchOpN(b, benchMixture(), benchMixBatch, "vjp-hidden", benchMixSample)
+	benchMix(b, "vjp-hidden", benchMixSample)
 }
-func BenchmarkMixtureVJP(b *testing.B) { benchOpN(b, benchMixture(), benchMixBatch, "vjp", 0) }
+func BenchmarkMixtureVJPHiddenSampleGraph(b *testing.B) {
+	benchMix(b, "vjp-hidden-graph", benchMixSample)
+}
+func BenchmarkMixtureVJP(b *testing.B)      { benchMix(b, "vjp", 0) }
+func BenchmarkMixtureVJPGraph(b *testing.B) { benchMix(b, "vjp-graph", 0) }
 
 // benchProject times Project of a 128-hidden dense cell whose W is pushed
 // off the constraint before every call.

@@ -63,13 +63,14 @@ const MaxCachedBatches = 4
 
 // Evaluator evaluates a cell on batches of a fixed number of examples. It
 // is a solver.Oracle on the hidden state for the input fixed by the last
-// SetInput, and it also computes vector–Jacobian products from gorgonia
-// graphs built once per shape.
+// SetInput, and it also computes vector–Jacobian products.
 //
-// Eval and EvalExact use a gonum path that computes the same expression as
-// the graph and allocates nothing itself (gonum's matrix multiply allocates
-// a few small objects for its goroutines when it runs in parallel on large
-// batches); EvalGraph runs the graph's forward pass.
+// For the built-in cells, Eval, EvalExact, VJPHidden and VJP use gonum
+// code that computes the same expressions as the cell's gorgonia graphs
+// and allocates nothing itself after the first call (gonum's matrix
+// multiply allocates a few small objects for its goroutines when it runs
+// in parallel on large batches); EvalGraph runs the graph's forward pass.
+// A GraphCell runs its graphs for everything.
 //
 // For a cell that averages M terms, a Sample of Size m first rounds m up to
 // the next power of two m'. If m' < M, Eval and VJPHidden draw m' term
@@ -79,14 +80,16 @@ const MaxCachedBatches = 4
 // samples. Drawing more terms than asked keeps the estimate unbiased and
 // only lowers its variance; in exchange an evaluator builds at most
 // ⌈log₂M⌉ + 1 hidden-state VJP graphs (one per size, the exact one
-// included) whatever sizes a solver asks for, and keeps them all: together
-// they are at most about twice the size of the exact one. (A solver checks
+// included; only when its graphs run) whatever sizes a solver asks for, and
+// keeps them all: together they are at most about twice the size of the
+// exact one. (A solver checks
 // its sample budget against the size it asks for, so a solve can end up to
 // one requested size over its budget.) Deterministic cells ignore the Sample
 // and report one sample.
 //
-// SetInput caches the input's contribution (such as xU + b), so it must be
-// called again after the parameters change. Methods panic if a slice has
+// SetInput caches the input's contribution (such as xU + b), which Eval,
+// EvalExact, VJPHidden and VJP use, so it must be called again after the
+// parameters change. Methods panic if a slice has
 // the wrong length and return an error if SetInput has not been called or a
 // Sample size is not positive.
 type Evaluator interface {

@@ -98,59 +98,64 @@ func fdGrad(f func([]float64) float64, x []float64) []float64 {
 
 func TestVJPMatchesFiniteDifferences(t *testing.T) {
 	for _, tc := range smallCells() {
-		t.Run(tc.name, func(t *testing.T) {
-			e, x, z, g := setup(t, tc, 2)
-			// Build the graphs, then change every parameter in place: the
-			// graphs must see the new values (they share the storage).
-			require.NoError(t, e.VJP(nil, nil, z, g))
-			_, err := e.VJPHidden(make([]float64, len(z)), z, g, solver.Sample{Seed: 1, Size: e.Terms()})
-			require.NoError(t, err)
-			rng := rand.New(rand.NewPCG(77, 77))
-			for _, p := range tc.cell.Params() {
-				for i := range p.Data() {
-					p.Data()[i] += 0.1 * rng.NormFloat64()
-				}
-			}
-			require.NoError(t, e.SetInput(x))
-			f := make([]float64, e.Len())
-			// φ(z, x, θ) = ⟨g, f(z, x; θ)⟩ evaluated by the gonum path.
-			phi := func() float64 {
-				require.NoError(t, e.SetInput(x))
-				require.NoError(t, e.EvalExact(f, z))
-				return dot(g, f)
-			}
-			ps := tc.cell.Params()
-			ZeroGrads(ps)
-			dz := make([]float64, len(z))
-			dx := make([]float64, len(x))
-			require.NoError(t, e.VJP(dz, dx, z, g))
-
-			wantZ := fdGrad(func(v []float64) float64 { copy(z, v); return phi() }, z)
-			require.InDeltaSlice(t, wantZ, dz, 1e-6, "∂/∂z")
-			wantX := fdGrad(func(v []float64) float64 { copy(x, v); return phi() }, x)
-			require.InDeltaSlice(t, wantX, dx, 1e-6, "∂/∂x")
-			for _, p := range ps {
-				d := p.Data()
-				want := fdGrad(func(v []float64) float64 { copy(d, v); return phi() }, d)
-				require.InDeltaSlice(t, want, p.GradData(), 1e-6, "∂/∂%s", p.Name())
-			}
-			require.NoError(t, e.SetInput(x))
-
-			// VJP accumulates: a second call doubles the gradients.
-			first := slices.Clone(ps[0].GradData())
-			require.NoError(t, e.VJP(nil, nil, z, g))
-			floats.Scale(2, first)
-			require.InDeltaSlice(t, first, ps[0].GradData(), 1e-12)
-			ZeroGrads(ps)
-
-			// The exact hidden VJP agrees with the full one.
-			dh := make([]float64, len(z))
-			n, err := e.VJPHidden(dh, z, g, solver.Sample{Seed: 1, Size: e.Terms()})
-			require.NoError(t, err)
-			require.Equal(t, e.Terms(), n)
-			require.InDeltaSlice(t, dz, dh, 1e-12)
-		})
+		t.Run(tc.name, func(t *testing.T) { checkVJPFiniteDifferences(t, tc) })
 	}
+}
+
+// checkVJPFiniteDifferences checks every exact VJP of tc's cell (dz, dx,
+// each parameter gradient, accumulation, and the exact VJPHidden) against
+// central finite differences of the gonum forward path.
+func checkVJPFiniteDifferences(t *testing.T, tc testCell) {
+	e, x, z, g := setup(t, tc, 2)
+	// Build the graphs, then change every parameter in place: the
+	// graphs must see the new values (they share the storage).
+	require.NoError(t, e.VJP(nil, nil, z, g))
+	_, err := e.VJPHidden(make([]float64, len(z)), z, g, solver.Sample{Seed: 1, Size: e.Terms()})
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(77, 77))
+	for _, p := range tc.cell.Params() {
+		for i := range p.Data() {
+			p.Data()[i] += 0.1 * rng.NormFloat64()
+		}
+	}
+	require.NoError(t, e.SetInput(x))
+	f := make([]float64, e.Len())
+	// φ(z, x, θ) = ⟨g, f(z, x; θ)⟩ evaluated by the gonum path.
+	phi := func() float64 {
+		require.NoError(t, e.SetInput(x))
+		require.NoError(t, e.EvalExact(f, z))
+		return dot(g, f)
+	}
+	ps := tc.cell.Params()
+	ZeroGrads(ps)
+	dz := make([]float64, len(z))
+	dx := make([]float64, len(x))
+	require.NoError(t, e.VJP(dz, dx, z, g))
+
+	wantZ := fdGrad(func(v []float64) float64 { copy(z, v); return phi() }, z)
+	require.InDeltaSlice(t, wantZ, dz, 1e-6, "∂/∂z")
+	wantX := fdGrad(func(v []float64) float64 { copy(x, v); return phi() }, x)
+	require.InDeltaSlice(t, wantX, dx, 1e-6, "∂/∂x")
+	for _, p := range ps {
+		d := p.Data()
+		want := fdGrad(func(v []float64) float64 { copy(d, v); return phi() }, d)
+		require.InDeltaSlice(t, want, p.GradData(), 1e-6, "∂/∂%s", p.Name())
+	}
+	require.NoError(t, e.SetInput(x))
+
+	// VJP accumulates: a second call doubles the gradients.
+	first := slices.Clone(ps[0].GradData())
+	require.NoError(t, e.VJP(nil, nil, z, g))
+	floats.Scale(2, first)
+	require.InDeltaSlice(t, first, ps[0].GradData(), 1e-12)
+	ZeroGrads(ps)
+
+	// The exact hidden VJP agrees with the full one.
+	dh := make([]float64, len(z))
+	n, err := e.VJPHidden(dh, z, g, solver.Sample{Seed: 1, Size: e.Terms()})
+	require.NoError(t, err)
+	require.Equal(t, e.Terms(), n)
+	require.InDeltaSlice(t, dz, dh, 1e-12)
 }
 
 func TestSampledVJPHiddenMatchesFiniteDifferences(t *testing.T) {
@@ -485,9 +490,10 @@ func TestEvalDoesNotAllocate(t *testing.T) {
 
 func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 	// With M = 20 terms, sizes round up to 1, 2, 4, 8, 16 or the exact
-	// average (20 samples reported); Eval and VJPHidden agree on the count,
-	// a size and its rounded-up size draw the same terms, and one hidden
-	// graph per rounded size is built and kept.
+	// average (20 samples reported); Eval and VJPHidden (fused and graph)
+	// agree on the count, a size and its rounded-up size draw the same
+	// terms, and the graph path builds and keeps one hidden graph per
+	// rounded size.
 	const m = 20
 	sizes := []struct{ size, drawn int }{
 		{1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {7, 8}, {8, 8}, {9, 16}, {16, 16},
@@ -520,6 +526,11 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 				n, err = e.VJPHidden(got, z, g, s)
 				require.NoError(t, err)
 				require.Equal(t, sz.drawn, n, "VJPHidden, size %d", sz.size)
+				setGraphPath(e, true)
+				n, err = e.VJPHidden(got, z, g, s)
+				setGraphPath(e, false)
+				require.NoError(t, err)
+				require.Equal(t, sz.drawn, n, "graph VJPHidden, size %d", sz.size)
 			}
 			var keys []int
 			collect := func(k int, _ any) { keys = append(keys, k) }

@@ -141,11 +141,24 @@ type denseEval struct {
 	c      *Dense
 	cst    []float64 // xU + b
 	graphs graphs[*denseGraph]
+	fused  denseScratch
+}
+
+// denseScratch is the scratch of the fused VJPs, allocated on first use:
+// the derivative σ′(zW + c) at the state z and weight W of the last call
+// (kept, with copies of z and W, while they and the input stay the same,
+// since an adjoint solve calls VJPHidden many times at one point) and the
+// cotangent of the pre-activation.
+type denseScratch struct {
+	deriv, delta []float64 // rows×Hidden
+	z, w         []float64 // copies of the state and of W for deriv
+	inputs       uint64    // evalBase.inputs for deriv; 0 means none
 }
 
 var (
 	_ Evaluator    = (*denseEval)(nil)
 	_ solver.Exact = (*denseEval)(nil)
+	_ fusedVJP     = (*denseEval)(nil)
 )
 
 func newDenseEval(c *Dense, n int) *denseEval {
@@ -194,6 +207,55 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 		1, blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: dst})
 	e.c.act.apply(dst)
 	return nil
+}
+
+// fusedHidden is VJPHidden: dst = (g ⊙ σ′(zW + c))Wᵀ, with
+// c = xU + b cached by SetInput as for Eval.
+func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
+	h := e.c.shape.Hidden
+	delta := e.delta(z, g)
+	mulABt(1, dense(e.rows, h, delta), dense(h, h, e.c.w.Data()), 0, dense(e.rows, h, dst))
+}
+
+// fusedFull is VJP. With δ = g ⊙ σ′(zW + c): dz = δWᵀ, dx = δUᵀ,
+// and W, U, b gain zᵀδ, xᵀδ and the column sums of δ.
+func (e *denseEval) fusedFull(dz, dx, z, g []float64) {
+	c := e.c
+	h, d := c.shape.Hidden, c.shape.Input
+	delta := e.delta(z, g)
+	dm := dense(e.rows, h, delta)
+	if dz != nil {
+		mulABt(1, dm, dense(h, h, c.w.Data()), 0, dense(e.rows, h, dz))
+	}
+	if dx != nil {
+		mulABt(1, dm, dense(d, h, c.u.Data()), 0, dense(e.rows, d, dx))
+	}
+	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, h, c.w.GradData()))
+	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, h, c.u.GradData()))
+	addColSums(c.b.GradData(), delta, e.rows, h)
+}
+
+// delta returns g ⊙ σ′(zW + c) in the scratch, computing σ′(zW + c) unless
+// the scratch holds it for the same z, W (bit for bit) and input.
+func (e *denseEval) delta(z, g []float64) []float64 {
+	f := &e.fused
+	w := e.c.w.Data()
+	if f.inputs != e.inputs || !sameBits(f.z, z) || !sameBits(f.w, w) {
+		if f.deriv == nil {
+			f.deriv = make([]float64, e.Len())
+			f.delta = make([]float64, e.Len())
+			f.z = make([]float64, e.Len())
+			f.w = make([]float64, len(w))
+		}
+		// EvalExact checks nothing here that the caller has not checked.
+		_ = e.EvalExact(f.deriv, z)
+		e.c.act.derivative(f.deriv)
+		copy(f.z, z)
+		copy(f.w, w)
+		f.inputs = e.inputs
+	}
+	mulInto(f.delta, 1, g, f.deriv)
+	return f.delta
 }
 
 // denseGraph is the graph σ(zW + xU + b) (full) or σ(zW + c) (hidden, with

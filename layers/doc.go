@@ -18,6 +18,8 @@
 //     units; its oracle samples units (LipschitzInExpectation).
 //   - Mixture: z ↦ (1/M) Σ_m σ(zW_m + x_m U_m + b_m) over M input patches or
 //     heads x_m; its oracle samples terms (SamplewiseLipschitz).
+//   - GraphCell: any f(z, x; θ) the user writes as a gorgonia expression
+//     (GraphCellConfig.Build), deterministic; see below.
 //
 // σ is ReLU or tanh. Each cell's Project rescales its weights after an
 // optimiser step so that the cell is γ̄-Lipschitz in z in a chosen ℓp norm
@@ -38,13 +40,35 @@
 // allocation-free gonum path (input terms xU + b are computed once per
 // SetInput); the gorgonia graph of the same expression (EvalGraph) is
 // checked against it.
-// Vector–Jacobian products come from gorgonia graphs built once per batch
-// size (and, for sampled hidden-state VJPs, once per power-of-two minibatch
-// size, so at most ⌈log₂M⌉ + 1 of them), never per solver iteration. Their
-// number of nodes does not depend on M or the minibatch size: the terms of
-// a Mixture are stacked into single matrices. VJPHidden gives
-// (∂τ/∂z)ᵀg for an exact or minibatch estimate τ, VJP the exact
-// (∂f/∂z)ᵀg, (∂f/∂x)ᵀg and the parameter gradients.
+//
+// VJPHidden gives (∂τ/∂z)ᵀg for an exact or minibatch estimate τ (the same
+// terms as Eval for the same Sample), VJP the exact (∂f/∂z)ᵀg, (∂f/∂x)ᵀg
+// and the parameter gradients. For the built-in cells both are fused:
+// hand-written gonum BLAS code (blas64.Gemm) that recomputes the
+// pre-activations at z from the input terms SetInput cached, multiplies
+// the cotangent by σ′ and forms the transposed products and the parameter
+// gradients, with scratch held by the evaluator, so that after the first
+// call for a batch size they allocate nothing (beyond what gonum's matrix
+// multiply allocates for its goroutines on large products). Dense keeps
+// σ′ between calls while z and W are unchanged, bit for bit, and SetInput
+// is not called, as in an adjoint solve at a fixed point. The gorgonia
+// graphs of the same VJPs, built once per batch size (and, for sampled
+// hidden-state VJPs, once per power-of-two minibatch size, so at most
+// ⌈log₂M⌉ + 1 of them, whose number of nodes does not depend on M or the
+// minibatch size), are the reference the tests check the fused code
+// against.
+//
+// # Cells from gorgonia expressions
+//
+// NewGraphCell makes a cell of any differentiable f(z, x; θ) written as a
+// gorgonia expression: the user declares the shapes and parameters and
+// builds the output node from the state, input and parameter nodes, and
+// gorgonia's symbolic differentiation gives the VJPs and the parameter
+// gradients, so any such cell can be a DEQ without hand-written
+// derivatives. Its graphs are built once per batch size and cached; every
+// evaluation runs them. The Lipschitz story is the user's: GraphCellConfig
+// declares γ̄, in which norms it is proven (by default none, and deq then
+// monitors empirical ratios) and an optional Project hook.
 //
 // # Parameters
 //
@@ -54,9 +78,10 @@
 //
 // # Limitations
 //
-//   - Each gorgonia run allocates its intermediate tensors, a few tensors the
-//     size of the batch's states, inputs and parameters; the gonum forward path
-//     allocates only the few small objects that gonum's parallel matrix
+//   - Each gorgonia run (EvalGraph, a GraphCell's evaluations) allocates its
+//     intermediate tensors, a few tensors the size of the batch's states,
+//     inputs and parameters; the gonum forward path and the fused VJPs
+//     allocate only the few small objects that gonum's parallel matrix
 //     multiply allocates internally on large batches.
 //   - The ℓp constraint for 2 < p < ∞ uses the Riesz–Thorin bound, which can
 //     be loose; the ℓ2 constraint's bound is exact only on the calls that run

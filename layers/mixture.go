@@ -167,9 +167,13 @@ type mixEval struct {
 	count  []int
 	tmp    []float64
 	graphs graphs[*mixGraph]
+	fused  mixFused // scratch of the fused VJPs, allocated on first use
 }
 
-var _ Evaluator = (*mixEval)(nil)
+var (
+	_ Evaluator = (*mixEval)(nil)
+	_ fusedVJP  = (*mixEval)(nil)
+)
 
 func newMixEval(c *Mixture, n int) *mixEval {
 	rows := n * c.shape.Rows
@@ -256,6 +260,175 @@ func (e *mixEval) EvalExact(dst, z []float64) error {
 		e.addTerm(dst, z, m, 1/float64(e.c.m))
 	}
 	return nil
+}
+
+// fusedHidden is VJPHidden: dst = Σ_m w_m δ_m W_mᵀ over the terms of s
+// with their weights w_m in Eval's estimate (1/M each for the exact
+// average, or the number of draws of m over k), δ_m = g ⊙ σ′(zW_m + c_m).
+// The terms are stacked side by side in chunks (see mixFused).
+func (e *mixEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
+	clear(dst)
+	out := dense(e.rows, e.c.shape.Hidden, dst)
+	e.eachChunk(z, g, idx, k, func(f *mixFused) {
+		mulABt(1, f.deltaMat(), f.wcatMat(), 1, out)
+	})
+}
+
+// fusedFull is VJP. With δ_m = (1/M) g ⊙ σ′(zW_m + c_m): dz =
+// Σ_m δ_m W_mᵀ, the m-th patch of dx is δ_m U_mᵀ, and W_m, U_m, b_m gain
+// zᵀδ_m, x_mᵀδ_m and the column sums of δ_m.
+func (e *mixEval) fusedFull(dz, dx, z, g []float64) {
+	c := e.c
+	h, d, pl := c.shape.Hidden, c.shape.Input, c.pl
+	if dz != nil {
+		clear(dz)
+	}
+	gw, gu, gb := c.w.GradData(), c.u.GradData(), c.b.GradData()
+	e.eachChunk(z, g, nil, c.m, func(f *mixFused) {
+		delta := f.deltaMat()
+		if dz != nil {
+			mulABt(1, delta, f.wcatMat(), 1, dense(e.rows, h, dz))
+		}
+		// zᵀ[δ_0 … δ_{c−1}] holds the W_m gradients side by side.
+		gws := f.gwMat()
+		mulAtB(1, dense(e.rows, h, z), delta, 0, gws)
+		for j, m := range f.terms {
+			blk := gw[m*h*h : (m+1)*h*h]
+			for i := range h {
+				addTo(blk[i*h:(i+1)*h], gws.Data[i*gws.Stride+j*h:i*gws.Stride+(j+1)*h])
+			}
+			dj := general(e.rows, h, delta.Stride, delta.Data[j*h:])
+			um := c.u.Data()[m*pl*h : (m+1)*pl*h]
+			if dx != nil {
+				mulABt(1, dj, dense(pl, h, um), 0, general(e.rows, pl, d, dx[m*pl:]))
+			}
+			mulAtB(1, general(e.rows, pl, d, e.x[m*pl:]), dj, 1, dense(pl, h, gu[m*pl*h:(m+1)*pl*h]))
+			gbm := gb[m*h : (m+1)*h]
+			for r := range e.rows {
+				addTo(gbm, dj.Data[r*dj.Stride:r*dj.Stride+h])
+			}
+		}
+	})
+}
+
+// mixChunkCols bounds the width (terms × Hidden) of a chunk of stacked
+// terms: 192 columns keep the chunk's products, on up to 64 rows, within
+// three of gonum's 64×64 blocks, below its parallel threshold.
+const mixChunkCols = 192
+
+// mixFused is the scratch of a Mixture's fused VJPs. Up to chunk terms
+// m_0, …, m_{c−1} are stacked side by side, so that one product serves
+// them all: wcat = [W_{m_0} … W_{m_{c−1}}] (Hidden×c·Hidden) gives the
+// pre-activations [zW_{m_j} + c_{m_j}]_j = z·wcat + [c_{m_j}]_j and, for
+// their cotangents Δ = [δ_j]_j (rows×c·Hidden), Σ_j δ_j W_{m_j}ᵀ = Δ·wcatᵀ.
+type mixFused struct {
+	rows, h, chunk int
+	terms          []int     // the chunk's terms
+	weights        []float64 // their weights
+	wcat           []float64 // Hidden×(chunk·Hidden)
+	act, delta     []float64 // rows×(chunk·Hidden): σ(pre) and Δ
+	gw             []float64 // Hidden×(chunk·Hidden): zᵀΔ
+}
+
+func (f *mixFused) width() int { return len(f.terms) * f.h }
+
+func (f *mixFused) wcatMat() blas64.General {
+	return general(f.h, f.width(), f.chunk*f.h, f.wcat)
+}
+
+func (f *mixFused) deltaMat() blas64.General {
+	return general(f.rows, f.width(), f.chunk*f.h, f.delta)
+}
+
+func (f *mixFused) gwMat() blas64.General {
+	return general(f.h, f.width(), f.chunk*f.h, f.gw)
+}
+
+// eachChunk calls fn for successive chunks of the terms of a VJP, with the
+// chunk's wcat and Δ computed at z for the cotangent g: all M terms with
+// weight 1/k when idx is nil, or the distinct terms of idx, each weighted
+// by its number of draws over k.
+func (e *mixEval) eachChunk(z, g []float64, idx []int, k int, fn func(*mixFused)) {
+	f := &e.fused
+	if f.wcat == nil {
+		h := e.c.shape.Hidden
+		chunk := max(1, min(e.c.m, mixChunkCols/h))
+		*f = mixFused{
+			rows: e.rows, h: h, chunk: chunk,
+			terms:   make([]int, 0, chunk),
+			weights: make([]float64, 0, chunk),
+			wcat:    make([]float64, h*chunk*h),
+			act:     make([]float64, e.rows*chunk*h),
+			delta:   make([]float64, e.rows*chunk*h),
+			gw:      make([]float64, h*chunk*h),
+		}
+	}
+	f.terms, f.weights = f.terms[:0], f.weights[:0]
+	add := func(m int, w float64) {
+		f.terms = append(f.terms, m)
+		f.weights = append(f.weights, w)
+		if len(f.terms) == f.chunk {
+			e.chunkDelta(z, g)
+			fn(f)
+			f.terms, f.weights = f.terms[:0], f.weights[:0]
+		}
+	}
+	if idx == nil {
+		for m := range e.c.m {
+			add(m, 1/float64(k))
+		}
+	} else {
+		clear(e.count)
+		for _, m := range idx {
+			e.count[m]++
+		}
+		for m, n := range e.count {
+			if n > 0 {
+				add(m, float64(n)/float64(k))
+			}
+		}
+	}
+	if len(f.terms) > 0 {
+		e.chunkDelta(z, g)
+		fn(f)
+	}
+}
+
+// chunkDelta packs wcat for the chunk's terms and computes
+// Δ = [w_j g ⊙ σ′(zW_{m_j} + c_{m_j})]_j.
+func (e *mixEval) chunkDelta(z, g []float64) {
+	f := &e.fused
+	h, rows, ld := f.h, e.rows, f.chunk*f.h
+	for j, m := range f.terms {
+		wm := e.c.wm(m)
+		for i := range h {
+			copy(f.wcat[i*ld+j*h:i*ld+(j+1)*h], wm[i*h:(i+1)*h])
+		}
+		cm := e.cm(m)
+		for r := range rows {
+			copy(f.act[r*ld+j*h:r*ld+(j+1)*h], cm[r*h:(r+1)*h])
+		}
+	}
+	act := general(rows, f.width(), ld, f.act)
+	mulAB(1, dense(rows, h, z), f.wcatMat(), 1, act)
+	for r := range rows {
+		a := f.act[r*ld : r*ld+f.width()]
+		e.c.act.apply(a)
+		dl := f.delta[r*ld : r*ld+f.width()]
+		gr := g[r*h : (r+1)*h]
+		for j, w := range f.weights {
+			mulScaled(dl[j*h:(j+1)*h], w, gr)
+		}
+		e.c.act.backward(dl, a)
+	}
+}
+
+// mulScaled sets dst = w·src.
+func mulScaled(dst []float64, w float64, src []float64) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = w * v
+	}
 }
 
 // mixGraph is the graph of f(z)ᵀ = (1/k) Σ_j σ(zW_j + c_j)ᵀ over k slots,

@@ -9,20 +9,24 @@ import (
 	"github.com/deqgo/deq/solver"
 )
 
-// evalBase is the part of an evaluator that the three cells share: the
-// batch, a copy of the input, the term sampler of a stochastic cell and the
-// forward machine of the full graph. The graph runs of EvalGraph, VJPHidden
-// and VJP are those of runner, parameterised by the parts in which the
-// cells' graphs differ (graphEval).
+// evalBase is the part of an evaluator that the cells share: the batch, a
+// copy of the input, the term sampler of a stochastic cell and the forward
+// machine of the full graph. The graph runs of EvalGraph, VJPHidden and VJP
+// are those of runner, parameterised by the parts in which the cells'
+// graphs differ (graphEval); runner's VJPHidden and VJP call the cell's
+// fused gonum code instead when it has some (fusedVJP), unless useGraph
+// (set by tests and benchmarks) selects the graphs.
 type evalBase struct {
-	kind    string // the cell's name, for errors
-	n, rows int    // examples, and rows of the batch matrix
-	hidden  int    // Hidden
-	m       int    // Terms(): M, or 1 for a deterministic cell
-	x       []float64
-	hasX    bool
-	sp      *sampler // nil for a deterministic cell
-	fwd     *machine // forward pass of the full graph, once it is built
+	kind     string // the cell's name, for errors
+	n, rows  int    // examples, and rows of the batch matrix
+	hidden   int    // Hidden
+	m        int    // Terms(): M, or 1 for a deterministic cell
+	x        []float64
+	hasX     bool
+	inputs   uint64   // number of SetInput calls, which invalidate caches
+	sp       *sampler // nil for a deterministic cell
+	fwd      *machine // forward pass of the full graph, once it is built
+	useGraph bool     // VJPHidden and VJP run the gorgonia graphs
 }
 
 // newEvalBase returns the base of an evaluator of kind for n examples of
@@ -55,6 +59,7 @@ func (b *evalBase) Terms() int { return b.m }
 func (b *evalBase) setInput(x []float64) {
 	checkLen("input", len(x), len(b.x))
 	copy(b.x, x)
+	b.inputs++
 }
 
 // ready returns an error unless SetInput has been called.
@@ -69,6 +74,18 @@ func (b *evalBase) ready() error {
 func (b *evalBase) checkEval(dst, z []float64) error {
 	checkLen("dst", len(dst), b.Len())
 	checkLen("z", len(z), b.Len())
+	return b.ready()
+}
+
+// checkHidden checks the arguments of VJPHidden.
+func (b *evalBase) checkHidden(dst, z, g []float64) error {
+	checkLen("g", len(g), b.Len())
+	return b.checkEval(dst, z)
+}
+
+// checkFull checks the arguments of VJP.
+func (b *evalBase) checkFull(dz, dx, z, g []float64) error {
+	checkVJP(b.Len(), len(b.x), dz, dx, z, g)
 	return b.ready()
 }
 
@@ -131,9 +148,19 @@ type graphEval[T taped] interface {
 	readGrads(dx []float64, grads G.Nodes)
 }
 
+// fusedVJP is implemented by the evaluators with fused gonum VJPs, which
+// runner calls unless useGraph is set, after checking the arguments and
+// drawing the terms: fusedHidden computes VJPHidden for the terms idx (nil:
+// all) of a k-term estimate, fusedFull computes VJP.
+type fusedVJP interface {
+	fusedHidden(dst, z, g []float64, idx []int, k int)
+	fusedFull(dz, dx, z, g []float64)
+}
+
 // runner runs a cell's graphs: every evaluator embeds one, pointing at
 // itself, for its EvalGraph, VJPHidden and VJP. Each run checks the
-// arguments, checks that SetInput has been called, picks the graph, copies
+// arguments, checks that SetInput has been called and draws the terms;
+// then it calls the fused code (see fusedVJP), or picks the graph, copies
 // the arguments in, runs the graph's TapeMachine (reset first) and copies
 // the results out, adding parameter gradients for VJP.
 type runner[T taped] struct{ e graphEval[T] }
@@ -157,18 +184,22 @@ func (r runner[T]) EvalGraph(dst, z []float64) error {
 	return nil
 }
 
-// VJPHidden implements Evaluator with the hidden graph of the minibatch
-// size that s draws.
+// VJPHidden implements Evaluator with the evaluator's fused code, or with
+// the hidden graph of the minibatch size that s draws when the evaluator
+// has none or useGraph is set.
 func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) {
 	e := r.e
 	b := e.base()
-	checkLen("g", len(g), b.Len())
-	if err := b.checkEval(dst, z); err != nil {
+	if err := b.checkHidden(dst, z, g); err != nil {
 		return 0, err
 	}
 	idx, k, err := b.terms(s)
 	if err != nil {
 		return 0, err
+	}
+	if f, ok := e.(fusedVJP); ok && !b.useGraph {
+		f.fusedHidden(dst, z, g, idx, k)
+		return k, nil
 	}
 	t, err := e.graph(false, k)
 	if err != nil {
@@ -183,13 +214,17 @@ func (r runner[T]) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	return k, nil
 }
 
-// VJP implements Evaluator with the full graph.
+// VJP implements Evaluator with the evaluator's fused code, or with the
+// full graph when the evaluator has none or useGraph is set.
 func (r runner[T]) VJP(dz, dx, z, g []float64) error {
 	e := r.e
 	b := e.base()
-	checkVJP(b.Len(), len(b.x), dz, dx, z, g)
-	if err := b.ready(); err != nil {
+	if err := b.checkFull(dz, dx, z, g); err != nil {
 		return err
+	}
+	if f, ok := e.(fusedVJP); ok && !b.useGraph {
+		f.fusedFull(dz, dx, z, g)
+		return nil
 	}
 	t, err := e.graph(true, b.m)
 	if err != nil {

@@ -206,9 +206,13 @@ type wideEval struct {
 	// Scratch for sampled evaluations, sized for m = M.
 	pre, ws, vs, cs []float64
 	graphs          graphs[*wideGraph]
+	da              []float64 // fused VJPs: cotangent of the pre-activation, rows×M
 }
 
-var _ Evaluator = (*wideEval)(nil)
+var (
+	_ Evaluator = (*wideEval)(nil)
+	_ fusedVJP  = (*wideEval)(nil)
+)
 
 func newWideEval(c *Wide, n int) *wideEval {
 	rows := n * c.shape.Rows
@@ -308,6 +312,56 @@ func (e *wideEval) EvalExact(dst, z []float64) error {
 	}
 	e.forward(dst, z, e.c.w.Data(), e.c.v.Data(), e.xu, e.c.m)
 	return nil
+}
+
+// fusedHidden is VJPHidden. For the units of s (all M, or the k drawn
+// as in Eval) with A = σ(zW' + c'): dst = δW'ᵀ with
+// δ = ((1/k) gV'ᵀ) ⊙ σ′.
+func (e *wideEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
+	h := e.c.shape.Hidden
+	w, v, c := e.c.w.Data(), e.c.v.Data(), e.xu
+	if idx != nil {
+		e.gather(idx)
+		w, v, c = e.ws[:h*k], e.vs[:k*h], e.cs[:e.rows*k]
+	}
+	e.delta(z, g, w, v, c, k)
+	mulABt(1, dense(e.rows, k, e.da[:e.rows*k]), dense(h, k, w), 0, dense(e.rows, h, dst))
+}
+
+// fusedFull is VJP. With A = σ(zW + c) and δ = ((1/M) gVᵀ) ⊙ σ′:
+// dz = δWᵀ, dx = δUᵀ, and W, U, b, V gain zᵀδ, xᵀδ, the column sums of δ
+// and (1/M) Aᵀg.
+func (e *wideEval) fusedFull(dz, dx, z, g []float64) {
+	c := e.c
+	h, d, m := c.shape.Hidden, c.shape.Input, c.m
+	e.delta(z, g, c.w.Data(), c.v.Data(), e.xu, m)
+	dm := dense(e.rows, m, e.da)
+	if dz != nil {
+		mulABt(1, dm, dense(h, m, c.w.Data()), 0, dense(e.rows, h, dz))
+	}
+	if dx != nil {
+		mulABt(1, dm, dense(d, m, c.u.Data()), 0, dense(e.rows, d, dx))
+	}
+	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, m, c.w.GradData()))
+	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, m, c.u.GradData()))
+	addColSums(c.b.GradData(), e.da, e.rows, m)
+	mulAtB(1/float64(m), dense(e.rows, m, e.pre), dense(e.rows, h, g), 1, dense(m, h, c.v.GradData()))
+}
+
+// delta leaves A = σ(zW + c) in e.pre and δ = ((1/k) gVᵀ) ⊙ σ′ in e.da
+// (rows×k each) for the k units whose W columns, V rows and input terms
+// are w (Hidden×k), v (k×Hidden) and c (rows×k).
+func (e *wideEval) delta(z, g, w, v, c []float64, k int) {
+	h := e.c.shape.Hidden
+	if e.da == nil {
+		e.da = make([]float64, e.rows*e.c.m)
+	}
+	a, da := e.pre[:e.rows*k], e.da[:e.rows*k]
+	copy(a, c)
+	mulAB(1, dense(e.rows, h, z), dense(h, k, w), 1, dense(e.rows, k, a))
+	e.c.act.apply(a)
+	mulABt(1/float64(k), dense(e.rows, h, g), dense(k, h, v), 0, dense(e.rows, k, da))
+	e.c.act.backward(da, a)
 }
 
 // wideGraph is the graph of (1/k) σ(zW + c)V with the gradient of ⟨g, f⟩:
