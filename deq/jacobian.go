@@ -120,6 +120,16 @@ type jac struct {
 	exact solver.Sample
 }
 
+// prepare validates the options and the arguments of a measurement.
+func prepare(ev layers.Evaluator, z []float64, o *JacobianOptions) (JacobianOptions, *jac, error) {
+	opts, err := o.withDefaults()
+	if err != nil {
+		return opts, nil, err
+	}
+	j, err := newJac(ev, z, opts.Step)
+	return opts, j, err
+}
+
 func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 	if ev == nil {
 		return nil, errors.New("deq: nil evaluator")
@@ -192,11 +202,7 @@ func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] 
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, err := o.withDefaults()
-	if err != nil {
-		return SpectralEstimate{}, err
-	}
-	j, err := newJac(ev, z, opts.Step)
+	opts, j, err := prepare(ev, z, o)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
@@ -300,11 +306,7 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, err := o.withDefaults()
-	if err != nil {
-		return SpectralEstimate{}, err
-	}
-	j, err := newJac(ev, z, opts.Step)
+	opts, j, err := prepare(ev, z, o)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
@@ -368,11 +370,7 @@ func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spectra
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
-	opts, err := o.withDefaults()
-	if err != nil {
-		return FrobeniusEstimate{}, err
-	}
-	j, err := newJac(ev, z, opts.Step)
+	opts, j, err := prepare(ev, z, o)
 	if err != nil {
 		return FrobeniusEstimate{}, err
 	}
