@@ -8,10 +8,10 @@
 //     and every coordinate's mean must lie within a z-score bound of the
 //     exact value, the bound derived from the draws' own sample variance
 //     with a Bonferroni correction over all coordinates checked.
-//   - CheckFixedPoint: a stochastic solve (VR-GHAL on the sampled oracle,
-//     with a small budget) lands within its residual certificate of the
-//     deterministic fixed point z* found by Anderson acceleration on the
-//     exact map to 1e-10: ‖ẑ − z*‖ ≤ Bound/(1 − γ̄) per example, the
+//   - CheckFixedPoint: a stochastic solve (minibatch Krasnoselskii–Mann on
+//     the sampled oracle, with a small budget) lands within its residual
+//     certificate of the deterministic fixed point z* found by Anderson
+//     acceleration on the exact map to 1e-10: ‖ẑ − z*‖ ≤ Bound/(1 − γ̄) per example, the
 //     residual-to-distance bound of a γ̄-contraction, in every norm among
 //     Options.Norms in which the cell proves its bound (Cell.Proven).
 //   - CheckVJP: VJP's (∂f/∂z)ᵀg, (∂f/∂x)ᵀg and every parameter gradient,
@@ -32,10 +32,14 @@
 //
 // # Example
 //
-// A user's test of a cell is a few lines:
+// A user's test of a cell is a few lines (the package's example_test.go
+// checks a user-defined cell this way):
 //
 //	func TestMyCell(t *testing.T) {
-//		cell := NewMyCell(...)
+//		cell, err := NewMyCell(...)
+//		if err != nil {
+//			t.Fatal(err)
+//		}
 //		deqtest.CheckCell(t, cell, nil)
 //	}
 //
