@@ -1,0 +1,131 @@
+package deqtest_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/deqgo/deq/deqtest"
+	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
+)
+
+// biasedCell adds bias to every sampled evaluation (Size below Terms);
+// its exact map is correct.
+type biasedCell struct {
+	layers.Cell
+	bias float64
+}
+
+func (c biasedCell) Evaluator(n int) (layers.Evaluator, error) {
+	e, err := c.Cell.Evaluator(n)
+	return biasedEval{e, c.bias}, err
+}
+
+type biasedEval struct {
+	layers.Evaluator
+	bias float64
+}
+
+func (e biasedEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
+	k, err := e.Evaluator.Eval(dst, z, s)
+	if s.Size < e.Terms() {
+		for i := range dst {
+			dst[i] += e.bias
+		}
+	}
+	return k, err
+}
+
+// wrongVJPCell scales VJP's (∂f/∂z)ᵀg by factor.
+type wrongVJPCell struct {
+	layers.Cell
+	factor float64
+}
+
+func (c wrongVJPCell) Evaluator(n int) (layers.Evaluator, error) {
+	e, err := c.Cell.Evaluator(n)
+	return wrongVJPEval{e, c.factor}, err
+}
+
+type wrongVJPEval struct {
+	layers.Evaluator
+	factor float64
+}
+
+func (e wrongVJPEval) VJP(dz, dx, z, g []float64) error {
+	err := e.Evaluator.VJP(dz, dx, z, g)
+	for i := range dz {
+		dz[i] *= e.factor
+	}
+	return err
+}
+
+// understatedCell reports half the wrapped cell's Lipschitz bound.
+type understatedCell struct{ layers.Cell }
+
+func (c understatedCell) Gamma() float64 { return c.Cell.Gamma() / 2 }
+
+var (
+	_ layers.Cell      = biasedCell{}
+	_ layers.Evaluator = biasedEval{}
+	_ layers.Cell      = wrongVJPCell{}
+	_ layers.Evaluator = wrongVJPEval{}
+	_ layers.Cell      = understatedCell{}
+)
+
+func TestBrokenCellsAreCaught(t *testing.T) {
+	mixture := func(seed uint64) layers.Cell {
+		return must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Activation: layers.Tanh, Seed: seed}))
+	}
+	dense := func(seed uint64) layers.Cell {
+		return must(layers.NewDense(layers.DenseConfig{Hidden: 5, Input: 3, Activation: layers.Tanh, Seed: seed}))
+	}
+	for _, seed := range []uint64{1, 2, 3} {
+		o := &deqtest.Options{Seed: seed}
+		t.Run("biased-oracle", func(t *testing.T) {
+			// A bias of 0.01 on a sampled oracle whose draws spread by
+			// about 0.3: 5 standard errors of a mean of 20000 draws.
+			c := biasedCell{mixture(seed), 0.01}
+			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, c, o) }, "CheckUnbiased", "standard errors")
+			// The stochastic solve converges to the biased map's fixed
+			// point, out of its certificate's reach. The certificate's own
+			// noise (about 0.2 here) hides smaller biases: CheckUnbiased is
+			// the sharp test of bias, CheckFixedPoint the test of the
+			// certificates. (Many terms, so that the solve's minibatches
+			// are sampled, not exact averages.)
+			many := must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 1024, PatchLen: 1, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: seed}))
+			caught(t, func(tb testing.TB) { deqtest.CheckFixedPoint(tb, biasedCell{many, 0.5}, o) }, "CheckFixedPoint", "beyond its certificate")
+		})
+		t.Run("wrong-vjp", func(t *testing.T) {
+			c := wrongVJPCell{dense(seed), 1.001}
+			caught(t, func(tb testing.TB) { deqtest.CheckVJP(tb, c, o) }, "CheckVJP", "∂⟨g, f⟩/∂z", "central difference")
+		})
+		t.Run("understated-lipschitz", func(t *testing.T) {
+			for _, c := range []layers.Cell{dense(seed), mixture(seed)} {
+				caught(t, func(tb testing.TB) { deqtest.CheckLipschitz(tb, understatedCell{c}, o) }, "CheckLipschitz", "exceeds Gamma()")
+			}
+		})
+		t.Run("nan", func(t *testing.T) {
+			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, biasedCell{mixture(seed), math.NaN()}, o) }, "CheckUnbiased")
+		})
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	c := must(layers.NewDense(layers.DenseConfig{Hidden: 2, Input: 1}))
+	for _, tc := range []struct {
+		o    deqtest.Options
+		want string
+	}{
+		{deqtest.Options{Batch: -1}, "Options.Batch"},
+		{deqtest.Options{Draws: -1}, "Options.Draws"},
+		{deqtest.Options{Alpha: 1}, "Options.Alpha"},
+		{deqtest.Options{Delta: math.NaN()}, "Options.Delta"},
+		{deqtest.Options{Step: -1e-6}, "Options.Step"},
+		{deqtest.Options{Budget: -1}, "Options.Budget"},
+		{deqtest.Options{Norms: []string{"l7"}}, "Options.Norms"},
+	} {
+		caught(t, func(tb testing.TB) { deqtest.CheckLipschitz(tb, c, &tc.o) }, tc.want)
+	}
+	caught(t, func(tb testing.TB) { deqtest.CheckCell(tb, nil, nil) }, "nil cell")
+}
