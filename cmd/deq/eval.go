@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -46,7 +45,7 @@ solver work and the residual certificates of the solves.`,
 	fl.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic digits")
 	fl.IntVar(&f.testLimit, "test-limit", 0, "use only the first N test images (0: all)")
 	fl.IntVar(&f.batch, "batch", 0, "evaluation batch size (0: the run's)")
-	fl.StringVar(&f.solver, "solver", "", "forward solver: "+strings.Join(train.Methods(), ", ")+" (default: the run's evaluation solver)")
+	fl.StringVar(&f.solver, "solver", "", "forward solver: "+names(train.Methods())+" (default: the run's evaluation solver)")
 	fl.Float64Var(&f.tol, "tol", 0, "residual tolerance (0: the run's evaluation tolerance)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the run's evaluation limit)")
 	fl.Float64Var(&f.delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
@@ -84,8 +83,6 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		return usagef("--test-limit = %d must not be negative", f.testLimit)
 	case f.batch < 0:
 		return usagef("--batch = %d must not be negative", f.batch)
-	case f.solver != "" && !contains(train.Methods(), f.solver):
-		return usagef("--solver: unknown value %q (want %s)", f.solver, strings.Join(train.Methods(), ", "))
 	case f.tol < 0 || math.IsNaN(f.tol) || math.IsInf(f.tol, 1):
 		return usagef("--tol = %v must be positive and finite (0: the run's)", f.tol)
 	case f.maxIter < 0:
@@ -96,6 +93,10 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		return usagef("--sample-scale = %v must be positive and finite (0: the run's)", f.sampleScale)
 	case f.memory < 0:
 		return usagef("--memory = %d must not be negative", f.memory)
+	}
+	var method train.Method
+	if err := method.UnmarshalText([]byte(f.solver)); err != nil {
+		return usagef("--solver: %v", err)
 	}
 	ck, err := train.Load(f.checkpoint)
 	if err != nil {
@@ -112,10 +113,10 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	s := ck.Config.Eval
-	if f.solver != "" && f.solver != s.Method {
+	if !method.IsZero() && method != s.Method {
 		// Another method keeps the run's budget but none of its
 		// method-specific settings.
-		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, Delta: s.Delta}
+		s = train.SolverConfig{Method: method, Tol: s.Tol, MaxIter: s.MaxIter, Delta: s.Delta}
 	}
 	if f.tol > 0 {
 		s.Tol = f.tol
@@ -143,8 +144,8 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	}
 	rep := &evalReport{
 		Checkpoint: f.checkpoint, Data: data.Name, Examples: em.Examples, Correct: em.Correct,
-		TestAcc: number(em.Accuracy), TestLoss: number(em.Loss), Solver: s.Method, Tol: number(s.Tol), MaxIter: s.MaxIter,
-		Norm: ck.Config.Model.Norm, Cell: ck.Config.Model.Cell, Epochs: ck.Epoch, BLAS: blasimpl.Name,
+		TestAcc: number(em.Accuracy), TestLoss: number(em.Loss), Solver: s.Method.String(), Tol: number(s.Tol), MaxIter: s.MaxIter,
+		Norm: ck.Config.Model.Norm.String(), Cell: ck.Config.Model.Cell.String(), Epochs: ck.Epoch, BLAS: blasimpl.Name,
 		Seconds: time.Since(start).Seconds(), Stats: em.Solver,
 	}
 	if f.json {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/train"
 )
@@ -88,14 +89,14 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	fl.Float64Var(&f.gamma, "gamma", train.DefaultGamma, "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z")
 	fl.IntVar(&f.exactEvery, "exact-every", 1, "l2 constraint: exact spectral norm every N projections (power iteration in between)")
 	fl.StringVar(&f.norm, "norm", "l2", "norm of the hidden state: l2, lp:P, linf or schatten:P")
-	fl.StringVar(&f.solver, "solver", "broyden", "forward solver: "+strings.Join(train.Methods(), ", "))
+	fl.StringVar(&f.solver, "solver", "broyden", "forward solver: "+names(train.Methods()))
 	fl.Float64Var(&f.tol, "tol", train.DefaultForwardTol, "forward residual tolerance (vrghal stops at an estimate of tol/2)")
 	fl.IntVar(&f.maxIter, "max-iter", train.DefaultForwardIter, "forward iteration limit (epochs for vrghal)")
 	fl.Float64Var(&f.delta, "delta", train.DefaultDelta, "failure probability δ ∈ (0, 1) of the certificates and of vrghal")
 	fl.Float64Var(&f.sampleScale, "sample-scale", 1, "vrghal: multiplier on the paper's sample sizes")
 	fl.IntVar(&f.memory, "memory", 0, "anderson/broyden memory (0: the solver's default)")
 	fl.StringVar(&f.backward, "backward", "implicit", "backward mode: implicit, jacobian-free or phantom")
-	fl.StringVar(&f.backwardSolver, "backward-solver", "broyden", "adjoint solver of implicit mode: "+strings.Join(train.Methods(), ", "))
+	fl.StringVar(&f.backwardSolver, "backward-solver", "broyden", "adjoint solver of implicit mode: "+names(train.Methods()))
 	fl.Float64Var(&f.backwardTol, "backward-tol", train.DefaultBackwardTol, "adjoint tolerance, relative to the first residual")
 	fl.IntVar(&f.backwardMaxIter, "backward-max-iter", train.DefaultBackwardIter, "adjoint iteration limit")
 	fl.IntVar(&f.phantomSteps, "phantom-steps", 0, "phantom: unrolled steps (0: 5)")
@@ -159,50 +160,46 @@ func (f *trainFlags) config() (train.Config, error) {
 			return train.Config{}, usagef("%s = %v %s", c.flag, c.v, c.want)
 		}
 	}
-	names := []struct {
+	c := train.Config{
+		Seed: f.seed, Epochs: f.epochs, BatchSize: f.batch, EvalBatchSize: f.evalBatch,
+		LR: f.lr, WeightDecay: f.weightDecay, ClipNorm: f.clipNorm,
+		Model: train.ModelConfig{
+			Hidden: f.hidden, Encoder: f.encoder, Gamma: f.gamma,
+			Units: f.units, Terms: f.terms, ExactEvery: f.exactEvery,
+		},
+		Forward:  train.SolverConfig{Tol: f.tol, MaxIter: f.maxIter, Delta: f.delta, SampleScale: f.sampleScale, Memory: f.memory},
+		Backward: train.BackwardConfig{PhantomSteps: f.phantomSteps, Solver: train.SolverConfig{Tol: f.backwardTol, MaxIter: f.backwardMaxIter, Delta: f.delta, Memory: f.memory}},
+		Eval:     train.SolverConfig{Tol: f.evalTol, MaxIter: f.evalMaxIter},
+	}
+	if c.ClipNorm == 0 {
+		c.ClipNorm = -1
+	}
+	for _, p := range []struct {
 		flag, v string
-		allowed []string
+		dst     interface{ UnmarshalText([]byte) error }
 	}{
-		{"--cell", f.cell, train.Cells()},
-		{"--solver", f.solver, train.Methods()},
-		{"--backward", f.backward, train.BackwardModes()},
-		{"--backward-solver", f.backwardSolver, train.Methods()},
-		{"--schedule", f.schedule, train.Schedules()},
-		{"--normalize", f.normalize, train.Normalizations()},
-	}
-	if f.evalSolver != "" {
-		names = append(names, struct {
-			flag, v string
-			allowed []string
-		}{"--eval-solver", f.evalSolver, train.Methods()})
-	}
-	for _, n := range names {
-		if !contains(n.allowed, n.v) {
-			return train.Config{}, usagef("%s: unknown value %q (want %s)", n.flag, n.v, strings.Join(n.allowed, ", "))
+		{"--cell", f.cell, &c.Model.Cell},
+		{"--activation", f.activation, &c.Model.Activation},
+		{"--norm", f.norm, &c.Model.Norm},
+		{"--solver", f.solver, &c.Forward.Method},
+		{"--backward", f.backward, &c.Backward.Mode},
+		{"--backward-solver", f.backwardSolver, &c.Backward.Solver.Method},
+		{"--eval-solver", f.evalSolver, &c.Eval.Method},
+		{"--schedule", f.schedule, &c.Schedule},
+		{"--normalize", f.normalize, &c.Normalize},
+	} {
+		if err := p.dst.UnmarshalText([]byte(p.v)); err != nil {
+			return train.Config{}, usagef("%s: %v", p.flag, err)
 		}
 	}
+	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
 	switch {
-	case f.terms != 0 && f.cell != "mixture":
+	case f.terms != 0 && c.Model.Cell != train.MixtureCell:
 		return train.Config{}, usagef("--terms applies to --cell mixture only")
-	case f.units != 0 && f.cell != "wide":
+	case f.units != 0 && c.Model.Cell != train.WideCell:
 		return train.Config{}, usagef("--units applies to --cell wide only")
-	case f.sampleScale != 1 && f.solver != "vrghal" && f.backwardSolver != "vrghal" && f.evalSolver != "vrghal":
-		return train.Config{}, usagef("--sample-scale applies to the vrghal solver only")
-	}
-	clip := f.clipNorm
-	if clip == 0 {
-		clip = -1
-	}
-	c := train.Config{
-		Seed: f.seed, Epochs: f.epochs, BatchSize: f.batch, EvalBatchSize: f.evalBatch, Normalize: f.normalize,
-		LR: f.lr, Schedule: f.schedule, WeightDecay: f.weightDecay, ClipNorm: clip,
-		Model: train.ModelConfig{
-			Cell: f.cell, Hidden: f.hidden, Encoder: f.encoder, Activation: f.activation, Gamma: f.gamma,
-			Norm: f.norm, Units: f.units, Terms: f.terms, ExactEvery: f.exactEvery,
-		},
-		Forward:  train.SolverConfig{Method: f.solver, Tol: f.tol, MaxIter: f.maxIter, Delta: f.delta, SampleScale: f.sampleScale, Memory: f.memory},
-		Backward: train.BackwardConfig{Mode: f.backward, PhantomSteps: f.phantomSteps, Solver: train.SolverConfig{Method: f.backwardSolver, Tol: f.backwardTol, MaxIter: f.backwardMaxIter, Delta: f.delta, Memory: f.memory}},
-		Eval:     train.SolverConfig{Method: f.evalSolver, Tol: f.evalTol, MaxIter: f.evalMaxIter},
+	case f.sampleScale != 1 && !stochastic(c.Forward.Method) && !stochastic(c.Backward.Solver.Method) && !stochastic(c.Eval.Method):
+		return train.Config{}, usagef("--sample-scale applies to the stochastic solvers only")
 	}
 	d, err := c.Defaults()
 	if err != nil {
@@ -224,13 +221,13 @@ func flagOfConfigError(err error) string {
 	return msg
 }
 
-func contains(xs []string, v string) bool {
-	for _, x := range xs {
-		if x == v {
-			return true
-		}
+// names joins the names of xs with commas.
+func names[T fmt.Stringer](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = x.String()
 	}
-	return false
+	return strings.Join(s, ", ")
 }
 
 // defaultData returns fashion-mnist when it is installed and synthetic
@@ -460,13 +457,13 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 	c := tr.Config()
 	s := &trainSummary{
 		Data: data.Name, TrainSize: data.Train.Len(), TestSize: data.Test.Len(), BLAS: blasimpl.Name,
-		Cell: c.Model.Cell, Hidden: c.Model.Hidden, Norm: c.Model.Norm, Gamma: number(c.Model.Gamma),
-		Params: tr.Model().NumParams(), Solver: c.Forward.Method, Tol: number(c.Forward.Tol),
-		Backward: c.Backward.Mode, EvalSolver: c.Eval.Method, EvalTol: number(c.Eval.Tol),
+		Cell: c.Model.Cell.String(), Hidden: c.Model.Hidden, Norm: c.Model.Norm.String(), Gamma: number(c.Model.Gamma),
+		Params: tr.Model().NumParams(), Solver: c.Forward.Method.String(), Tol: number(c.Forward.Tol),
+		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(),
 	}
-	if c.Backward.Mode == "implicit" {
-		s.Backward += " (" + c.Backward.Solver.Method + ")"
+	if c.Backward.Mode == deq.Implicit {
+		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"
 	}
 	if f := res.Final(); f != nil {
 		s.Final = *f

@@ -269,11 +269,11 @@ func TestTrainSignalSavesAndResumes(t *testing.T) {
 func TestTrainEveryOption(t *testing.T) {
 	var runs [][]string
 	for _, s := range train.Methods() {
-		runs = append(runs, []string{"--solver", s, "--backward-solver", s})
+		runs = append(runs, []string{"--solver", s.String(), "--backward-solver", s.String()})
 	}
 	runs = append(runs, []string{"--cell", "wide", "--units", "16"}, []string{"--cell", "mixture", "--terms", "4"})
 	for _, b := range train.BackwardModes() {
-		runs = append(runs, []string{"--backward", b})
+		runs = append(runs, []string{"--backward", b.String()})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
 		runs = append(runs, []string{"--norm", n})
