@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -335,5 +336,25 @@ func TestDownloadFlag(t *testing.T) {
 		require.NoError(t, err, "--download runs npm: %s", errOut)
 		require.Contains(t, string(b), "pack")
 		require.NoError(t, os.Remove(log))
+	}
+}
+
+// TestTrainFlagsNameConfigFields: every Config field the flag table names
+// exists, so that train's field errors and --resume's differences map to
+// their flags.
+func TestTrainFlagsNameConfigFields(t *testing.T) {
+	var f trainFlags
+	f.bindConfig(pflag.NewFlagSet("train", pflag.ContinueOnError))
+	require.NotEmpty(t, f.bound)
+	for _, b := range f.bound {
+		for _, field := range b.fields {
+			typ := reflect.TypeOf(train.Config{})
+			for _, part := range strings.Split(field, ".") {
+				sf, ok := typ.FieldByName(part)
+				require.True(t, ok, "--%s: no Config field %s", b.name, field)
+				typ = sf.Type
+			}
+			require.Equal(t, b.name, f.flagOf(field), "one flag per field")
+		}
 	}
 }
