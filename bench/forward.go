@@ -109,8 +109,8 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 	}
 	tols := ForwardTols()
 	rep := &ForwardReport{
-		Data: d.Test.Name, TrainData: d.Train.Name, Cell: model.Config.Cell, Hidden: model.Config.Hidden, Epochs: ts.epochs,
-		Gamma: gamma, Norm: model.Config.Norm, Cached: cached, Tols: tols, MaxIter: DefaultForwardMaxIter,
+		Data: d.Test.Name, TrainData: d.Train.Name, Cell: model.Config.Cell.String(), Hidden: model.Config.Hidden, Epochs: ts.epochs,
+		Gamma: gamma, Norm: model.Config.Norm.String(), Cached: cached, Tols: tols, MaxIter: DefaultForwardMaxIter,
 	}
 	ms := forwardMethods()
 	hits := make([][]*firstHits, len(ms))
@@ -129,7 +129,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 			return nil, err
 		}
 		sh := cell.Shape()
-		ex, err := solver.ParseNorm(model.Config.Norm, sh.Rows, sh.Hidden)
+		ex, err := model.Config.Norm.Norm(sh.Rows, sh.Hidden)
 		if err != nil {
 			return nil, err
 		}

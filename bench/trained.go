@@ -57,7 +57,7 @@ func (s *settings) data() string {
 func (ts trainedSetup) config(seed uint64) train.Config {
 	return train.Config{
 		Seed: seed, Epochs: ts.epochs, BatchSize: ts.batch, LR: ts.lr,
-		Model: train.ModelConfig{Cell: "dense", Hidden: ts.hidden},
+		Model: train.ModelConfig{Cell: train.DenseCell, Hidden: ts.hidden},
 	}
 }
 

@@ -64,7 +64,7 @@ func TestForwardSection(t *testing.T) {
 	ev, err := cell.Evaluator(b.Len())
 	require.NoError(t, err)
 	require.NoError(t, ev.SetInput(e))
-	ex, err := solver.ParseNorm(ck.Model.Config.Norm, cell.Shape().Rows, cell.Shape().Hidden)
+	ex, err := solver.ParseNorm(ck.Model.Config.Norm.String(), cell.Shape().Rows, cell.Shape().Hidden)
 	require.NoError(t, err)
 	norm, err := solver.NewBatched(ex, b.Len())
 	require.NoError(t, err)

@@ -117,8 +117,8 @@ func training(ctx context.Context, s *settings) (*TrainingReport, error) {
 	m := tr.Model()
 	sh := trainingShapes{n: ts.batch, p: m.InputDim, d: m.Config.Encoder, h: m.Config.Hidden, c: m.Classes}
 	rep := &TrainingReport{
-		Data: d.Train.Name, Cell: m.Config.Cell, Hidden: sh.h, Encoder: sh.d, Pixels: sh.p, Classes: sh.c,
-		BatchSize: sh.n, Forward: tr.Config().Forward.Method, Backward: tr.Config().Backward.Mode,
+		Data: d.Train.Name, Cell: m.Config.Cell.String(), Hidden: sh.h, Encoder: sh.d, Pixels: sh.p, Classes: sh.c,
+		BatchSize: sh.n, Forward: tr.Config().Forward.Method.String(), Backward: tr.Config().Backward.Mode.String(),
 		HeapAfterEpoch: heap, MaxRSS: maxRSS(),
 	}
 	// The reference: each distinct product timed alone with blas64.Gemm.

@@ -37,6 +37,11 @@ const (
 	SyntheticName = "synthetic"
 )
 
+// ErrUnknownDataSet is wrapped by the errors of Open and Find for a spec
+// or name that is not a data set they know (and, for Open, not a
+// directory).
+var ErrUnknownDataSet = errors.New("unknown data set")
+
 // StandardFiles are the base names of the four files of an MNIST-style data
 // set: training images and labels, test images and labels. On disk each may
 // carry a ".gz" suffix; whether a file is gzipped is decided by its content.
@@ -291,8 +296,8 @@ func Open(ctx context.Context, spec string, opts *Options) (*Data, error) {
 	default:
 		st, serr := os.Stat(spec)
 		if serr != nil || !st.IsDir() {
-			return nil, fmt.Errorf("datasets: %q is neither a data set (%s, %s) nor a directory",
-				spec, knownNames, SyntheticName)
+			return nil, fmt.Errorf("datasets: %q is neither a data set (%s, %s) nor a directory: %w",
+				spec, knownNames, SyntheticName, ErrUnknownDataSet)
 		}
 		data, err = loadDir(ctx, spec, spec, &o)
 	}
@@ -372,7 +377,7 @@ func Find(name string, opts *Options) (string, error) {
 		o = *opts
 	}
 	if !isKnown(name) {
-		return "", fmt.Errorf("datasets: unknown data set %q (known: %s)", name, knownNames)
+		return "", fmt.Errorf("datasets: %w %q (known: %s)", ErrUnknownDataSet, name, knownNames)
 	}
 	var dirs []string
 	for _, d := range o.systemDirs() {

@@ -171,6 +171,7 @@ func TestOpenDirectoryErrors(t *testing.T) {
 	}
 	_, err = Open(ctx, "no-such-data-set", isolated(t))
 	require.ErrorContains(t, err, "neither a data set", "unknown spec")
+	require.ErrorIs(t, err, ErrUnknownDataSet, "unknown spec")
 	for _, tc := range []struct {
 		field string
 		edit  func(*Options)

@@ -7,6 +7,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Adam is the Adam optimiser (Kingma and Ba, 2015) as a gorgonia.Solver.
@@ -139,23 +141,13 @@ func (a *Adam) SetState(s AdamState) error {
 		if len(s.M[i]) != len(s.V[i]) {
 			return fmt.Errorf("train: AdamState moment %d has lengths %d and %d", i, len(s.M[i]), len(s.V[i]))
 		}
-		if !allFinite(s.M[i]) || !allFinite(s.V[i]) {
+		if !numeric.AllFinite(s.M[i]) || !numeric.AllFinite(s.V[i]) {
 			return fmt.Errorf("train: AdamState moment %d is not finite", i)
 		}
 	}
 	a.t = s.Step
 	a.m, a.v = clone2(s.M), clone2(s.V)
 	return nil
-}
-
-// allFinite reports whether x holds no NaN or Inf.
-func allFinite(x []float64) bool {
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // clone2 returns a deep copy of x (nil for an empty x).

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
 )
 
@@ -118,7 +119,7 @@ func (t *Trainer) marshal() ([]byte, error) {
 	}
 	var data []float64
 	add := func(name string, rows, cols int, x []float64) error {
-		if !allFinite(x) {
+		if !numeric.AllFinite(x) {
 			return fmt.Errorf("train: refusing to write a checkpoint: %s holds NaN or Inf", name)
 		}
 		m.Tensors = append(m.Tensors, tensorInfo{name, rows, cols})
@@ -329,7 +330,7 @@ func decode(b []byte) (*Checkpoint, error) {
 		for i := range x {
 			x[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[off+8*i:]))
 		}
-		if !allFinite(x) {
+		if !numeric.AllFinite(x) {
 			return nil, fmt.Errorf("%w: tensor %s holds NaN or Inf", ErrCorrupt, ti.Name)
 		}
 		tensors[ti.Name] = x
@@ -368,8 +369,8 @@ func (ck *Checkpoint) build() error {
 			return fmt.Errorf("%w: input standardisation has %d means and %d deviations", ErrCorrupt, len(mean), len(norm.Std))
 		}
 	}
-	if (norm == nil) != (cfg.Normalize == "none") {
-		return fmt.Errorf("%w: input standardisation does not match Normalize = %q", ErrCorrupt, cfg.Normalize)
+	if (norm == nil) != (cfg.Normalize == NormalizeNone) {
+		return fmt.Errorf("%w: input standardisation does not match Normalize = %v", ErrCorrupt, cfg.Normalize)
 	}
 	// Refuse shapes the stored tensors cannot hold before allocating the
 	// model, so that a damaged size cannot make Load allocate gigabytes.
@@ -489,11 +490,11 @@ func (c ModelConfig) minParams(inputDim, classes int) float64 {
 	h, e := float64(c.Hidden), float64(c.Encoder)
 	n := float64(inputDim)*e + h*float64(classes)
 	switch c.Cell {
-	case "dense":
+	case DenseCell:
 		n += h * (h + e)
-	case "wide":
+	case WideCell:
 		n += float64(c.Units) * (h + e)
-	case "mixture":
+	case MixtureCell:
 		n += float64(c.Terms)*h*h + e*h
 	}
 	return n

@@ -1,9 +1,11 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"strings"
+	"reflect"
+	"slices"
 
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
@@ -34,7 +36,11 @@ const (
 
 // Config configures a training run. The zero value of every field selects
 // the documented default (Defaults returns the filled-in copy); negative,
-// NaN and unknown values are errors naming the field.
+// NaN and unknown values are errors naming the field (*FieldError).
+//
+// The enumerations are typed values; their text forms (the names of their
+// Parse functions) are the JSON form of a Config in checkpoints and
+// metrics.
 //
 // A Config is saved in every checkpoint, and Resume refuses a checkpoint
 // whose run differs, so every field here is part of a run's identity: the
@@ -56,18 +62,18 @@ type Config struct {
 	// means DefaultEvalBatchSize.
 	EvalBatchSize int
 	// Normalize standardises the pixels with statistics of the training set
-	// (saved in the model): "global" (the default), "per-pixel" or "none".
-	Normalize string
+	// (saved in the model); the zero value is NormalizeGlobal.
+	Normalize Normalization
 
 	// LR is the peak learning rate of Adam. Zero means DefaultLR.
 	LR float64
 	// Schedule is the learning-rate schedule over the run's optimiser
 	// steps t = 0, …, T−1 (T = Epochs × batches per epoch):
 	//
-	//	"cosine" (the default)  LR·(1 + cos(πt/T))/2
-	//	"step"                  LR, then LR/10 from epoch ⌊Epochs/2⌋ and LR/100 from ⌊3·Epochs/4⌋
-	//	"constant"              LR
-	Schedule string
+	//	Cosine (the zero value)  LR·(1 + cos(πt/T))/2
+	//	Step                     LR, then LR/10 from epoch ⌊Epochs/2⌋ and LR/100 from ⌊3·Epochs/4⌋
+	//	Constant                 LR
+	Schedule Schedule
 	// WeightDecay is the decoupled weight decay of AdamW: every step first
 	// shrinks each weight matrix (not the biases) by the factor
 	// 1 − lr_t·WeightDecay. Zero means none.
@@ -108,28 +114,27 @@ type Config struct {
 // on images standardised as Config.Normalize says. Hidden states are
 // vectors (Rows = 1).
 type ModelConfig struct {
-	// Cell is "dense" (the default, deterministic), "wide" (a stochastic
-	// two-layer cell averaging Units hidden units) or "mixture" (a
-	// stochastic cell averaging Terms terms, each reading
+	// Cell is DenseCell (the zero value, deterministic), WideCell (a
+	// stochastic two-layer cell averaging Units hidden units) or
+	// MixtureCell (a stochastic cell averaging Terms terms, each reading
 	// Encoder/Terms encoder features).
-	Cell string
+	Cell CellKind
 	// Hidden is the size of the hidden state. Zero means DefaultHidden.
 	Hidden int
 	// Encoder is the number of encoder features. Zero means Hidden (for
 	// mixture, the multiple of Terms nearest above Hidden).
 	Encoder int
-	// Activation is the cell's activation, "relu" (the default) or "tanh".
-	Activation string
+	// Activation is the cell's activation; the zero value is layers.ReLU.
+	Activation layers.Activation
 	// Gamma is the Lipschitz bound γ̄ in z that the cell is projected onto
 	// after every step. Zero means DefaultGamma. It must lie in (0, 1) for
 	// the deterministic solvers to contract.
 	Gamma float64
-	// Norm is the per-example norm of the hidden state, as accepted by
-	// solver.ParseNorm ("l2" (the default), "lp:P", "linf",
-	// "schatten:P"). Residuals, tolerances and certificates are measured in
-	// it, and the cell's Lipschitz constraint uses it (l2 for schatten:P,
-	// which on vector states is the ℓ2 norm).
-	Norm string
+	// Norm is the per-example norm of the hidden state; the zero value is
+	// ℓ2. Residuals, tolerances and certificates are measured in it, and
+	// the cell's Lipschitz constraint is layers.ConstraintFor it (ℓ2 for
+	// Schatten-p, which on vector states is the ℓ2 norm).
+	Norm NormSpec
 	// Units is the Wide cell's number of hidden units M. Zero means
 	// DefaultUnitsPerDim·Hidden.
 	Units int
@@ -144,15 +149,15 @@ type ModelConfig struct {
 
 // SolverConfig names a fixed-point method and its budget.
 type SolverConfig struct {
-	// Method is "picard", "km", "halpern", "ghal", "anderson", "broyden" or
-	// "vrghal". The deterministic methods see the cell's exact operator;
-	// vrghal sees the minibatch oracle of a stochastic cell (and the exact
-	// operator, as a deterministic oracle, of the dense cell).
-	Method string
+	// Method is a method of the solver registry (see Methods). The
+	// deterministic methods see the cell's exact operator; the stochastic
+	// one (VR-GHAL) sees the minibatch oracle of a stochastic cell (and the
+	// exact operator, as a deterministic oracle, of the dense cell).
+	Method Method
 	// Tol is the residual tolerance in the model's norm, for every example
-	// of a batch. VR-GHAL stops when its estimated residual is at most
-	// Tol/2, leaving the other half for the estimate's error. A batch
-	// "meets the tolerance" when its certified bound is at most Tol.
+	// of a batch; the method's stopping test aims at it as
+	// solver.MethodInfo.Tol says. A batch "meets the tolerance" when its
+	// certified bound is at most Tol.
 	Tol float64
 	// MaxIter limits iterations (epochs for VR-GHAL).
 	MaxIter int
@@ -167,25 +172,35 @@ type SolverConfig struct {
 	Memory int
 }
 
+// defaultMethod returns the default method of the forward and adjoint
+// solves: Broyden's.
+func defaultMethod() Method {
+	m, err := MethodOf(solver.Broyden{})
+	if err != nil {
+		panic(err) // Broyden is in the registry
+	}
+	return m
+}
+
 // DefaultForward returns the forward solver used where Config.Forward's
 // fields are zero: Broyden, DefaultForwardTol, DefaultForwardIter
 // iterations, DefaultDelta.
 func DefaultForward() SolverConfig {
-	return SolverConfig{Method: "broyden", Tol: DefaultForwardTol, MaxIter: DefaultForwardIter, Delta: DefaultDelta}
+	return SolverConfig{Method: defaultMethod(), Tol: DefaultForwardTol, MaxIter: DefaultForwardIter, Delta: DefaultDelta}
 }
 
 // DefaultBackwardSolver returns the adjoint solver used where
 // Config.Backward.Solver's fields are zero: Broyden, DefaultBackwardTol
 // (relative), DefaultBackwardIter iterations, DefaultDelta.
 func DefaultBackwardSolver() SolverConfig {
-	return SolverConfig{Method: "broyden", Tol: DefaultBackwardTol, MaxIter: DefaultBackwardIter, Delta: DefaultDelta}
+	return SolverConfig{Method: defaultMethod(), Tol: DefaultBackwardTol, MaxIter: DefaultBackwardIter, Delta: DefaultDelta}
 }
 
 // BackwardConfig selects how gradients pass through the fixed point.
 type BackwardConfig struct {
-	// Mode is "implicit" (the default: solve the adjoint fixed point with
-	// Solver), "jacobian-free" or "phantom" (see deq.Backward).
-	Mode string
+	// Mode is the backward mode; the zero value is deq.Implicit (solve the
+	// adjoint fixed point with Solver).
+	Mode deq.Backward
 	// Solver is the adjoint solver of implicit mode. Zero fields take the
 	// values of DefaultBackwardSolver(). Its Tol is relative: the adjoint
 	// solve stops when its residual is at most Tol times its residual at
@@ -198,31 +213,13 @@ type BackwardConfig struct {
 	PhantomSteps int
 }
 
-// Methods returns the accepted SolverConfig.Method names: the methods of
-// the solver registry that are not stochastic baselines.
-func Methods() []string {
-	var out []string
-	for _, m := range solver.Methods() {
-		if !m.Baseline {
-			out = append(out, m.Name)
-		}
-	}
-	return out
+// BackwardModes returns the backward modes a BackwardConfig accepts.
+func BackwardModes() []deq.Backward {
+	return []deq.Backward{deq.Implicit, deq.JacobianFree, deq.Phantom}
 }
 
-// Cells returns the accepted ModelConfig.Cell names.
-func Cells() []string { return []string{"dense", "wide", "mixture"} }
-
-// BackwardModes returns the accepted BackwardConfig.Mode names.
-func BackwardModes() []string { return []string{"implicit", "jacobian-free", "phantom"} }
-
-// Schedules returns the accepted Config.Schedule names.
-func Schedules() []string { return []string{"cosine", "step", "constant"} }
-
-// Normalizations returns the accepted Config.Normalize names.
-func Normalizations() []string { return []string{"global", "per-pixel", "none"} }
-
 // Defaults validates c and returns a copy with every default filled in.
+// Its errors are *FieldError.
 func (c Config) Defaults() (Config, error) {
 	d := c
 	switch {
@@ -232,8 +229,12 @@ func (c Config) Defaults() (Config, error) {
 		return d, fieldErr("BatchSize", c.BatchSize, "must not be negative")
 	case c.EvalBatchSize < 0:
 		return d, fieldErr("EvalBatchSize", c.EvalBatchSize, "must not be negative")
+	case !c.Normalize.valid():
+		return d, fieldErr("Normalize", c.Normalize, "is not a normalisation")
 	case c.LR < 0 || notFinite(c.LR):
 		return d, fieldErr("LR", c.LR, "must be positive and finite")
+	case !c.Schedule.valid():
+		return d, fieldErr("Schedule", c.Schedule, "is not a schedule")
 	case c.WeightDecay < 0 || notFinite(c.WeightDecay):
 		return d, fieldErr("WeightDecay", c.WeightDecay, "must be non-negative and finite")
 	case notFinite(c.ClipNorm):
@@ -246,28 +247,20 @@ func (c Config) Defaults() (Config, error) {
 		return d, fieldErr("AdamEps", c.AdamEps, "must be positive and finite")
 	case c.MaxBadBatches < 0:
 		return d, fieldErr("MaxBadBatches", c.MaxBadBatches, "must not be negative")
+	case !slices.Contains(BackwardModes(), c.Backward.Mode):
+		return d, fieldErr("Backward.Mode", c.Backward.Mode, "is not a backward mode")
+	case c.Backward.PhantomSteps < 0:
+		return d, fieldErr("Backward.PhantomSteps", c.Backward.PhantomSteps, "must not be negative")
 	}
-	d.Epochs = orInt(c.Epochs, DefaultEpochs)
-	d.BatchSize = orInt(c.BatchSize, DefaultBatchSize)
-	d.EvalBatchSize = orInt(c.EvalBatchSize, DefaultEvalBatchSize)
-	d.LR = orFloat(c.LR, DefaultLR)
-	d.ClipNorm = orFloat(c.ClipNorm, DefaultClipNorm)
-	d.Beta1 = orFloat(c.Beta1, DefaultBeta1)
-	d.Beta2 = orFloat(c.Beta2, DefaultBeta2)
-	d.AdamEps = orFloat(c.AdamEps, DefaultAdamEps)
-	d.MaxBadBatches = orInt(c.MaxBadBatches, DefaultMaxBadBatches)
-	if d.Normalize == "" {
-		d.Normalize = "global"
-	}
-	if err := oneOf("Normalize", d.Normalize, Normalizations()); err != nil {
-		return d, err
-	}
-	if d.Schedule == "" {
-		d.Schedule = "cosine"
-	}
-	if err := oneOf("Schedule", d.Schedule, Schedules()); err != nil {
-		return d, err
-	}
+	d.Epochs = cmp.Or(c.Epochs, DefaultEpochs)
+	d.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	d.EvalBatchSize = cmp.Or(c.EvalBatchSize, DefaultEvalBatchSize)
+	d.LR = cmp.Or(c.LR, DefaultLR)
+	d.ClipNorm = cmp.Or(c.ClipNorm, DefaultClipNorm)
+	d.Beta1 = cmp.Or(c.Beta1, DefaultBeta1)
+	d.Beta2 = cmp.Or(c.Beta2, DefaultBeta2)
+	d.AdamEps = cmp.Or(c.AdamEps, DefaultAdamEps)
+	d.MaxBadBatches = cmp.Or(c.MaxBadBatches, DefaultMaxBadBatches)
 	var err error
 	if d.Model, err = c.Model.defaults(); err != nil {
 		return d, err
@@ -275,16 +268,7 @@ func (c Config) Defaults() (Config, error) {
 	if d.Forward, err = c.Forward.merge("Forward", DefaultForward()); err != nil {
 		return d, err
 	}
-	if d.Backward.Mode == "" {
-		d.Backward.Mode = "implicit"
-	}
-	if err := oneOf("Backward.Mode", d.Backward.Mode, BackwardModes()); err != nil {
-		return d, err
-	}
-	if c.Backward.PhantomSteps < 0 {
-		return d, fieldErr("Backward.PhantomSteps", c.Backward.PhantomSteps, "must not be negative")
-	}
-	d.Backward.PhantomSteps = orInt(c.Backward.PhantomSteps, deq.DefaultPhantomSteps)
+	d.Backward.PhantomSteps = cmp.Or(c.Backward.PhantomSteps, deq.DefaultPhantomSteps)
 	if d.Backward.Solver, err = c.Backward.Solver.merge("Backward.Solver", DefaultBackwardSolver()); err != nil {
 		return d, err
 	}
@@ -300,10 +284,14 @@ func (c Config) Defaults() (Config, error) {
 func (m ModelConfig) defaults() (ModelConfig, error) {
 	d := m
 	switch {
+	case !m.Cell.valid():
+		return d, fieldErr("Model.Cell", m.Cell, "is not a cell kind")
 	case m.Hidden < 0:
 		return d, fieldErr("Model.Hidden", m.Hidden, "must not be negative")
 	case m.Encoder < 0:
 		return d, fieldErr("Model.Encoder", m.Encoder, "must not be negative")
+	case !validActivation(m.Activation):
+		return d, fieldErr("Model.Activation", m.Activation, "is not an activation")
 	case m.Gamma < 0 || m.Gamma >= 1 || math.IsNaN(m.Gamma):
 		return d, fieldErr("Model.Gamma", m.Gamma, "must lie in (0, 1)")
 	case m.Units < 0:
@@ -313,51 +301,45 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	case m.ExactEvery < 0:
 		return d, fieldErr("Model.ExactEvery", m.ExactEvery, "must not be negative")
 	}
-	if d.Cell == "" {
-		d.Cell = "dense"
+	if _, err := m.Norm.Norm(1, 1); err != nil {
+		return d, fieldErr("Model.Norm", m.Norm, "is not a norm")
 	}
-	if err := oneOf("Model.Cell", d.Cell, Cells()); err != nil {
-		return d, err
-	}
-	if d.Activation == "" {
-		d.Activation = "relu"
-	}
-	if _, err := layers.ParseActivation(d.Activation); err != nil {
-		return d, fmt.Errorf("train: Config.Model.Activation: %w", err)
-	}
-	if d.Norm == "" {
-		d.Norm = "l2"
-	}
-	if _, err := solver.ParseNorm(d.Norm, 1, 1); err != nil {
-		return d, fmt.Errorf("train: Config.Model.Norm: %w", err)
-	}
-	d.Hidden = orInt(m.Hidden, DefaultHidden)
-	d.Gamma = orFloat(m.Gamma, DefaultGamma)
-	d.ExactEvery = orInt(m.ExactEvery, 1)
+	d.Hidden = cmp.Or(m.Hidden, DefaultHidden)
+	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
+	d.ExactEvery = cmp.Or(m.ExactEvery, 1)
 	switch d.Cell {
-	case "wide":
-		d.Units = orInt(m.Units, DefaultUnitsPerDim*d.Hidden)
+	case WideCell:
+		d.Units = cmp.Or(m.Units, DefaultUnitsPerDim*d.Hidden)
 		d.Terms = 0
-		d.Encoder = orInt(m.Encoder, d.Hidden)
-	case "mixture":
-		d.Terms = orInt(m.Terms, DefaultTerms)
+		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
+	case MixtureCell:
+		d.Terms = cmp.Or(m.Terms, DefaultTerms)
 		d.Units = 0
 		if d.Encoder == 0 {
 			d.Encoder = (d.Hidden + d.Terms - 1) / d.Terms * d.Terms
 		}
 		if d.Encoder%d.Terms != 0 {
-			return d, fmt.Errorf("train: Config.Model.Encoder = %d is not a multiple of Terms = %d", d.Encoder, d.Terms)
+			return d, fieldErr("Model.Encoder", d.Encoder, fmt.Sprintf("is not a multiple of Terms = %d", d.Terms))
 		}
 	default:
 		d.Units, d.Terms = 0, 0
-		d.Encoder = orInt(m.Encoder, d.Hidden)
+		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
 	}
 	return d, nil
+}
+
+// validActivation reports whether a is one of layers' activations.
+func validActivation(a layers.Activation) bool {
+	_, err := a.MarshalText()
+	return err == nil
 }
 
 // merge validates s and fills its zero fields from base.
 func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, error) {
 	switch {
+	case s.Method.index < 0 || s.Method.index > len(solver.Methods()) ||
+		(!s.Method.IsZero() && s.Method.Info().Baseline):
+		return s, fieldErr(field+".Method", s.Method, "is not a method of Methods()")
 	case s.Tol < 0 || notFinite(s.Tol):
 		return s, fieldErr(field+".Tol", s.Tol, "must be positive and finite")
 	case s.MaxIter < 0:
@@ -370,71 +352,108 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 		return s, fieldErr(field+".Memory", s.Memory, "must not be negative")
 	}
 	d := s
-	if d.Method == "" {
+	if d.Method.IsZero() {
 		d.Method = base.Method
 	}
-	if err := oneOf(field+".Method", d.Method, Methods()); err != nil {
-		return d, err
-	}
-	d.Tol = orFloat(s.Tol, base.Tol)
-	d.MaxIter = orInt(s.MaxIter, base.MaxIter)
-	d.Delta = orFloat(s.Delta, base.Delta)
-	d.SampleScale = orFloat(s.SampleScale, base.SampleScale)
-	d.Memory = orInt(s.Memory, base.Memory)
+	d.Tol = cmp.Or(s.Tol, base.Tol)
+	d.MaxIter = cmp.Or(s.MaxIter, base.MaxIter)
+	d.Delta = cmp.Or(s.Delta, base.Delta)
+	d.SampleScale = cmp.Or(s.SampleScale, base.SampleScale)
+	d.Memory = cmp.Or(s.Memory, base.Memory)
 	return d, nil
 }
 
 // method builds the solver.Method of s for a cell with Lipschitz bound
 // gamma.
 func (s SolverConfig) method(gamma float64) solver.Method {
-	return s.entry().New(solver.MethodOptions{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale, Memory: s.Memory})
-}
-
-// entry returns the registry entry of s.Method.
-func (s SolverConfig) entry() solver.MethodInfo {
-	m, err := solver.LookupMethod(s.Method)
-	if err != nil {
-		panic("train: " + err.Error()) // merge validated the name
-	}
-	return m
+	return s.Method.Info().New(solver.MethodOptions{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale, Memory: s.Memory})
 }
 
 // settings returns the solver.Settings of s; relative makes Tol relative
 // to the first residual.
 func (s SolverConfig) settings(skipCert, relative bool) solver.Settings {
 	return solver.Settings{
-		Tol:      s.entry().Tol(s.Tol),
+		Tol:      s.Method.Info().Tol(s.Tol),
 		Relative: relative,
 		MaxIter:  s.MaxIter,
 		Certify:  solver.CertifySettings{Skip: skipCert, Delta: s.Delta},
 	}
 }
 
-func fieldErr(field string, v any, why string) error {
-	return fmt.Errorf("train: Config.%s = %v %s", field, v, why)
+// oracle returns the oracle mode under which the method of s sees a
+// stochastic cell: the sampled oracle for the stochastic methods, the
+// exact operator for the others.
+func (s SolverConfig) oracle() deq.OracleMode {
+	if s.Method.Info().Stochastic {
+		return deq.Sampled
+	}
+	return deq.Auto
 }
 
-func oneOf(field, v string, allowed []string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
+// FieldError reports an invalid Config field.
+type FieldError struct {
+	// Field is the field's path below Config, such as "Model.Hidden", as
+	// Diff names it.
+	Field string
+	// Value is the field's value.
+	Value any
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("train: Config.%s = %v %s", e.Field, e.Value, e.Reason)
+}
+
+func fieldErr(field string, v any, why string) error {
+	return &FieldError{Field: field, Value: v, Reason: why}
+}
+
+// FieldDiff is a field in which two Configs differ (see Config.Diff).
+type FieldDiff struct {
+	// Field is the field's path below Config, such as "Model.Hidden" or
+	// "Backward.Solver.Tol".
+	Field string
+	// A and B are the field's values in the receiver and the argument of
+	// Diff.
+	A, B any
+}
+
+// Diff returns the fields in which c and o differ, in the order of their
+// declaration. Nested configurations (ModelConfig, SolverConfig,
+// BackwardConfig) are compared field by field; every other field, typed
+// values included, as a whole.
+func (c Config) Diff(o Config) []FieldDiff {
+	return diff(nil, "", reflect.ValueOf(c), reflect.ValueOf(o))
+}
+
+func diff(out []FieldDiff, prefix string, a, b reflect.Value) []FieldDiff {
+	t := a.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		fa, fb := a.Field(i), b.Field(i)
+		if f.Type.Kind() == reflect.Struct && hasExported(f.Type) {
+			out = diff(out, prefix+f.Name+".", fa, fb)
+			continue
+		}
+		if !fa.Equal(fb) {
+			out = append(out, FieldDiff{Field: prefix + f.Name, A: fa.Interface(), B: fb.Interface()})
 		}
 	}
-	return fmt.Errorf("train: Config.%s = %q is not one of %s", field, v, strings.Join(allowed, ", "))
+	return out
+}
+
+// hasExported reports whether the struct type t has an exported field:
+// the nested configurations do, the typed values (Method, NormSpec) do
+// not.
+func hasExported(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if t.Field(i).IsExported() {
+			return true
+		}
+	}
+	return false
 }
 
 func notFinite(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-
-func orInt(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-func orFloat(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}

@@ -1,22 +1,30 @@
 package train
 
 import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 func TestConfigDefaults(t *testing.T) {
 	c, err := Config{}.Defaults()
 	require.NoError(t, err)
 	want := Config{
-		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: "global",
-		LR: DefaultLR, Schedule: "cosine", ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
+		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: NormalizeGlobal,
+		LR: DefaultLR, Schedule: Cosine, ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
-		Model:    ModelConfig{Cell: "dense", Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: "relu", Gamma: DefaultGamma, Norm: "l2", ExactEvery: 1},
+		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1},
 		Forward:  DefaultForward(),
-		Backward: BackwardConfig{Mode: "implicit", Solver: DefaultBackwardSolver(), PhantomSteps: 5},
-		Eval:     SolverConfig{Method: "broyden", Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
+		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
+		Eval:     SolverConfig{Method: method("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
 	}
 	require.Equal(t, want, c)
 	again, err := c.Defaults()
@@ -24,17 +32,17 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, c, again, "Defaults is idempotent")
 
 	// Cell-specific defaults.
-	w, err := Config{Model: ModelConfig{Cell: "wide", Hidden: 10}}.Defaults()
+	w, err := Config{Model: ModelConfig{Cell: WideCell, Hidden: 10}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, 40, w.Model.Units)
 	require.Equal(t, 10, w.Model.Encoder)
-	m, err := Config{Model: ModelConfig{Cell: "mixture", Hidden: 10, Terms: 4}}.Defaults()
+	m, err := Config{Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, 12, m.Model.Encoder, "rounded up to a multiple of Terms")
 	// The evaluation solver inherits the forward one.
-	e, err := Config{Forward: SolverConfig{Method: "anderson", Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
+	e, err := Config{Forward: SolverConfig{Method: method("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
 	require.NoError(t, err)
-	require.Equal(t, SolverConfig{Method: "anderson", Tol: 1e-3, MaxIter: 100, Delta: DefaultDelta, Memory: 3}, e.Eval)
+	require.Equal(t, SolverConfig{Method: method("anderson"), Tol: 1e-3, MaxIter: 100, Delta: DefaultDelta, Memory: 3}, e.Eval)
 	// A negative ClipNorm (no clipping) is kept.
 	n, err := Config{ClipNorm: -1}.Defaults()
 	require.NoError(t, err)
@@ -42,32 +50,177 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
+	baseline := Method{}
+	for i, m := range solver.Methods() {
+		if m.Baseline {
+			baseline = Method{index: i + 1}
+		}
+	}
+	require.False(t, baseline.IsZero())
 	for _, tc := range []struct {
 		c     Config
 		field string
 	}{
-		{Config{Epochs: -1}, "Config.Epochs"},
-		{Config{BatchSize: -1}, "Config.BatchSize"},
-		{Config{LR: -1}, "Config.LR"},
-		{Config{WeightDecay: -1}, "Config.WeightDecay"},
-		{Config{Beta1: 1}, "Config.Beta1"},
-		{Config{Beta2: -0.5}, "Config.Beta2"},
-		{Config{MaxBadBatches: -2}, "Config.MaxBadBatches"},
-		{Config{Schedule: "linear"}, "Config.Schedule"},
-		{Config{Normalize: "z"}, "Config.Normalize"},
-		{Config{Model: ModelConfig{Cell: "conv"}}, "Config.Model.Cell"},
-		{Config{Model: ModelConfig{Gamma: 1}}, "Config.Model.Gamma"},
-		{Config{Model: ModelConfig{Hidden: -4}}, "Config.Model.Hidden"},
-		{Config{Model: ModelConfig{Norm: "l1"}}, "Config.Model.Norm"},
-		{Config{Model: ModelConfig{Activation: "gelu"}}, "Config.Model.Activation"},
-		{Config{Model: ModelConfig{Cell: "mixture", Terms: 3, Encoder: 7}}, "Config.Model.Encoder"},
-		{Config{Forward: SolverConfig{Method: "newton"}}, "Config.Forward.Method"},
-		{Config{Forward: SolverConfig{Tol: -1}}, "Config.Forward.Tol"},
-		{Config{Backward: BackwardConfig{Mode: "unrolled"}}, "Config.Backward.Mode"},
-		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Config.Backward.Solver.Delta"},
-		{Config{Eval: SolverConfig{MaxIter: -1}}, "Config.Eval.MaxIter"},
+		{Config{Epochs: -1}, "Epochs"},
+		{Config{BatchSize: -1}, "BatchSize"},
+		{Config{LR: -1}, "LR"},
+		{Config{WeightDecay: -1}, "WeightDecay"},
+		{Config{Beta1: 1}, "Beta1"},
+		{Config{Beta2: -0.5}, "Beta2"},
+		{Config{MaxBadBatches: -2}, "MaxBadBatches"},
+		{Config{Schedule: Schedule(3)}, "Schedule"},
+		{Config{Normalize: -1}, "Normalize"},
+		{Config{Model: ModelConfig{Cell: CellKind(3)}}, "Model.Cell"},
+		{Config{Model: ModelConfig{Gamma: 1}}, "Model.Gamma"},
+		{Config{Model: ModelConfig{Hidden: -4}}, "Model.Hidden"},
+		{Config{Model: ModelConfig{Activation: layers.Activation(5)}}, "Model.Activation"},
+		{Config{Model: ModelConfig{Cell: MixtureCell, Terms: 3, Encoder: 7}}, "Model.Encoder"},
+		{Config{Forward: SolverConfig{Method: baseline}}, "Forward.Method"},
+		{Config{Forward: SolverConfig{Method: Method{index: 99}}}, "Forward.Method"},
+		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
+		{Config{Backward: BackwardConfig{Mode: deq.Backward(7)}}, "Backward.Mode"},
+		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
+		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Backward.Solver.Delta"},
+		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
 	} {
 		_, err := tc.c.Defaults()
-		require.ErrorContains(t, err, tc.field)
+		require.ErrorContains(t, err, "Config."+tc.field)
+		var fe *FieldError
+		require.True(t, errors.As(err, &fe), "%v", err)
+		require.Equal(t, tc.field, fe.Field)
 	}
+}
+
+func TestParseNames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parse func(string) (any, error)
+		good  []string
+		bad   []string
+	}{
+		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "wide", "mixture"}, []string{"conv", "", "Dense"}},
+		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
+		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
+		{"method", func(s string) (any, error) { return ParseMethod(s) }, []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}, []string{"newton", "minibatch-km", "page-halpern", "stochastic-halpern", ""}},
+		{"norm", func(s string) (any, error) { return ParseNormSpec(s) }, []string{"l2", "lp:4", "linf", "schatten:3", "schatten:inf"}, []string{"l1", "schatten:1", "lp:1", ""}},
+	} {
+		for _, s := range tc.good {
+			v, err := tc.parse(s)
+			require.NoError(t, err, "%s %q", tc.name, s)
+			require.Equal(t, s, v.(interface{ String() string }).String(), "%s %q", tc.name, s)
+			b, err := json.Marshal(v)
+			require.NoError(t, err)
+			require.JSONEq(t, `"`+s+`"`, string(b))
+		}
+		for _, s := range tc.bad {
+			_, err := tc.parse(s)
+			require.Error(t, err, "%s %q", tc.name, s)
+		}
+	}
+	var names []string
+	for _, m := range Methods() {
+		names = append(names, m.String())
+	}
+	var want []string
+	for _, m := range solver.Methods() {
+		if !m.Baseline {
+			want = append(want, m.Name)
+		}
+	}
+	require.Equal(t, want, names, "Methods are the registry's non-baselines")
+	// Unknown names are refused with ErrUnknownName.
+	_, err := ParseCellKind("conv")
+	require.ErrorIs(t, err, ErrUnknownName)
+	_, err = ParseMethod("newton")
+	require.ErrorIs(t, err, ErrUnknownName)
+	// A norm builds the solver's norm for a shape, as ParseNorm does.
+	for _, s := range []string{"l2", "lp:3", "linf", "schatten:3"} {
+		got, err := normSpec(s).Norm(2, 5)
+		require.NoError(t, err)
+		want, err := solver.ParseNorm(s, 2, 5)
+		require.NoError(t, err)
+		require.Equal(t, want, got, s)
+	}
+}
+
+// goldenConfigs are the configurations of testdata/configs.golden.json,
+// whose JSON the string-typed Config wrote before the enumerations became
+// typed values.
+func goldenConfigs() []Config {
+	return []Config{
+		{},
+		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: WideCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: method("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: method("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: method("picard")}},
+		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: method("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: method("ghal")}},
+		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: method("km")}, Eval: SolverConfig{Method: method("halpern")}},
+	}
+}
+
+func TestConfigJSONIsUnchanged(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "configs.golden.json"))
+	require.NoError(t, err)
+	var out []Config
+	for _, c := range goldenConfigs() {
+		d, err := c.Defaults()
+		require.NoError(t, err)
+		out = append(out, d)
+	}
+	b, err := json.MarshalIndent(out, "", "\t")
+	require.NoError(t, err)
+	require.Equal(t, string(golden), string(b)+"\n")
+	// And the golden JSON decodes to the same configurations.
+	var back []Config
+	require.NoError(t, json.Unmarshal(golden, &back))
+	require.Equal(t, out, back)
+}
+
+// TestLoadsCheckpointOfStringConfig loads a checkpoint written before the
+// Config's enumerations became typed values (a one-epoch run of tinyConfig
+// in lp:3): its configuration decodes and encodes to the same JSON, and the
+// run resumes.
+func TestLoadsCheckpointOfStringConfig(t *testing.T) {
+	path := filepath.Join("testdata", "v1-before-typed-config.ckpt")
+	ck, err := Load(path)
+	require.NoError(t, err)
+	want := tinyConfig()
+	want.Epochs = 1
+	want.Model.Norm = normSpec("lp:3")
+	want, err = want.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, want, ck.Config)
+	require.Empty(t, want.Diff(ck.Config))
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var m struct {
+		Config json.RawMessage `json:"config"`
+	}
+	ml := int(b[16]) | int(b[17])<<8 | int(b[18])<<16
+	require.NoError(t, json.Unmarshal(b[headerLen:headerLen+ml], &m))
+	again, err := json.Marshal(ck.Config)
+	require.NoError(t, err)
+	require.Equal(t, string(m.Config), string(again))
+
+	tr, te := blobData(128, 50)
+	trn, err := ck.Resume(tr, te, nil)
+	require.NoError(t, err)
+	ep, _ := trn.Position()
+	require.Equal(t, 1, ep, "the run is complete")
+}
+
+func TestConfigDiff(t *testing.T) {
+	a, err := Config{}.Defaults()
+	require.NoError(t, err)
+	require.Empty(t, a.Diff(a))
+	b := a
+	b.Seed = 9
+	b.Model.Norm = normSpec("linf")
+	b.Backward.Solver.Method = method("anderson")
+	b.Schedule = Step
+	require.Equal(t, []FieldDiff{
+		{"Seed", uint64(0), uint64(9)},
+		{"Schedule", Cosine, Step},
+		{"Model.Norm", NormSpec{}, normSpec("linf")},
+		{"Backward.Solver.Method", method("broyden"), method("anderson")},
+	}, a.Diff(b))
 }

@@ -12,7 +12,11 @@
 // # Training
 //
 // New builds a Trainer from a Config whose zero fields select documented
-// defaults. Each batch runs one gorgonia graph — the DEQ is a gorgonia op
+// defaults. The Config's choices are typed values — CellKind, Schedule,
+// Normalization, Method (an entry of the solver registry), NormSpec,
+// layers.Activation and deq.Backward — whose text forms, read by their
+// Parse functions and UnmarshalText, are the names used in checkpoints,
+// metrics and on the command line. Each batch runs one gorgonia graph — the DEQ is a gorgonia op
 // (deq.Layer.Apply) whose backward pass solves the adjoint fixed point in
 // implicit mode — and then: clips the gradient to Config.ClipNorm in global
 // norm, applies decoupled weight decay, takes an Adam step (Adam, a
@@ -61,14 +65,17 @@
 //     changes).
 //   - gorgonia's own AdamSolver cannot be checkpointed or scheduled, so Adam
 //     reimplements it (bit for bit, TestAdamMatchesGorgonia).
-//   - VR-GHAL with the paper's constants is expensive on the stochastic
-//     cells: with SampleScale 0.02 and Tol 0.01 a forward solve of a
-//     128-image batch of the mixture cell (8 terms, 128 hidden) took about
-//     1000 oracle calls and 7500 unit samples, 12 s on two cores, so a
-//     Fashion-MNIST epoch would take over an hour (at 32 hidden and 4 terms,
-//     about 2000 calls and 1.2 s per batch). On the dense cell, whose oracle
-//     is deterministic, each VR-GHAL estimate is one evaluation (27 calls
-//     per batch).
+//   - VR-GHAL, the variance-reduced gradual Halpern method of "Solving
+//     Stochastic Fixed-Point Equations with High Probability" by Jelena
+//     Diakonikolas, is expensive on the stochastic cells with the paper's
+//     constants: its sample sizes grow at least as 1/Tol² and with the
+//     number of iterations, so a forward solve of a mixture or wide cell
+//     draws many more unit samples than a deterministic method needs
+//     evaluations of the exact operator at the same tolerance. SolverConfig.SampleScale
+//     scales the paper's sample sizes down, giving up the paper's
+//     guarantee for the run (the certificate still checks each result). On
+//     the dense cell, whose oracle is deterministic, each VR-GHAL estimate
+//     is one evaluation.
 //   - The adjoint tolerance is relative (BackwardConfig.Solver) and the
 //     adjoint solve is not certified.
 //   - A process killed while saving may leave a temporary file

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
 
@@ -17,10 +18,15 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	broyden, err := train.MethodOf(solver.Broyden{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	cfg := train.Config{
 		Epochs: 3, BatchSize: 64, LR: 3e-3, Seed: 1,
 		Model:   train.ModelConfig{Hidden: 32},
-		Forward: train.SolverConfig{Method: "broyden", Tol: 1e-3},
+		Forward: train.SolverConfig{Method: broyden, Tol: 1e-3},
 	}
 	t, err := train.New(cfg, data.Train, data.Test, nil)
 	if err != nil {

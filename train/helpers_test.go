@@ -104,6 +104,24 @@ func withoutTimes(es []EpochMetrics) []EpochMetrics {
 	return out
 }
 
+// method returns the registry method named name.
+func method(name string) Method {
+	m, err := ParseMethod(name)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// normSpec returns the norm named name.
+func normSpec(name string) NormSpec {
+	n, err := ParseNormSpec(name)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
 // tempPath returns a path in a fresh temporary directory.
 func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
 

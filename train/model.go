@@ -1,7 +1,6 @@
 package train
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
-	"github.com/deqgo/deq/solver"
 )
 
 // param is a trainable matrix of the encoder or the readout, stored
@@ -65,11 +64,7 @@ func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer,
 	if norm != nil {
 		m.Mean, m.Std = slices.Clone(norm.Mean), slices.Clone(norm.Std)
 	}
-	act, err := layers.ParseActivation(cfg.Activation)
-	if err != nil {
-		return nil, err
-	}
-	fnorm, err := solver.ParseNorm(cmp.Or(cfg.Norm, "l2"), 1, 1)
+	fnorm, err := cfg.Norm.Norm(1, 1)
 	if err != nil {
 		return nil, fmt.Errorf("train: Config.Model.Norm: %w", err)
 	}
@@ -78,16 +73,17 @@ func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer,
 		return nil, err
 	}
 	con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
-	cellSeed := mix(seed, streamCell)
+	act := cfg.Activation
+	cellSeed := numeric.Mix(seed, streamCell)
 	switch cfg.Cell {
-	case "dense":
+	case DenseCell:
 		m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Seed: cellSeed})
-	case "wide":
+	case WideCell:
 		m.cell, err = layers.NewWide(layers.WideConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
-	case "mixture":
+	case MixtureCell:
 		m.cell, err = layers.NewMixture(layers.MixtureConfig{Hidden: cfg.Hidden, Terms: cfg.Terms, PatchLen: cfg.Encoder / cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
 	default:
-		err = fmt.Errorf("train: unknown cell %q", cfg.Cell)
+		err = fmt.Errorf("train: Config.Model.Cell = %v is not a cell kind", cfg.Cell)
 	}
 	if err != nil {
 		return nil, err
@@ -96,7 +92,7 @@ func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer,
 	m.encB = newParam("encoder.b", 1, cfg.Encoder, false)
 	m.outW = newParam("readout.W", cfg.Hidden, classes, true)
 	m.outB = newParam("readout.b", 1, classes, false)
-	rng := rand.New(rand.NewPCG(mix(seed, streamInit), streamInit))
+	rng := rand.New(rand.NewPCG(numeric.Mix(seed, streamInit), streamInit))
 	fill := func(x []float64, sd float64) {
 		for i := range x {
 			x[i] = sd * rng.NormFloat64()
@@ -247,7 +243,7 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
 	gamma := m.cell.Gamma()
 	sh := m.cell.Shape()
-	norm, err := solver.ParseNorm(cmp.Or(m.Config.Norm, "l2"), sh.Rows, sh.Hidden)
+	norm, err := m.Config.Norm.Norm(sh.Rows, sh.Hidden)
 	if err != nil {
 		return nil, fmt.Errorf("train: Config.Model.Norm: %w", err)
 	}
@@ -255,25 +251,21 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
 		Norm:            norm,
 		Forward:         s.method(gamma),
 		ForwardSettings: s.settings(false, false),
+		ForwardOracle:   s.oracle(),
 		Monitor:         deq.MonitorNever,
 	}
-	if s.Method == "vrghal" {
-		ds.ForwardOracle = deq.Sampled
-	}
 	if b != nil {
+		ds.Backward = b.Mode
 		switch b.Mode {
-		case "jacobian-free":
-			ds.Backward = deq.JacobianFree
-		case "phantom":
-			ds.Backward = deq.Phantom
+		case deq.JacobianFree:
+		case deq.Phantom:
 			ds.PhantomSteps = b.PhantomSteps
-		default:
-			ds.Backward = deq.Implicit
+		case deq.Implicit:
 			ds.Adjoint = b.Solver.method(gamma)
 			ds.AdjointSettings = b.Solver.settings(true, true)
-			if b.Solver.Method == "vrghal" {
-				ds.AdjointOracle = deq.Sampled
-			}
+			ds.AdjointOracle = b.Solver.oracle()
+		default:
+			return nil, fmt.Errorf("train: Config.Backward.Mode = %v is not a backward mode", b.Mode)
 		}
 	}
 	return deq.New(m.cell, &ds)
@@ -304,7 +296,7 @@ func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 		}
 		b := bt.Batch()
 		n := b.Len()
-		l.SetSeeds(mix(seed, uint64(i)), 0)
+		l.SetSeeds(numeric.Mix(seed, uint64(i)), 0)
 		sol, err := l.Forward(ctx, m.encode(b.X.RawMatrix().Data, n))
 		if err != nil {
 			return nil, err

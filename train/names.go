@@ -1,0 +1,350 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/solver"
+)
+
+// ErrUnknownName is wrapped by the errors of the Parse functions of this
+// package (and of the UnmarshalText methods that call them) for a name they
+// do not accept.
+var ErrUnknownName = errors.New("train: unknown")
+
+// enumNames returns the names of the values 0..n-1 of an enumeration.
+func enumNames[E ~int](n int, name func(E) string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = name(E(i))
+	}
+	return out
+}
+
+// parseEnum returns the value whose name is s.
+func parseEnum[E ~int](what, s string, names []string) (E, error) {
+	for i, n := range names {
+		if n == s {
+			return E(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %s %q (want %s)", ErrUnknownName, what, s, strings.Join(names, ", "))
+}
+
+// enumString returns the name of v, or Type(v) for a value that has none.
+func enumString[E ~int](typ string, v E, names []string) string {
+	if v < 0 || int(v) >= len(names) {
+		return fmt.Sprintf("%s(%d)", typ, int(v))
+	}
+	return names[v]
+}
+
+// marshalEnum returns the name of v, or an error for a value that has
+// none.
+func marshalEnum[E ~int](typ string, v E, names []string) ([]byte, error) {
+	if v < 0 || int(v) >= len(names) {
+		return nil, fmt.Errorf("train: cannot marshal %s(%d)", typ, int(v))
+	}
+	return []byte(names[v]), nil
+}
+
+// CellKind selects the DEQ cell of a model (see ModelConfig.Cell).
+type CellKind int
+
+const (
+	// DenseCell, the zero value, is the deterministic layers.Dense cell.
+	DenseCell CellKind = iota
+	// WideCell is the stochastic layers.Wide cell, averaging
+	// ModelConfig.Units hidden units.
+	WideCell
+	// MixtureCell is the stochastic layers.Mixture cell, averaging
+	// ModelConfig.Terms terms.
+	MixtureCell
+)
+
+func cellNames() []string { return []string{"dense", "wide", "mixture"} }
+
+// CellKinds returns the cell kinds, in the order of their values.
+func CellKinds() []CellKind { return []CellKind{DenseCell, WideCell, MixtureCell} }
+
+// String returns the name ParseCellKind accepts: "dense", "wide" or
+// "mixture".
+func (k CellKind) String() string { return enumString("CellKind", k, cellNames()) }
+
+// ParseCellKind returns the cell kind named s.
+func ParseCellKind(s string) (CellKind, error) { return parseEnum[CellKind]("cell", s, cellNames()) }
+
+// MarshalText implements encoding.TextMarshaler with the kind's name.
+func (k CellKind) MarshalText() ([]byte, error) { return marshalEnum("CellKind", k, cellNames()) }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseCellKind.
+func (k *CellKind) UnmarshalText(b []byte) error { return unmarshal(k, b, ParseCellKind) }
+
+func (k CellKind) valid() bool { return k >= 0 && int(k) < len(cellNames()) }
+
+// Schedule is a learning-rate schedule (see Config.Schedule).
+type Schedule int
+
+const (
+	// Cosine, the zero value, decays the learning rate as
+	// LR·(1 + cos(πt/T))/2 over the run's T optimiser steps.
+	Cosine Schedule = iota
+	// Step uses LR, then LR/10 from epoch ⌊Epochs/2⌋ and LR/100 from epoch
+	// ⌊3·Epochs/4⌋.
+	Step
+	// Constant keeps LR.
+	Constant
+)
+
+func scheduleNames() []string { return []string{"cosine", "step", "constant"} }
+
+// Schedules returns the schedules, in the order of their values.
+func Schedules() []Schedule { return []Schedule{Cosine, Step, Constant} }
+
+// String returns the name ParseSchedule accepts: "cosine", "step" or
+// "constant".
+func (s Schedule) String() string { return enumString("Schedule", s, scheduleNames()) }
+
+// ParseSchedule returns the schedule named s.
+func ParseSchedule(s string) (Schedule, error) {
+	return parseEnum[Schedule]("schedule", s, scheduleNames())
+}
+
+// MarshalText implements encoding.TextMarshaler with the schedule's name.
+func (s Schedule) MarshalText() ([]byte, error) {
+	return marshalEnum("Schedule", s, scheduleNames())
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseSchedule.
+func (s *Schedule) UnmarshalText(b []byte) error { return unmarshal(s, b, ParseSchedule) }
+
+func (s Schedule) valid() bool { return s >= 0 && int(s) < len(scheduleNames()) }
+
+// Normalization selects the standardisation of the input pixels (see
+// Config.Normalize). Its names are those of the datasets.Normalization it
+// stands for.
+type Normalization int
+
+const (
+	// NormalizeGlobal, the zero value, is datasets.NormGlobal.
+	NormalizeGlobal Normalization = iota
+	// NormalizePerPixel is datasets.NormPerPixel.
+	NormalizePerPixel
+	// NormalizeNone is datasets.NormNone: raw pixels in [0, 1].
+	NormalizeNone
+)
+
+// Normalizations returns the normalisations, in the order of their values.
+func Normalizations() []Normalization {
+	return []Normalization{NormalizeGlobal, NormalizePerPixel, NormalizeNone}
+}
+
+// Datasets returns the datasets.Normalization that n stands for.
+func (n Normalization) Datasets() datasets.Normalization {
+	switch n {
+	case NormalizeGlobal:
+		return datasets.NormGlobal
+	case NormalizePerPixel:
+		return datasets.NormPerPixel
+	case NormalizeNone:
+		return datasets.NormNone
+	}
+	return -1
+}
+
+func normalizationNames() []string {
+	return enumNames(len(Normalizations()), func(n Normalization) string { return n.Datasets().String() })
+}
+
+// String returns the name ParseNormalization accepts: "global",
+// "per-pixel" or "none".
+func (n Normalization) String() string {
+	return enumString("Normalization", n, normalizationNames())
+}
+
+// ParseNormalization returns the normalisation named s.
+func ParseNormalization(s string) (Normalization, error) {
+	return parseEnum[Normalization]("normalization", s, normalizationNames())
+}
+
+// MarshalText implements encoding.TextMarshaler with the normalisation's
+// name.
+func (n Normalization) MarshalText() ([]byte, error) {
+	return marshalEnum("Normalization", n, normalizationNames())
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with
+// ParseNormalization.
+func (n *Normalization) UnmarshalText(b []byte) error { return unmarshal(n, b, ParseNormalization) }
+
+func (n Normalization) valid() bool { return n >= 0 && int(n) < len(Normalizations()) }
+
+// unmarshal sets *dst to parse(b).
+func unmarshal[T any](dst *T, b []byte, parse func(string) (T, error)) error {
+	v, err := parse(string(b))
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+// Method is a fixed-point method of the solver registry (solver.Methods)
+// that is not a stochastic baseline. The zero value is unset: Config's
+// Defaults replaces it (see SolverConfig.Method). Methods are compared with
+// ==; their text form is the registry name.
+type Method struct {
+	index int // 1 + the index of the entry in solver.Methods(); 0: unset
+}
+
+// Methods returns the methods a SolverConfig accepts, in the order of the
+// solver registry.
+func Methods() []Method {
+	var out []Method
+	for i, m := range solver.Methods() {
+		if !m.Baseline {
+			out = append(out, Method{i + 1})
+		}
+	}
+	return out
+}
+
+// ParseMethod returns the method of the registry named name. Stochastic
+// baselines (solver.MethodInfo.Baseline) are refused: they need a variance
+// bound that a DEQ cell does not have.
+func ParseMethod(name string) (Method, error) {
+	var names []string
+	for _, m := range Methods() {
+		if m.Info().Name == name {
+			return m, nil
+		}
+		names = append(names, m.String())
+	}
+	return Method{}, fmt.Errorf("%w method %q (want %s)", ErrUnknownName, name, strings.Join(names, ", "))
+}
+
+// MethodOf returns the Method whose registry entry builds methods of the
+// type of m (the entry named m.String()), or an error wrapping
+// ErrUnknownName.
+func MethodOf(m solver.Method) (Method, error) { return ParseMethod(m.String()) }
+
+// IsZero reports whether m is unset.
+func (m Method) IsZero() bool { return m.index == 0 }
+
+// Info returns the registry entry of m. It panics if m is unset.
+func (m Method) Info() solver.MethodInfo {
+	if m.index == 0 {
+		panic("train: Info of an unset Method")
+	}
+	return solver.Methods()[m.index-1]
+}
+
+// String returns the registry name of m, or "" if m is unset.
+func (m Method) String() string {
+	if m.index == 0 {
+		return ""
+	}
+	return m.Info().Name
+}
+
+// MarshalText implements encoding.TextMarshaler with the registry name
+// ("" for an unset Method).
+func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseMethod; ""
+// means unset.
+func (m *Method) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*m = Method{}
+		return nil
+	}
+	return unmarshal(m, b, ParseMethod)
+}
+
+// normKind is the family of a NormSpec.
+type normKind int
+
+const (
+	normL2 normKind = iota
+	normLP
+	normLInf
+	normSchatten
+)
+
+// NormSpec names a per-example norm of a model's hidden state
+// independently of its shape: ℓ2 (the zero value), ℓp, ℓ∞ or Schatten-p.
+// Norm builds the solver.Norm for a shape. Its text form is the canonical
+// name of solver.ParseNorm ("l2", "lp:P", "linf", "schatten:P").
+type NormSpec struct {
+	kind normKind
+	p    float64 // the exponent of normLP and normSchatten
+}
+
+// ParseNormSpec returns the norm named s in the syntax of solver.ParseNorm.
+// Its errors are the *solver.NormError of ParseNorm.
+func ParseNormSpec(s string) (NormSpec, error) {
+	n, err := solver.ParseNorm(s, 1, 1)
+	if err != nil {
+		return NormSpec{}, err
+	}
+	switch n := n.(type) {
+	case solver.LP:
+		if n.P() == 2 {
+			return NormSpec{}, nil
+		}
+		return NormSpec{kind: normLP, p: n.P()}, nil
+	case solver.LInf:
+		return NormSpec{kind: normLInf}, nil
+	case *solver.Schatten:
+		return NormSpec{kind: normSchatten, p: n.P()}, nil
+	}
+	return NormSpec{}, fmt.Errorf("train: norm %q: solver.ParseNorm returned an unknown norm type %T", s, n)
+}
+
+// Norm returns the norm on rows×cols states (ℓp norms treat the state as a
+// vector of rows·cols entries), as solver.ParseNorm(n.String(), rows, cols)
+// does.
+func (n NormSpec) Norm(rows, cols int) (solver.Norm, error) {
+	if rows < 1 || cols < 1 || rows > math.MaxInt/cols {
+		return nil, fmt.Errorf("train: norm %s: shape %d×%d", n, rows, cols)
+	}
+	switch n.kind {
+	case normL2:
+		return solver.NewLP(2, rows*cols)
+	case normLP:
+		return solver.NewLP(n.p, rows*cols)
+	case normLInf:
+		return solver.NewLInf(rows * cols)
+	case normSchatten:
+		s, err := solver.NewSchatten(n.p, rows, cols)
+		if err != nil {
+			return nil, err // not a nil *Schatten in a non-nil Norm
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("train: NormSpec of unknown kind %d", n.kind)
+}
+
+// String returns the canonical name of n.
+func (n NormSpec) String() string {
+	x, err := n.Norm(1, 1)
+	if err != nil {
+		return fmt.Sprintf("NormSpec(%d, %v)", n.kind, n.p)
+	}
+	return x.String()
+}
+
+// MarshalText implements encoding.TextMarshaler with the canonical name.
+func (n NormSpec) MarshalText() ([]byte, error) {
+	x, err := n.Norm(1, 1)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(x.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseNormSpec.
+func (n *NormSpec) UnmarshalText(b []byte) error { return unmarshal(n, b, ParseNormSpec) }
