@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deqgo/deq/bench"
+	"github.com/deqgo/deq/internal/bench"
 )
 
 // benchFlags are the flags of `deq bench`.
@@ -30,7 +30,7 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
 		Short: "Run the benchmarks and write JSON, PNG plots and a Markdown report",
-		Long: `Bench runs the benchmark sections of package bench: samples the stochastic
+		Long: `Bench runs the benchmark sections of internal/bench: samples the stochastic
 solvers need to reach a true residual ε (stochastic), VR-GHAL's overhead
 against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic
