@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deqgo/deq/internal/bench/report"
 )
 
 // Section names, in the order Run runs them.
@@ -118,14 +120,14 @@ type Config struct {
 	// Shape is the dense cell shape of the throughput section. The zero
 	// value means 256 examples, 128 hidden and 128 input features (32, 32,
 	// 32 when Quick).
-	Shape Shape
+	Shape report.Shape
 	// Data is the data set (a datasets.Open spec) of the forward and
 	// training sections. Empty means Fashion-MNIST when it is installed
 	// (datasets.Find), the synthetic digits otherwise; Quick always uses
 	// small synthetic sets.
 	Data string
 	// CacheDir, if not empty, is where the forward section keeps its
-	// trained model (ForwardModelName) between runs: a checkpoint of the
+	// trained model (report.ForwardModelName) between runs: a checkpoint of the
 	// same configuration and data there is used instead of training.
 	CacheDir string
 	// Workers is the number of solves run in parallel. Zero means
@@ -136,12 +138,6 @@ type Config struct {
 	// Command is the command line recorded in the report as the way to
 	// reproduce it. Empty means none.
 	Command string
-}
-
-// Shape is a dense cell shape for the throughput section: Batch examples of
-// Hidden hidden and Input input features.
-type Shape struct {
-	Batch, Hidden, Input int
 }
 
 // settings is a Config with defaults filled in.
@@ -186,7 +182,7 @@ func (c Config) withDefaults() (*settings, error) {
 		return nil, fmt.Errorf("bench: Config.MaxRunTime = %v must not be negative", c.MaxRunTime)
 	case c.TimeTarget < 0:
 		return nil, fmt.Errorf("bench: Config.TimeTarget = %v must not be negative", c.TimeTarget)
-	case c.Shape != Shape{} && (c.Shape.Batch < 1 || c.Shape.Hidden < 1 || c.Shape.Input < 1):
+	case c.Shape != report.Shape{} && (c.Shape.Batch < 1 || c.Shape.Hidden < 1 || c.Shape.Input < 1):
 		return nil, fmt.Errorf("bench: Config.Shape = %+v must have positive sizes", c.Shape)
 	}
 	for _, f := range []struct {
@@ -249,10 +245,10 @@ func (c Config) withDefaults() (*settings, error) {
 			s.TimeTarget = DefaultQuickTime
 		}
 	}
-	if s.Shape == (Shape{}) {
-		s.Shape = Shape{Batch: 256, Hidden: 128, Input: 128}
+	if s.Shape == (report.Shape{}) {
+		s.Shape = report.Shape{Batch: 256, Hidden: 128, Input: 128}
 		if c.Quick {
-			s.Shape = Shape{Batch: 32, Hidden: 32, Input: 32}
+			s.Shape = report.Shape{Batch: 32, Hidden: 32, Input: 32}
 		}
 	}
 	if s.Workers == 0 {

@@ -7,14 +7,12 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
 // Forward-section defaults.
 const (
-	// ForwardModelName is the file name, in Config.CacheDir, of the trained
-	// model the forward section caches.
-	ForwardModelName = "forward-model.ckpt"
 	// DefaultForwardBatches and DefaultForwardBatch are the number and size
 	// of the test-set batches solved (2 of 100 when Quick).
 	DefaultForwardBatches = 10
@@ -82,7 +80,7 @@ func (h *firstHits) Record(p solver.TracePoint) error {
 }
 
 // forward runs the forward section.
-func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
+func forward(ctx context.Context, s *settings) (*report.ForwardReport, error) {
 	start := time.Now()
 	ts := s.forwardSetup()
 	d, err := ts.open(ctx, s.Seed)
@@ -91,7 +89,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 	}
 	path := ""
 	if s.CacheDir != "" {
-		path = s.CacheDir + "/" + ForwardModelName
+		path = s.CacheDir + "/" + report.ForwardModelName
 	}
 	model, cached, err := cachedModel(ctx, s, ts, d, path)
 	if err != nil {
@@ -108,7 +106,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 		return nil, err
 	}
 	tols := ForwardTols()
-	rep := &ForwardReport{
+	rep := &report.ForwardReport{
 		Data: d.Test.Name, TrainData: d.Train.Name, Cell: model.Config.Cell, Hidden: model.Config.Hidden, Epochs: ts.epochs,
 		Gamma: gamma, Norm: model.Config.Norm, Cached: cached, Tols: tols, MaxIter: DefaultForwardMaxIter,
 	}
@@ -152,7 +150,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 		}
 	}
 	for i, fm := range ms {
-		r := ForwardMethod{Method: fm.name}
+		r := report.ForwardMethod{Method: fm.name}
 		for j := range tols {
 			calls := make([]float64, len(hits[i]))
 			secs := make([]float64, len(hits[i]))
@@ -163,14 +161,14 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 					reached++
 				}
 			}
-			r.Tols = append(r.Tols, ForwardTol{
-				Tol: tols[j], Reached: reached, Calls: Number(quantile(calls, 0.5)), Seconds: Number(quantile(secs, 0.5)),
+			r.Tols = append(r.Tols, report.ForwardTol{
+				Tol: tols[j], Reached: reached, Calls: report.Number(quantile(calls, 0.5)), Seconds: report.Number(quantile(secs, 0.5)),
 			})
 		}
 		if len(hits[i]) > 0 {
-			r.Curve = Curve{Budgets: hits[i][0].curveX}
+			r.Curve = report.Curve{Budgets: hits[i][0].curveX}
 			for _, y := range hits[i][0].curveY {
-				r.Curve.Median = append(r.Curve.Median, Number(y))
+				r.Curve.Median = append(r.Curve.Median, report.Number(y))
 			}
 		}
 		s.logf("forward: %s: median calls to 1e-3: %v", fm.name, float64(r.Tols[1].Calls))

@@ -3,31 +3,7 @@ package bench
 import (
 	"math"
 	"slices"
-	"strconv"
 )
-
-// Number is a float64 that encodes NaN and ±Inf as JSON null.
-type Number float64
-
-// MarshalJSON implements json.Marshaler.
-func (n Number) MarshalJSON() ([]byte, error) {
-	v := float64(n)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler; null decodes as NaN.
-func (n *Number) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = Number(math.NaN())
-		return nil
-	}
-	v, err := strconv.ParseFloat(string(b), 64)
-	*n = Number(v)
-	return err
-}
 
 // quantile returns the nearest-rank q-quantile of xs, the ⌈q·n⌉-th smallest
 // value (+Inf entries, for seeds that did not reach, count as the largest).

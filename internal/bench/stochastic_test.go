@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -70,7 +71,7 @@ func TestSampleGrid(t *testing.T) {
 func tinyConfig(sections ...string) Config {
 	return Config{
 		Sections: sections, Seeds: 2, Eps: []float64{0.1, 0.03}, BudgetFactor: 30,
-		SigmaDraws: 200, OverheadRuns: 1, TimeTarget: 2 * time.Millisecond, Shape: Shape{Batch: 4, Hidden: 8, Input: 8},
+		SigmaDraws: 200, OverheadRuns: 1, TimeTarget: 2 * time.Millisecond, Shape: report.Shape{Batch: 4, Hidden: 8, Input: 8},
 	}
 }
 
@@ -151,7 +152,7 @@ func TestRunReproducibleAcrossWorkers(t *testing.T) {
 	sub, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Len(t, sub.Stochastic.Problems, 1)
-	var full ProblemResult
+	var full report.ProblemResult
 	for _, pr := range a.Stochastic.Problems {
 		if pr.Name == "shift" {
 			full = pr
@@ -170,7 +171,7 @@ func TestRunReproducibleAcrossWorkers(t *testing.T) {
 }
 
 // numbersString renders Numbers so that unreached (+Inf) entries compare.
-func numbersString(ns []Number) []string {
+func numbersString(ns []report.Number) []string {
 	out := make([]string, len(ns))
 	for i, n := range ns {
 		b, _ := n.MarshalJSON()

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -28,7 +29,7 @@ type workload struct {
 // workloadFunc builds a workload for a dense cell shape, seeding its data
 // from seed. Adding a workload to the section, such as a training epoch, is
 // writing one workloadFunc and listing it in workloadFuncs.
-type workloadFunc func(sh Shape, seed uint64) (workload, error)
+type workloadFunc func(sh report.Shape, seed uint64) (workload, error)
 
 // workloadFuncs lists the workloads of the throughput section.
 func workloadFuncs() []workloadFunc {
@@ -37,7 +38,7 @@ func workloadFuncs() []workloadFunc {
 
 // denseSetup returns a dense cell's evaluator for sh with its input set,
 // and random z and g.
-func denseSetup(sh Shape, seed uint64) (layers.Evaluator, []float64, []float64, []float64, error) {
+func denseSetup(sh report.Shape, seed uint64) (layers.Evaluator, []float64, []float64, []float64, error) {
 	cell, err := layers.NewDense(layers.DenseConfig{Hidden: sh.Hidden, Input: sh.Input, Seed: seed})
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -100,7 +101,7 @@ func gemms(seed uint64, prods ...[5]int) (func() error, float64) {
 
 // denseForward is f(z, x) = σ(zW + xU + b) from scratch: SetInput (xU + b)
 // and the evaluation, 2·n·h·(h + in) FLOPs.
-func denseForward(sh Shape, seed uint64) (workload, error) {
+func denseForward(sh report.Shape, seed uint64) (workload, error) {
 	ev, x, z, _, err := denseSetup(sh, seed)
 	if err != nil {
 		return workload{}, err
@@ -122,7 +123,7 @@ func denseForward(sh Shape, seed uint64) (workload, error) {
 
 // denseEval is the solver's oracle call with the input term cached:
 // σ(zW + c), 2·n·h² FLOPs.
-func denseEval(sh Shape, seed uint64) (workload, error) {
+func denseEval(sh report.Shape, seed uint64) (workload, error) {
 	ev, _, z, _, err := denseSetup(sh, seed)
 	if err != nil {
 		return workload{}, err
@@ -143,7 +144,7 @@ func denseEval(sh Shape, seed uint64) (workload, error) {
 // denseVJPHidden is (∂f/∂z)ᵀg from the gorgonia graph: the forward zW and
 // the product (g ⊙ σ')Wᵀ, 4·n·h² FLOPs (gorgonia also computes the sibling
 // gradient of W, not counted).
-func denseVJPHidden(sh Shape, seed uint64) (workload, error) {
+func denseVJPHidden(sh report.Shape, seed uint64) (workload, error) {
 	ev, _, z, g, err := denseSetup(sh, seed)
 	if err != nil {
 		return workload{}, err
@@ -163,7 +164,7 @@ func denseVJPHidden(sh Shape, seed uint64) (workload, error) {
 
 // denseVJP is the full VJP with parameter gradients: the forward zW + xU and
 // the products for ∂z, ∂x, ∂W and ∂U, 6·n·h·(h + in) FLOPs.
-func denseVJP(sh Shape, seed uint64) (workload, error) {
+func denseVJP(sh report.Shape, seed uint64) (workload, error) {
 	ev, _, z, g, err := denseSetup(sh, seed)
 	if err != nil {
 		return workload{}, err
@@ -222,26 +223,23 @@ func measure(ctx context.Context, op func() error, target time.Duration, reps in
 	return t, nil
 }
 
-// throughputReps is the number of timed repetitions per operation.
-const throughputReps = 3
-
 // throughput runs the throughput section.
-func throughput(ctx context.Context, s *settings) (*ThroughputReport, error) {
-	rep := &ThroughputReport{Shape: s.Shape}
+func throughput(ctx context.Context, s *settings) (*report.ThroughputReport, error) {
+	rep := &report.ThroughputReport{Shape: s.Shape}
 	for i, wf := range workloadFuncs() {
 		w, err := wf(s.Shape, deriveSeed(s.Seed, 4, uint64(i)))
 		if err != nil {
 			return nil, err
 		}
-		cell, err := measure(ctx, w.op, s.TimeTarget, throughputReps)
+		cell, err := measure(ctx, w.op, s.TimeTarget, report.ThroughputReps)
 		if err != nil {
 			return nil, fmt.Errorf("bench: throughput of %s: %w", w.name, err)
 		}
-		ref, err := measure(ctx, w.refOp, s.TimeTarget, throughputReps)
+		ref, err := measure(ctx, w.refOp, s.TimeTarget, report.ThroughputReps)
 		if err != nil {
 			return nil, fmt.Errorf("bench: throughput of the reference of %s: %w", w.name, err)
 		}
-		r := WorkloadResult{
+		r := report.WorkloadResult{
 			Name: w.name, FLOPs: w.flops, SecondsPerOp: cell.secondsPerOp,
 			GFLOPS: w.flops / cell.secondsPerOp / 1e9, BytesPerOp: cell.bytesPerOp, AllocsPerOp: cell.allocsPerOp,
 			Reference: w.ref, RefGFLOPS: w.flops / ref.secondsPerOp / 1e9,
@@ -252,6 +250,6 @@ func throughput(ctx context.Context, s *settings) (*ThroughputReport, error) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rep.Memory = Memory{HeapSys: ms.HeapSys, TotalAlloc: ms.TotalAlloc, MaxRSS: maxRSS()}
+	rep.Memory = report.Memory{HeapSys: ms.HeapSys, TotalAlloc: ms.TotalAlloc, MaxRSS: maxRSS()}
 	return rep, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
@@ -48,7 +49,7 @@ func TestForwardSection(t *testing.T) {
 
 	// Picard by hand on the first test batch: z ← f(z) from z = 0, one
 	// evaluation per recorded point.
-	ck, err := train.Load(filepath.Join(dir, ForwardModelName))
+	ck, err := train.Load(filepath.Join(dir, report.ForwardModelName))
 	require.NoError(t, err)
 	s, err := cfg.withDefaults()
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -64,9 +64,9 @@ func Write(rep *Report, dir, markdown string) ([]string, error) {
 	if fw := rep.Forward; fw != nil {
 		var b bytes.Buffer
 		if err := writeForwardPlot(&b, fw); err != nil {
-			return written, fmt.Errorf("bench: plot %s: %w", ForwardPlotName, err)
+			return written, fmt.Errorf("bench: plot %s: %w", forwardPlotName, err)
 		}
-		if err := put(filepath.Join(dir, ForwardPlotName), b.Bytes()); err != nil {
+		if err := put(filepath.Join(dir, forwardPlotName), b.Bytes()); err != nil {
 			return written, err
 		}
 	}
@@ -158,7 +158,7 @@ func WriteMarkdown(w io.Writer, rep *Report, plots string) error {
 	if th := rep.Throughput; th != nil {
 		sh := th.Shape
 		p("## Throughput\n\n")
-		p("A `layers.Dense` cell with n = %d examples, h = %d hidden and in = %d input features (ReLU). FLOPs count the matrix products a minimal implementation needs: forward 2·n·h·(h + in), the oracle call with xU + b cached 2·n·h², the hidden-state VJP 4·n·h² (forward and g·Wᵀ), the full VJP 6·n·h·(h + in) (forward and the products for ∂z, ∂x, ∂W, ∂U). The reference runs the same products with `blas64.Gemm` on random matrices in the same process. Each rate is the best of %d timed repetitions.\n\n", sh.Batch, sh.Hidden, sh.Input, throughputReps)
+		p("A `layers.Dense` cell with n = %d examples, h = %d hidden and in = %d input features (ReLU). FLOPs count the matrix products a minimal implementation needs: forward 2·n·h·(h + in), the oracle call with xU + b cached 2·n·h², the hidden-state VJP 4·n·h² (forward and g·Wᵀ), the full VJP 6·n·h·(h + in) (forward and the products for ∂z, ∂x, ∂W, ∂U). The reference runs the same products with `blas64.Gemm` on random matrices in the same process. Each rate is the best of %d timed repetitions.\n\n", sh.Batch, sh.Hidden, sh.Input, ThroughputReps)
 		p("| operation | MFLOP/op | time/op | GFLOP/s | reference | ref GFLOP/s | efficiency | bytes/op | allocs/op |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range th.Workloads {
 			p("| %s | %.3g | %s | %.2f | %s | %.2f | %.0f%% | %s | %.0f |\n", r.Name, r.FLOPs/1e6, dur(r.SecondsPerOp), r.GFLOPS, r.Reference, r.RefGFLOPS, 100*r.Efficiency, bytesStr(r.BytesPerOp), r.AllocsPerOp)
@@ -240,7 +240,7 @@ func writeStochastic(b *strings.Builder, rep *Report, st *StochasticReport, link
 			p(" %s | %s | %s |\n", fmtRatio(float64(last.RatioToFloor)), fmtSlope(m), statusText(m.Statuses))
 		}
 		p("\nCells: median samples (90th percentile); [k/n] seeds reached ε when not all did. Slope: least-squares exponent of the median in 1/ε over the accuracies below ‖T(x0) − x0‖ whose median was reached (number of points in parentheses).\n\n")
-		cmp := compareAtEpsMin(pr, TargetMethod)
+		cmp := compareAtEpsMin(pr, targetMethod)
 		p("At ε = %s: %s", fmtEps(cmp.eps), cmp.note)
 		if !math.IsNaN(cmp.ratio) {
 			ge := ""
@@ -420,7 +420,7 @@ func writeForward(b *strings.Builder, fw *ForwardReport, link func(string) strin
 		}
 		p("\n")
 	}
-	p("\n![relative residual against function evaluations](%s)\n\n", link(ForwardPlotName))
+	p("\n![relative residual against function evaluations](%s)\n\n", link(forwardPlotName))
 }
 
 // writeTraining writes the training section.
@@ -428,7 +428,7 @@ func writeTraining(b *strings.Builder, rep *Report, tr *TrainingReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Training throughput and memory\n\n")
 	p("`train.Trainer` trains a %s DEQ classifier (%d pixels → %d encoder features → %d hidden → %d classes) on %s in batches of n = %d with the %s forward solver and %s backward mode, for %d epochs; BLAS: %s. FLOPs count the matrix products of every batch, 2·rows·inner·cols each, from the counted calls: encoder 2·n·p·d and its weight gradient 2·n·p·d, the input term 2·n·d·h, 2·n·h² per forward oracle call (certificate included) and per adjoint oracle call (the single product (g ⊙ σ′)·Wᵀ a minimal adjoint iteration needs; gorgonia also recomputes z·W, not counted), 2·n·h² + 4·n·d·h per full VJP (∂W, ∂U, ∂e) and 6·n·h·c for the readout and its gradients. Element-wise work (activations, Adam, norms, clipping) is not counted. The time is the epoch's training wall time without its test-set evaluation. The reference is `blas64.Gemm` running each of the same products alone (best of %d repetitions per shape) times its count, in the same process.\n\n",
-		tr.Cell, tr.Pixels, tr.Encoder, tr.Hidden, tr.Classes, tr.Data, tr.BatchSize, tr.Forward, tr.Backward, len(tr.Epochs), rep.Machine.BLAS, throughputReps)
+		tr.Cell, tr.Pixels, tr.Encoder, tr.Hidden, tr.Classes, tr.Data, tr.BatchSize, tr.Forward, tr.Backward, len(tr.Epochs), rep.Machine.BLAS, ThroughputReps)
 	p("| epoch | batches | forward calls | cert calls | adjoint calls | VJPs | GFLOP | time | GFLOP/s | matmul time | matmul GFLOP/s | efficiency | peak HeapInuse | heap after epoch (GC) | test acc |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, e := range tr.Epochs {
 		h := ""
