@@ -13,17 +13,17 @@ import (
 
 // Forward-section defaults.
 const (
-	// DefaultForwardBatches and DefaultForwardBatch are the number and size
+	// defaultForwardBatches and defaultForwardBatch are the number and size
 	// of the test-set batches solved (2 of 100 when Quick).
-	DefaultForwardBatches = 10
-	DefaultForwardBatch   = 500
-	// DefaultForwardMaxIter caps every forward solve's iterations.
-	DefaultForwardMaxIter = 500
+	defaultForwardBatches = 10
+	defaultForwardBatch   = 500
+	// defaultForwardMaxIter caps every forward solve's iterations.
+	defaultForwardMaxIter = 500
 )
 
-// ForwardTols returns the relative residuals the forward section measures,
+// forwardTols returns the relative residuals the forward section measures,
 // 1e-2, 1e-3 and 1e-4.
-func ForwardTols() []float64 { return []float64{1e-2, 1e-3, 1e-4} }
+func forwardTols() []float64 { return []float64{1e-2, 1e-3, 1e-4} }
 
 // forwardMethod is a deterministic method of the forward section.
 type forwardMethod struct {
@@ -97,7 +97,7 @@ func forward(ctx context.Context, s *settings) (*report.ForwardReport, error) {
 	}
 	cell := model.Cell()
 	gamma := cell.Gamma()
-	nb, bs := DefaultForwardBatches, DefaultForwardBatch
+	nb, bs := defaultForwardBatches, defaultForwardBatch
 	if s.Quick {
 		nb, bs = 2, 100
 	}
@@ -105,10 +105,10 @@ func forward(ctx context.Context, s *settings) (*report.ForwardReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	tols := ForwardTols()
+	tols := forwardTols()
 	rep := &report.ForwardReport{
 		Data: d.Test.Name, TrainData: d.Train.Name, Cell: model.Config.Cell, Hidden: model.Config.Hidden, Epochs: ts.epochs,
-		Gamma: gamma, Norm: model.Config.Norm, Cached: cached, Tols: tols, MaxIter: DefaultForwardMaxIter,
+		Gamma: gamma, Norm: model.Config.Norm, Cached: cached, Tols: tols, MaxIter: defaultForwardMaxIter,
 	}
 	ms := forwardMethods()
 	hits := make([][]*firstHits, len(ms))
@@ -139,7 +139,7 @@ func forward(ctx context.Context, s *settings) (*report.ForwardReport, error) {
 		for i, fm := range ms {
 			h := newFirstHits(tols)
 			st := &solver.Settings{
-				Tol: tols[len(tols)-1], Relative: true, MaxIter: DefaultForwardMaxIter,
+				Tol: tols[len(tols)-1], Relative: true, MaxIter: defaultForwardMaxIter,
 				Recorder: h, NoTrace: true, Certify: solver.CertifySettings{Skip: true},
 			}
 			z0 := make([]float64, ev.Len())

@@ -31,34 +31,33 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		Version: report.ReportVersion, Command: s.Command, Started: start.UTC().Truncate(time.Second),
 		Machine: machine(), Config: s.public(),
 	}
-	if s.run[SectionStochastic] {
-		if rep.Stochastic, err = stochastic(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	if s.run[SectionOverhead] {
-		if rep.Overhead, err = overhead(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	if s.run[SectionThroughput] {
-		if rep.Throughput, err = throughput(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	if s.run[SectionForward] {
-		if rep.Forward, err = forward(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	if s.run[SectionTraining] {
-		if rep.Training, err = training(ctx, s); err != nil {
+	// The sections run one after the other, in this order; the first error
+	// stops the run.
+	for _, section := range []func() error{
+		func() error { return runSection(ctx, s, sectionStochastic, stochastic, &rep.Stochastic) },
+		func() error { return runSection(ctx, s, sectionOverhead, overhead, &rep.Overhead) },
+		func() error { return runSection(ctx, s, sectionThroughput, throughput, &rep.Throughput) },
+		func() error { return runSection(ctx, s, sectionForward, forward, &rep.Forward) },
+		func() error { return runSection(ctx, s, sectionTraining, training, &rep.Training) },
+	} {
+		if err := section(); err != nil {
 			return nil, err
 		}
 	}
 	rep.Targets = report.Targets(rep)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
+}
+
+// runSection stores in dst what run measures when section is one of the
+// sections s runs.
+func runSection[R any](ctx context.Context, s *settings, section string, run func(context.Context, *settings) (*R, error), dst **R) error {
+	if !s.run[section] {
+		return nil
+	}
+	r, err := run(ctx, s)
+	*dst = r
+	return err
 }
 
 // public returns the settings for the report.

@@ -50,19 +50,19 @@ func TestConfigDefaults(t *testing.T) {
 	s, err := Config{}.withDefaults()
 	require.NoError(t, err)
 	require.Equal(t, Sections(), s.Sections)
-	require.Equal(t, DefaultSeeds, s.Seeds)
-	require.Equal(t, DefaultEps(), s.Eps)
-	require.InDelta(t, DefaultBudgetFactor*2*0.01*math.Log(20)/1e-6, float64(s.budget()), 1)
-	q, err := Config{Quick: true, Sections: []string{SectionThroughput, SectionStochastic}, Eps: []float64{0.01, 0.1, 0.01}}.withDefaults()
+	require.Equal(t, defaultSeeds, s.Seeds)
+	require.Equal(t, defaultEps(), s.Eps)
+	require.InDelta(t, defaultBudgetFactor*2*0.01*math.Log(20)/1e-6, float64(s.budget()), 1)
+	q, err := Config{Quick: true, Sections: []string{sectionThroughput, sectionStochastic}, Eps: []float64{0.01, 0.1, 0.01}}.withDefaults()
 	require.NoError(t, err)
-	require.Equal(t, DefaultQuickSeeds, q.Seeds)
+	require.Equal(t, defaultQuickSeeds, q.Seeds)
 	// Sections run in the canonical order; accuracies descend, deduplicated.
-	require.Equal(t, []string{SectionStochastic, SectionThroughput}, q.Sections)
+	require.Equal(t, []string{sectionStochastic, sectionThroughput}, q.Sections)
 	require.Equal(t, []float64{0.1, 0.01}, q.Eps)
 }
 
 func TestThroughputWorkloads(t *testing.T) {
-	cfg := tinyConfig(SectionThroughput)
+	cfg := tinyConfig(sectionThroughput)
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Nil(t, rep.Stochastic)
@@ -112,7 +112,7 @@ func TestTimedOracleCountsEvalTime(t *testing.T) {
 }
 
 func TestOverheadSection(t *testing.T) {
-	cfg := tinyConfig(SectionOverhead)
+	cfg := tinyConfig(sectionOverhead)
 	cfg.BudgetFactor = 300 // room for VR-GHAL's first median-of-means
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestOverheadSection(t *testing.T) {
 }
 
 func TestWriteFiles(t *testing.T) {
-	rep, err := Run(context.Background(), tinyConfig(SectionStochastic, SectionThroughput))
+	rep, err := Run(context.Background(), tinyConfig(sectionStochastic, sectionThroughput))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")

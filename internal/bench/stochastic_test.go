@@ -79,7 +79,7 @@ func tinyConfig(sections ...string) Config {
 // solver itself: under a budget of exactly the count, the method returns a
 // point whose true residual meets ε; one sample less, it does not.
 func TestCountIsSmallestBudget(t *testing.T) {
-	cfg := tinyConfig(SectionStochastic)
+	cfg := tinyConfig(sectionStochastic)
 	cfg.Eps, cfg.BudgetFactor, cfg.StartDistance = []float64{0.1, 0.05, 0.02}, 3000, 0.3
 	s, err := cfg.withDefaults()
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestCountIsSmallestBudget(t *testing.T) {
 }
 
 func TestRunReproducibleAcrossWorkers(t *testing.T) {
-	cfg := tinyConfig(SectionStochastic)
+	cfg := tinyConfig(sectionStochastic)
 	cfg.Workers = 1
 	a, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -183,7 +183,7 @@ func numbersString(ns []report.Number) []string {
 func TestRunCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, tinyConfig(SectionStochastic))
+	_, err := Run(ctx, tinyConfig(sectionStochastic))
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }
 

@@ -99,88 +99,80 @@ func gemms(seed uint64, prods ...[5]int) (func() error, float64) {
 	}, flops
 }
 
-// denseForward is f(z, x) = σ(zW + xU + b) from scratch: SetInput (xU + b)
-// and the evaluation, 2·n·h·(h + in) FLOPs.
-func denseForward(sh report.Shape, seed uint64) (workload, error) {
-	ev, x, z, _, err := denseSetup(sh, seed)
+// denseWorkload builds the workload name on a dense cell of shape sh: op
+// returns the timed operation given the cell's evaluator with its input x
+// set and random z and g; the reference ref runs the products prods.
+func denseWorkload(sh report.Shape, seed uint64, name, ref string, prods [][5]int, op func(ev layers.Evaluator, x, z, g []float64) func() error) (workload, error) {
+	ev, x, z, g, err := denseSetup(sh, seed)
 	if err != nil {
 		return workload{}, err
 	}
-	dst := make([]float64, ev.Len())
+	refOp, flops := gemms(seed, prods...)
+	return workload{name: name, flops: flops, op: op(ev, x, z, g), ref: ref, refOp: refOp}, nil
+}
+
+// denseForward is f(z, x) = σ(zW + xU + b) from scratch: SetInput (xU + b)
+// and the evaluation, 2·n·h·(h + in) FLOPs.
+func denseForward(sh report.Shape, seed uint64) (workload, error) {
 	n, h, in := sh.Batch, sh.Hidden, sh.Input
-	ref, flops := gemms(seed, [5]int{n, h, h}, [5]int{n, in, h})
-	return workload{
-		name: "dense forward f(z, x) (SetInput + EvalExact)", flops: flops,
-		op: func() error {
-			if err := ev.SetInput(x); err != nil {
-				return err
+	return denseWorkload(sh, seed, "dense forward f(z, x) (SetInput + EvalExact)", "z·W + x·U",
+		[][5]int{{n, h, h}, {n, in, h}},
+		func(ev layers.Evaluator, x, z, _ []float64) func() error {
+			dst := make([]float64, ev.Len())
+			return func() error {
+				if err := ev.SetInput(x); err != nil {
+					return err
+				}
+				return ev.EvalExact(dst, z)
 			}
-			return ev.EvalExact(dst, z)
-		},
-		ref: "z·W + x·U", refOp: ref,
-	}, nil
+		})
 }
 
 // denseEval is the solver's oracle call with the input term cached:
 // σ(zW + c), 2·n·h² FLOPs.
 func denseEval(sh report.Shape, seed uint64) (workload, error) {
-	ev, _, z, _, err := denseSetup(sh, seed)
-	if err != nil {
-		return workload{}, err
-	}
-	dst := make([]float64, ev.Len())
 	n, h := sh.Batch, sh.Hidden
-	ref, flops := gemms(seed, [5]int{n, h, h})
-	return workload{
-		name: "dense oracle Eval (xU + b cached)", flops: flops,
-		op: func() error {
-			_, err := ev.Eval(dst, z, solver.Sample{Size: 1})
-			return err
-		},
-		ref: "z·W", refOp: ref,
-	}, nil
+	return denseWorkload(sh, seed, "dense oracle Eval (xU + b cached)", "z·W",
+		[][5]int{{n, h, h}},
+		func(ev layers.Evaluator, _, z, _ []float64) func() error {
+			dst := make([]float64, ev.Len())
+			return func() error {
+				_, err := ev.Eval(dst, z, solver.Sample{Size: 1})
+				return err
+			}
+		})
 }
 
 // denseVJPHidden is (∂f/∂z)ᵀg from the gorgonia graph: the forward zW and
 // the product (g ⊙ σ')Wᵀ, 4·n·h² FLOPs (gorgonia also computes the sibling
 // gradient of W, not counted).
 func denseVJPHidden(sh report.Shape, seed uint64) (workload, error) {
-	ev, _, z, g, err := denseSetup(sh, seed)
-	if err != nil {
-		return workload{}, err
-	}
-	dst := make([]float64, ev.Len())
 	n, h := sh.Batch, sh.Hidden
-	ref, flops := gemms(seed, [5]int{n, h, h}, [5]int{n, h, h, 0, 1})
-	return workload{
-		name: "dense VJPHidden (∂f/∂z)ᵀg (gorgonia)", flops: flops,
-		op: func() error {
-			_, err := ev.VJPHidden(dst, z, g, solver.Sample{Size: 1})
-			return err
-		},
-		ref: "z·W, g·Wᵀ", refOp: ref,
-	}, nil
+	return denseWorkload(sh, seed, "dense VJPHidden (∂f/∂z)ᵀg (gorgonia)", "z·W, g·Wᵀ",
+		[][5]int{{n, h, h}, {n, h, h, 0, 1}},
+		func(ev layers.Evaluator, _, z, g []float64) func() error {
+			dst := make([]float64, ev.Len())
+			return func() error {
+				_, err := ev.VJPHidden(dst, z, g, solver.Sample{Size: 1})
+				return err
+			}
+		})
 }
 
 // denseVJP is the full VJP with parameter gradients: the forward zW + xU and
 // the products for ∂z, ∂x, ∂W and ∂U, 6·n·h·(h + in) FLOPs.
 func denseVJP(sh report.Shape, seed uint64) (workload, error) {
-	ev, _, z, g, err := denseSetup(sh, seed)
-	if err != nil {
-		return workload{}, err
-	}
-	dz := make([]float64, ev.Len())
-	dx := make([]float64, sh.Batch*sh.Input)
 	n, h, in := sh.Batch, sh.Hidden, sh.Input
-	ref, flops := gemms(seed,
-		[5]int{n, h, h}, [5]int{n, in, h}, // forward
-		[5]int{n, h, h, 0, 1}, [5]int{n, h, in, 0, 1}, // ∂z = G·Wᵀ, ∂x = G·Uᵀ
-		[5]int{h, n, h, 1, 0}, [5]int{in, n, h, 1, 0}) // ∂W = Zᵀ·G, ∂U = Xᵀ·G
-	return workload{
-		name: "dense VJP ∂z, ∂x, ∂θ (gorgonia)", flops: flops,
-		op:  func() error { return ev.VJP(dz, dx, z, g) },
-		ref: "the 6 products of forward and backward", refOp: ref,
-	}, nil
+	return denseWorkload(sh, seed, "dense VJP ∂z, ∂x, ∂θ (gorgonia)", "the 6 products of forward and backward",
+		[][5]int{
+			{n, h, h}, {n, in, h}, // forward
+			{n, h, h, 0, 1}, {n, h, in, 0, 1}, // ∂z = G·Wᵀ, ∂x = G·Uᵀ
+			{h, n, h, 1, 0}, {in, n, h, 1, 0}, // ∂W = Zᵀ·G, ∂U = Xᵀ·G
+		},
+		func(ev layers.Evaluator, _, z, g []float64) func() error {
+			dz, dx := make([]float64, ev.Len()), make([]float64, n*in)
+			return func() error { return ev.VJP(dz, dx, z, g) }
+		})
 }
 
 // timing is the measured cost of an operation.

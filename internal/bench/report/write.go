@@ -78,7 +78,7 @@ func Write(rep *Report, dir, markdown string) ([]string, error) {
 		rel = dir
 	}
 	var b bytes.Buffer
-	if err := WriteMarkdown(&b, rep, filepath.ToSlash(rel)); err != nil {
+	if err := writeMarkdown(&b, rep, filepath.ToSlash(rel)); err != nil {
 		return written, err
 	}
 	if err := os.MkdirAll(filepath.Dir(markdown), 0o755); err != nil {
@@ -92,10 +92,10 @@ func Write(rep *Report, dir, markdown string) ([]string, error) {
 	return written, put(markdown, b.Bytes())
 }
 
-// WriteMarkdown writes the Markdown report of rep, linking the plots under
+// writeMarkdown writes the Markdown report of rep, linking the plots under
 // the directory plots (relative to the report; "" or "." for the same one).
 // It ends with the EndOfGenerated line.
-func WriteMarkdown(w io.Writer, rep *Report, plots string) error {
+func writeMarkdown(w io.Writer, rep *Report, plots string) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	link := func(name string) string {
