@@ -31,14 +31,16 @@ type forwardMethod struct {
 	m    func(gamma float64) solver.Method
 }
 
+// forwardMethods returns the methods of the forward section, built by the
+// solver registry: Picard, Anderson, Broyden, Halpern and GHAL.
 func forwardMethods() []forwardMethod {
 	var out []forwardMethod
-	for _, name := range []string{"picard", "anderson", "broyden", "halpern", "ghal"} {
-		info, err := solver.LookupMethod(name)
+	for _, m := range []solver.Method{solver.Picard{}, solver.Anderson{}, solver.Broyden{}, solver.Halpern{}, solver.GHAL{}} {
+		info, err := solver.LookupMethod(m.String())
 		if err != nil {
-			panic(err)
+			panic(err) // every solver.Method is in the registry
 		}
-		out = append(out, forwardMethod{name, func(g float64) solver.Method { return info.New(solver.MethodOptions{Gamma: g}) }})
+		out = append(out, forwardMethod{info.Name, func(g float64) solver.Method { return info.New(solver.MethodOptions{Gamma: g}) }})
 	}
 	return out
 }

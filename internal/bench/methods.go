@@ -3,12 +3,14 @@ package bench
 import (
 	"fmt"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
 // methodSpec describes a stochastic method of the stochastic section.
 type methodSpec struct {
-	// name identifies the method in the report ("vrghal/samplewise-lipschitz").
+	// name identifies the method in the report: the registry name, for VR-GHAL
+	// with its oracle model (report.VRGHALName).
 	name string
 	// vr marks the VR-GHAL variants; the others are baselines.
 	vr bool
@@ -17,10 +19,13 @@ type methodSpec struct {
 	perEps bool
 	// needs is the weakest oracle model the method accepts.
 	needs solver.Model
-	// settings describes the constants, for the report.
-	settings func(c *calibration, s *settings) string
 	// make returns the method for a problem and target ε.
 	make func(c *calibration, s *settings, eps float64) solver.Method
+}
+
+// settings describes the method's constants on a problem, for the report.
+func (ms methodSpec) settings(c *calibration, s *settings) string {
+	return describe(ms.make(c, s, s.epsMin()))
 }
 
 // baselineC returns the constant σ²κ that the Halpern baselines scale their
@@ -31,45 +36,76 @@ func baselineC(c *calibration) float64 {
 	return s * s * c.kappa
 }
 
-// methodSpecs returns the methods of the stochastic section: VR-GHAL under
-// each oracle model, then the baselines.
+// methodOptions returns the registry options of a problem's methods.
+func methodOptions(c *calibration, s *settings) solver.MethodOptions {
+	return solver.MethodOptions{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Sigma2: baselineC(c)}
+}
+
+// methodSpecs returns the methods of the stochastic section, the solver
+// registry's stochastic methods in its order: VR-GHAL under each oracle
+// model, then the baselines.
 func methodSpecs() []methodSpec {
 	var out []methodSpec
-	for _, m := range []solver.Model{solver.BoundedVariance, solver.LipschitzInExpectation, solver.SamplewiseLipschitz} {
-		out = append(out, methodSpec{
-			name: "vrghal/" + m.String(), vr: true, needs: m,
-			settings: func(c *calibration, s *settings) string {
-				return fmt.Sprintf("γ̄ = %g, δ = %g, β = 1/2, ε₀ = 1, λ̄₀ = 1, SampleScale = %g, model %v", c.gamma, s.Delta, s.SampleScale, m)
-			},
-			make: func(c *calibration, s *settings, _ float64) solver.Method {
-				return solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: m}
-			},
-		})
+	for _, info := range solver.Methods() {
+		switch {
+		case !info.Stochastic:
+		case info.Baseline:
+			_, perEps := withEps(info.New(solver.MethodOptions{}), 0)
+			out = append(out, methodSpec{
+				name: info.Name, perEps: perEps, needs: info.Needs,
+				make: func(c *calibration, s *settings, eps float64) solver.Method {
+					m, _ := withEps(info.New(methodOptions(c, s)), eps)
+					return m
+				},
+			})
+		default:
+			for _, m := range []solver.Model{solver.BoundedVariance, solver.LipschitzInExpectation, solver.SamplewiseLipschitz} {
+				out = append(out, methodSpec{
+					name: report.VRGHALName(m), vr: true, needs: m,
+					make: func(c *calibration, s *settings, _ float64) solver.Method {
+						return withModel(info.New(methodOptions(c, s)), m)
+					},
+				})
+			}
+		}
 	}
-	out = append(out,
-		methodSpec{
-			name: "minibatch-km", needs: solver.BoundedVariance,
-			settings: func(*calibration, *settings) string { return "α = 0.5, batch (k+1)²" },
-			make:     func(*calibration, *settings, float64) solver.Method { return solver.MinibatchKM{} },
-		},
-		methodSpec{
-			name: "stochastic-halpern", perEps: true, needs: solver.BoundedVariance,
-			settings: func(c *calibration, _ *settings) string {
-				return fmt.Sprintf("batch ⌈C(k+1)/ε²⌉, C = σ²κ = %.3g", baselineC(c))
-			},
-			make: func(c *calibration, _ *settings, eps float64) solver.Method {
-				return solver.StochasticHalpern{Eps: eps, C: baselineC(c)}
-			},
-		},
-		methodSpec{
-			name: "page-halpern", perEps: true, needs: solver.LipschitzInExpectation,
-			settings: func(c *calibration, _ *settings) string {
-				return fmt.Sprintf("C1 = σ²κ = %.3g, C2 = γ² = %.3g", baselineC(c), c.gamma*c.gamma)
-			},
-			make: func(c *calibration, _ *settings, eps float64) solver.Method {
-				return solver.PAGEHalpern{Eps: eps, C1: baselineC(c), C2: c.gamma * c.gamma}
-			},
-		},
-	)
 	return out
+}
+
+// withEps returns m aimed at the accuracy eps when its schedule depends on
+// a target accuracy, and whether it does.
+func withEps(m solver.Method, eps float64) (solver.Method, bool) {
+	switch m := m.(type) {
+	case solver.StochasticHalpern:
+		m.Eps = eps
+		return m, true
+	case solver.PAGEHalpern:
+		m.Eps = eps
+		return m, true
+	}
+	return m, false
+}
+
+// withModel returns VR-GHAL m run under the oracle model model.
+func withModel(m solver.Method, model solver.Model) solver.Method {
+	if v, ok := m.(solver.VRGHAL); ok {
+		v.Model = model
+		return v
+	}
+	return m
+}
+
+// describe states a stochastic method's constants for the report.
+func describe(m solver.Method) string {
+	switch m := m.(type) {
+	case solver.VRGHAL:
+		return fmt.Sprintf("γ̄ = %g, δ = %g, β = 1/2, ε₀ = 1, λ̄₀ = 1, SampleScale = %g, model %v", m.Gamma, m.Delta, m.SampleScale, m.Model)
+	case solver.MinibatchKM:
+		return "α = 0.5, batch (k+1)²"
+	case solver.StochasticHalpern:
+		return fmt.Sprintf("batch ⌈C(k+1)/ε²⌉, C = σ²κ = %.3g", m.C)
+	case solver.PAGEHalpern:
+		return fmt.Sprintf("C1 = σ²κ = %.3g, C2 = γ² = %.3g", m.C1, m.C2)
+	}
+	return m.String()
 }

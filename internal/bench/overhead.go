@@ -47,7 +47,7 @@ func overhead(ctx context.Context, s *settings) (*report.OverheadReport, error) 
 		}
 		m := c.model
 		method := solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: m}
-		r := report.OverheadResult{Problem: sp.name, Method: "vrghal/" + m.String(), Budget: s.budget(), Tol: s.epsMin() / 2, Runs: s.OverheadRuns}
+		r := report.OverheadResult{Problem: sp.name, Method: report.VRGHALName(m), Budget: s.budget(), Tol: s.epsMin() / 2, Runs: s.OverheadRuns}
 		var oracle, total, frac, calls, samples []float64
 		for run := range s.OverheadRuns {
 			o, in, err := c.build()

@@ -347,7 +347,7 @@ func picard(in *instance) ([]float64, error) {
 			return x, nil
 		}
 	}
-	return nil, fmt.Errorf("picard iteration did not reach a residual of 1e-13")
+	return nil, fmt.Errorf("Picard iteration did not reach a residual of 1e-13")
 }
 
 // estimateSigma returns (mean_i ‖τ(x*; ξ_i) − T(x*)‖²)^{1/2} over draws unit

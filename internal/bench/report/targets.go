@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/deqgo/deq/solver"
 )
 
 // Target thresholds.
@@ -17,9 +19,8 @@ const (
 	// targetOverhead bounds VR-GHAL's own time relative to its oracle time.
 	targetOverhead = 0.10
 	// targetProblem is the samplewise-Lipschitz (nonexpansive) problem the
-	// sample targets are judged on, and targetMethod the VR-GHAL variant.
+	// sample targets are judged on, with the VR-GHAL variant targetMethod.
 	targetProblem = "averaged"
-	targetMethod  = "vrghal/samplewise-lipschitz"
 	// targetGHALRatio bounds GHAL's median function evaluations relative
 	// to Anderson's at relative residual targetForwardTol on the trained
 	// DEQ of the forward section.
@@ -29,6 +30,16 @@ const (
 	// multiply's GFLOP/s a training epoch should reach.
 	targetTrainingEfficiency = 0.4
 )
+
+// targetMethod returns the VR-GHAL variant the sample targets are judged
+// on: VR-GHAL under the samplewise-Lipschitz model, the model of
+// targetProblem.
+func targetMethod() string { return VRGHALName(solver.SamplewiseLipschitz) }
+
+// VRGHALName returns the name under which the report lists VR-GHAL run
+// under the oracle model m: the method's name and the model's, joined by a
+// slash.
+func VRGHALName(m solver.Model) string { return solver.VRGHAL{}.String() + "/" + m.String() }
 
 // Targets judges the project's performance targets on the sections rep
 // holds, in the order stochastic, overhead, forward, training.
@@ -40,20 +51,20 @@ func Targets(rep *Report) []Target {
 			if pr.Name != targetProblem {
 				continue
 			}
-			cmp := compareAtEpsMin(pr, targetMethod)
+			cmp := compareAtEpsMin(pr, targetMethod())
 			t := Target{
 				Name: "speedup",
 				Description: fmt.Sprintf("%s needs at least %d× fewer samples than the best baseline at ε = %g on %s",
-					targetMethod, targetSpeedup, cmp.eps, targetProblem),
+					targetMethod(), targetSpeedup, cmp.eps, targetProblem),
 				Value: Number(cmp.ratio), Threshold: targetSpeedup, LowerBound: cmp.lowerBound,
 			}
 			t.Met = cmp.ratio >= targetSpeedup
 			t.Note = cmp.note
 			out = append(out, t)
-			if m := findMethod(pr, targetMethod); m != nil {
+			if m := findMethod(pr, targetMethod()); m != nil {
 				out = append(out, Target{
 					Name:        "exponent",
-					Description: fmt.Sprintf("fitted exponent of %s's samples in 1/ε on %s is at most %g", targetMethod, targetProblem, targetExponent),
+					Description: fmt.Sprintf("fitted exponent of %s's samples in 1/ε on %s is at most %g", targetMethod(), targetProblem, targetExponent),
 					Value:       m.Slope, Threshold: targetExponent, Met: float64(m.Slope) <= targetExponent,
 					Note: slopeNote(pr, m),
 				})
@@ -99,7 +110,7 @@ func forwardTarget(fw *ForwardReport) Target {
 		}
 		return math.NaN()
 	}
-	g, a := calls("ghal"), calls("anderson")
+	g, a := calls(solver.GHAL{}.String()), calls(solver.Anderson{}.String())
 	switch {
 	case math.IsNaN(g) || math.IsNaN(a):
 		t.Note = fmt.Sprintf("GHAL or Anderson was not measured at %g", targetForwardTol)

@@ -240,7 +240,7 @@ func writeStochastic(b *strings.Builder, rep *Report, st *StochasticReport, link
 			p(" %s | %s | %s |\n", fmtRatio(float64(last.RatioToFloor)), fmtSlope(m), statusText(m.Statuses))
 		}
 		p("\nCells: median samples (90th percentile); [k/n] seeds reached ε when not all did. Slope: least-squares exponent of the median in 1/ε over the accuracies below ‖T(x0) − x0‖ whose median was reached (number of points in parentheses).\n\n")
-		cmp := compareAtEpsMin(pr, targetMethod)
+		cmp := compareAtEpsMin(pr, targetMethod())
 		p("At ε = %s: %s", fmtEps(cmp.eps), cmp.note)
 		if !math.IsNaN(cmp.ratio) {
 			ge := ""
