@@ -57,8 +57,9 @@ lint:
 	$(GO) vet ./...
 
 ## bench: Go microbenchmarks with allocation counts (saved to
-## $(BENCH_OUT)/go-bench.txt), then `deq bench`: JSON and plots in $(BENCH_OUT),
-## tables in BENCHMARKS.md (text after its end marker is kept). The forward
+## $(BENCH_OUT)/go-bench.txt), then `deq bench` (internal/bench measures,
+## internal/bench/report writes): JSON and plots in $(BENCH_OUT), tables in
+## BENCHMARKS.md (text after its end marker is kept). The forward
 ## section trains a model once and caches it as
 ## $(BENCH_OUT)/forward-model.ckpt. About 12 minutes on two cores; `make bench BENCH_FLAGS=--quick` runs the smoke size.
 BENCH_OUT   ?= benchmarks
@@ -69,7 +70,7 @@ bench:
 	@cat $(BENCH_OUT)/go-bench.txt
 	$(GO) run ./cmd/deq bench --out $(BENCH_OUT) --markdown BENCHMARKS.md $(BENCH_FLAGS)
 
-## bench-netlib: the throughput and training sections again with OpenBLAS
+## bench-netlib: `deq bench`'s throughput and training sections again with OpenBLAS
 ## behind gonum and gorgonia (-tags netlib; needs cgo and libopenblas-dev),
 ## into $(BENCH_OUT)/netlib with its own BENCHMARKS.md. About a minute.
 bench-netlib:

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deqgo/deq/bench"
+	"github.com/deqgo/deq/internal/bench"
+	"github.com/deqgo/deq/internal/bench/report"
 )
 
 // benchFlags are the flags of `deq bench`.
@@ -30,7 +31,7 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
 		Short: "Run the benchmarks and write JSON, PNG plots and a Markdown report",
-		Long: `Bench runs the benchmark sections of package bench: samples the stochastic
+		Long: `Bench runs the benchmark sections of internal/bench: samples the stochastic
 solvers need to reach a true residual ε (stochastic), VR-GHAL's overhead
 against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic
@@ -51,7 +52,7 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 			if err != nil {
 				return runtimeError{err}
 			}
-			files, err := bench.Write(rep, f.out, f.markdown)
+			files, err := report.Write(rep, f.out, f.markdown)
 			if err != nil {
 				return runtimeError{err}
 			}
@@ -126,7 +127,7 @@ func reproduceCommand(cmd *cobra.Command) string {
 }
 
 // printBenchSummary prints the targets and the files written.
-func printBenchSummary(w io.Writer, rep *bench.Report, files []string) error {
+func printBenchSummary(w io.Writer, rep *report.Report, files []string) error {
 	for _, t := range rep.Targets {
 		verdict := "MISSED"
 		if t.Met {

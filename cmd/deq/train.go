@@ -14,6 +14,7 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/internal/plots"
 	"github.com/deqgo/deq/train"
 )
 
@@ -154,7 +155,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return runtimeError{fmt.Errorf("--metrics: %w", metricsErr)}
 	}
 	if f.plot != "" {
-		if _, err := train.WritePlots(f.plot, res.Epochs, cfg.Forward.Tol); err != nil {
+		if _, err := plots.WriteTraining(f.plot, res.Epochs, cfg.Forward.Tol); err != nil {
 			return runtimeError{err}
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/plots"
 	"github.com/deqgo/deq/train"
 )
 
@@ -34,8 +35,8 @@ func tinyTrain(dir string, extra ...string) []string {
 func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	dir := t.TempDir()
 	metrics := filepath.Join(dir, "m.jsonl")
-	plots := filepath.Join(dir, "plots")
-	code, out, errOut := runCmd(tinyTrain(dir, "--metrics", metrics, "--plot", plots, "--json")...)
+	plotDir := filepath.Join(dir, "plots")
+	code, out, errOut := runCmd(tinyTrain(dir, "--metrics", metrics, "--plot", plotDir, "--json")...)
 	require.Equal(t, 0, code, errOut)
 	require.Empty(t, errOut, "--quiet prints nothing on standard error")
 	sum := decodeOne(t, out)
@@ -61,8 +62,8 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 			require.Equal(t, final["test_acc"], m["test_acc"])
 		}
 	}
-	for _, p := range []string{train.PlotLoss, train.PlotAccuracy, train.PlotResidual} {
-		b, err := os.ReadFile(filepath.Join(plots, p))
+	for _, p := range []string{plots.Loss, plots.Accuracy, plots.Residual} {
+		b, err := os.ReadFile(filepath.Join(plotDir, p))
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(b), "\x89PNG"), p)
 	}

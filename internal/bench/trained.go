@@ -114,7 +114,7 @@ func cachedModel(ctx context.Context, s *settings, ts trainedSetup, d *datasets.
 // dataName returns the data set of the trained-model sections when one of
 // them runs, else "".
 func (s *settings) dataName() string {
-	if !s.run[SectionForward] && !s.run[SectionTraining] {
+	if !s.run[sectionForward] && !s.run[sectionTraining] {
 		return ""
 	}
 	if s.Quick {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
@@ -30,7 +31,7 @@ func TestFirstHits(t *testing.T) {
 // cache and measures the same evaluations.
 func TestForwardSection(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Quick: true, Sections: []string{SectionForward}, CacheDir: dir}
+	cfg := Config{Quick: true, Sections: []string{sectionForward}, CacheDir: dir}
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	fw := rep.Forward
@@ -48,7 +49,7 @@ func TestForwardSection(t *testing.T) {
 
 	// Picard by hand on the first test batch: z ← f(z) from z = 0, one
 	// evaluation per recorded point.
-	ck, err := train.Load(filepath.Join(dir, ForwardModelName))
+	ck, err := train.Load(filepath.Join(dir, report.ForwardModelName))
 	require.NoError(t, err)
 	s, err := cfg.withDefaults()
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func TestForwardSection(t *testing.T) {
 	z, fz, diff := make([]float64, ev.Len()), make([]float64, ev.Len()), make([]float64, ev.Len())
 	var r0 float64
 	want := map[float64]float64{}
-	for calls := 1; calls <= DefaultForwardMaxIter && len(want) < 3; calls++ {
+	for calls := 1; calls <= defaultForwardMaxIter && len(want) < 3; calls++ {
 		require.NoError(t, ev.EvalExact(fz, z))
 		for i := range diff {
 			diff[i] = fz[i] - z[i]
@@ -80,7 +81,7 @@ func TestForwardSection(t *testing.T) {
 		if calls == 1 {
 			r0 = r
 		}
-		for _, tol := range ForwardTols() {
+		for _, tol := range forwardTols() {
 			if _, ok := want[tol]; !ok && r/r0 <= tol {
 				want[tol] = float64(calls)
 			}
@@ -90,7 +91,7 @@ func TestForwardSection(t *testing.T) {
 	require.Len(t, want, 3, "Picard did not reach every tolerance by hand")
 	picard := fw.Methods[0]
 	require.Equal(t, "picard", picard.Method)
-	for i, tol := range ForwardTols() {
+	for i, tol := range forwardTols() {
 		require.Equal(t, want[tol], picard.Curve.Budgets[int(want[tol])-1])
 		// The median over two batches is the smaller (nearest rank), so it
 		// is at most the first batch's count.
@@ -122,7 +123,7 @@ func TestTrainingProductsFLOPs(t *testing.T) {
 }
 
 func TestTrainingSection(t *testing.T) {
-	rep, err := Run(context.Background(), Config{Quick: true, Sections: []string{SectionTraining}})
+	rep, err := Run(context.Background(), Config{Quick: true, Sections: []string{sectionTraining}})
 	require.NoError(t, err)
 	tr := rep.Training
 	require.Len(t, tr.Epochs, 3)

@@ -80,7 +80,7 @@ func TestCalibrateAffineProblems(t *testing.T) {
 		{"mdp", 0, math.NaN()}, // not affine
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := calibrate(specByName(t, tc.name), 5, DefaultSigmaDraws, level, start)
+			c, err := calibrate(specByName(t, tc.name), 5, defaultSigmaDraws, level, start)
 			require.NoError(t, err)
 			require.InDelta(t, level, c.sigma()*math.Sqrt(c.kappa), 1e-12)
 			require.InDelta(t, start, c.dist0, 1e-12)

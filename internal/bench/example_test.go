@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/deqgo/deq/bench"
+	"github.com/deqgo/deq/internal/bench"
 )
 
 // Run measures, for every stochastic method, the unit samples it needs to
@@ -13,7 +13,7 @@ import (
 // configuration.
 func ExampleRun() {
 	rep, err := bench.Run(context.Background(), bench.Config{
-		Sections: []string{bench.SectionStochastic},
+		Sections: []string{"stochastic"},
 		Problems: []string{"shift"},
 		Seeds:    3,
 		Eps:      []float64{0.1, 0.03},

@@ -3,31 +3,9 @@ package bench
 import (
 	"math"
 	"slices"
-	"strconv"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
-
-// Number is a float64 that encodes NaN and ±Inf as JSON null.
-type Number float64
-
-// MarshalJSON implements json.Marshaler.
-func (n Number) MarshalJSON() ([]byte, error) {
-	v := float64(n)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler; null decodes as NaN.
-func (n *Number) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = Number(math.NaN())
-		return nil
-	}
-	v, err := strconv.ParseFloat(string(b), 64)
-	*n = Number(v)
-	return err
-}
 
 // quantile returns the nearest-rank q-quantile of xs, the ⌈q·n⌉-th smallest
 // value (+Inf entries, for seeds that did not reach, count as the largest).
@@ -77,20 +55,12 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// splitmix returns a well-mixed 64-bit value of x (SplitMix64's finaliser),
-// to derive independent seeds from a base seed and indices.
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// deriveSeed returns a seed for the given indices under base.
+// deriveSeed returns a seed for the given indices under base, chaining
+// SplitMix64: independent seeds from a base seed and indices.
 func deriveSeed(base uint64, idx ...uint64) uint64 {
-	s := splitmix(base)
+	s := numeric.SplitMix64(base)
 	for _, i := range idx {
-		s = splitmix(s ^ i)
+		s = numeric.SplitMix64(s ^ i)
 	}
 	return s
 }

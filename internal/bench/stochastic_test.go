@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -70,7 +71,7 @@ func TestSampleGrid(t *testing.T) {
 func tinyConfig(sections ...string) Config {
 	return Config{
 		Sections: sections, Seeds: 2, Eps: []float64{0.1, 0.03}, BudgetFactor: 30,
-		SigmaDraws: 200, OverheadRuns: 1, TimeTarget: 2 * time.Millisecond, Shape: Shape{Batch: 4, Hidden: 8, Input: 8},
+		SigmaDraws: 200, OverheadRuns: 1, TimeTarget: 2 * time.Millisecond, Shape: report.Shape{Batch: 4, Hidden: 8, Input: 8},
 	}
 }
 
@@ -78,7 +79,7 @@ func tinyConfig(sections ...string) Config {
 // solver itself: under a budget of exactly the count, the method returns a
 // point whose true residual meets ε; one sample less, it does not.
 func TestCountIsSmallestBudget(t *testing.T) {
-	cfg := tinyConfig(SectionStochastic)
+	cfg := tinyConfig(sectionStochastic)
 	cfg.Eps, cfg.BudgetFactor, cfg.StartDistance = []float64{0.1, 0.05, 0.02}, 3000, 0.3
 	s, err := cfg.withDefaults()
 	require.NoError(t, err)
@@ -120,7 +121,7 @@ func TestCountIsSmallestBudget(t *testing.T) {
 }
 
 func TestRunReproducibleAcrossWorkers(t *testing.T) {
-	cfg := tinyConfig(SectionStochastic)
+	cfg := tinyConfig(sectionStochastic)
 	cfg.Workers = 1
 	a, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -151,7 +152,7 @@ func TestRunReproducibleAcrossWorkers(t *testing.T) {
 	sub, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Len(t, sub.Stochastic.Problems, 1)
-	var full ProblemResult
+	var full report.ProblemResult
 	for _, pr := range a.Stochastic.Problems {
 		if pr.Name == "shift" {
 			full = pr
@@ -170,7 +171,7 @@ func TestRunReproducibleAcrossWorkers(t *testing.T) {
 }
 
 // numbersString renders Numbers so that unreached (+Inf) entries compare.
-func numbersString(ns []Number) []string {
+func numbersString(ns []report.Number) []string {
 	out := make([]string, len(ns))
 	for i, n := range ns {
 		b, _ := n.MarshalJSON()
@@ -182,7 +183,7 @@ func numbersString(ns []Number) []string {
 func TestRunCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, tinyConfig(SectionStochastic))
+	_, err := Run(ctx, tinyConfig(sectionStochastic))
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }
 

@@ -1,9 +1,22 @@
-package bench
+package report
 
-import "time"
+import (
+	"math"
+	"strconv"
+	"time"
+)
 
 // ReportVersion is the version of the JSON schema of Report.
 const ReportVersion = 1
+
+// ThroughputReps is the number of timed repetitions of every operation of
+// the throughput and training sections; each rate is the best repetition's.
+const ThroughputReps = 3
+
+// ForwardModelName is the file name, in the output directory of `deq bench`
+// (the measurements' cache directory), of the trained model the forward
+// section caches.
+const ForwardModelName = "forward-model.ckpt"
 
 // Report is everything Run measured; Write stores it as JSON, Markdown and
 // PNG plots. Sections that did not run are nil.
@@ -345,4 +358,33 @@ type EpochResult struct {
 	// batch of the epoch.
 	HeapPeak uint64  `json:"heap_peak"`
 	TestAcc  float64 `json:"test_acc"`
+}
+
+// Shape is a dense cell shape for the throughput section: Batch examples of
+// Hidden hidden and Input input features.
+type Shape struct {
+	Batch, Hidden, Input int
+}
+
+// Number is a float64 that encodes NaN and ±Inf as JSON null.
+type Number float64
+
+// MarshalJSON implements json.Marshaler.
+func (n Number) MarshalJSON() ([]byte, error) {
+	v := float64(n)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; null decodes as NaN.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Number(math.NaN())
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	*n = Number(v)
+	return err
 }

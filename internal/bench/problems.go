@@ -49,33 +49,25 @@ func problemSpecs() []problemSpec {
 		{
 			name:    "mdp",
 			summary: "ℓ∞ Bellman operator of a random MDP (4 states × 2 actions, γ = 0.9), generative model",
-			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "mdp", Dim: 4, Actions: 2, Gamma: 0.9, Seed: seed})
-			},
+			build:   suite(problems.Config{Name: "mdp", Dim: 4, Actions: 2, Gamma: 0.9}),
 		},
 		{
 			name:    "affine-t",
 			summary: "affine map in ℓ2 (d = 16, γ = 0.9) with Student-t noise, 2.5 degrees of freedom (heavy tails)",
 			affine:  true,
-			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "affine-t", Dim: 16, Gamma: 0.9, Seed: seed})
-			},
+			build:   suite(problems.Config{Name: "affine-t", Dim: 16, Gamma: 0.9}),
 		},
 		{
 			name:    "averaged",
 			summary: "average of 64 samplewise-nonexpansive maps x ↦ S_i x + b_i in ℓ2, S_i signed permutations (d = 16, γ = 1)",
 			affine:  true,
-			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "averaged", Dim: 16, Gamma: 1, Terms: 64, Seed: seed})
-			},
+			build:   suite(problems.Config{Name: "averaged", Dim: 16, Gamma: 1, Terms: 64}),
 		},
 		{
 			name:    "shift",
 			summary: "nonexpansive T(x) = Rx + b in ℓ2, R the signed cyclic shift (an isometry), Gaussian noise (d = 16, γ = 1)",
 			affine:  true,
-			build: func(seed uint64) (*instance, error) {
-				return suiteInstance(problems.Config{Name: "shift", Dim: 16, Gamma: 1, Seed: seed})
-			},
+			build:   suite(problems.Config{Name: "shift", Dim: 16, Gamma: 1}),
 		},
 		{
 			name:    "deq-mixture",
@@ -95,13 +87,17 @@ func ProblemNames() []string {
 	return out
 }
 
-// suiteInstance builds a problem of package problems.
-func suiteInstance(c problems.Config) (*instance, error) {
-	p, err := problems.New(c)
-	if err != nil {
-		return nil, err
+// suite returns the builder of a problem of package problems: c with the
+// seed it is given.
+func suite(c problems.Config) func(seed uint64) (*instance, error) {
+	return func(seed uint64) (*instance, error) {
+		c.Seed = seed
+		p, err := problems.New(c)
+		if err != nil {
+			return nil, err
+		}
+		return &instance{oracle: p.Oracle, norm: p.Norm, x0: p.X0, gamma: p.Gamma, fixed: p.FixedPoint, sigma: p.Sigma}, nil
 	}
-	return &instance{oracle: p.Oracle, norm: p.Norm, x0: p.X0, gamma: p.Gamma, fixed: p.FixedPoint, sigma: p.Sigma}, nil
 }
 
 // Shape of the DEQ cell problem.
@@ -351,7 +347,7 @@ func picard(in *instance) ([]float64, error) {
 			return x, nil
 		}
 	}
-	return nil, fmt.Errorf("picard iteration did not reach a residual of 1e-13")
+	return nil, fmt.Errorf("Picard iteration did not reach a residual of 1e-13")
 }
 
 // estimateSigma returns (mean_i ‖τ(x*; ξ_i) − T(x*)‖²)^{1/2} over draws unit

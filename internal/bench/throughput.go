@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -28,7 +29,7 @@ type workload struct {
 // workloadFunc builds a workload for a dense cell shape, seeding its data
 // from seed. Adding a workload to the section, such as a training epoch, is
 // writing one workloadFunc and listing it in workloadFuncs.
-type workloadFunc func(sh Shape, seed uint64) (workload, error)
+type workloadFunc func(sh report.Shape, seed uint64) (workload, error)
 
 // workloadFuncs lists the workloads of the throughput section.
 func workloadFuncs() []workloadFunc {
@@ -37,7 +38,7 @@ func workloadFuncs() []workloadFunc {
 
 // denseSetup returns a dense cell's evaluator for sh with its input set,
 // and random z and g.
-func denseSetup(sh Shape, seed uint64) (layers.Evaluator, []float64, []float64, []float64, error) {
+func denseSetup(sh report.Shape, seed uint64) (layers.Evaluator, []float64, []float64, []float64, error) {
 	cell, err := layers.NewDense(layers.DenseConfig{Hidden: sh.Hidden, Input: sh.Input, Seed: seed})
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -98,88 +99,80 @@ func gemms(seed uint64, prods ...[5]int) (func() error, float64) {
 	}, flops
 }
 
-// denseForward is f(z, x) = σ(zW + xU + b) from scratch: SetInput (xU + b)
-// and the evaluation, 2·n·h·(h + in) FLOPs.
-func denseForward(sh Shape, seed uint64) (workload, error) {
-	ev, x, z, _, err := denseSetup(sh, seed)
+// denseWorkload builds the workload name on a dense cell of shape sh: op
+// returns the timed operation given the cell's evaluator with its input x
+// set and random z and g; the reference ref runs the products prods.
+func denseWorkload(sh report.Shape, seed uint64, name, ref string, prods [][5]int, op func(ev layers.Evaluator, x, z, g []float64) func() error) (workload, error) {
+	ev, x, z, g, err := denseSetup(sh, seed)
 	if err != nil {
 		return workload{}, err
 	}
-	dst := make([]float64, ev.Len())
+	refOp, flops := gemms(seed, prods...)
+	return workload{name: name, flops: flops, op: op(ev, x, z, g), ref: ref, refOp: refOp}, nil
+}
+
+// denseForward is f(z, x) = σ(zW + xU + b) from scratch: SetInput (xU + b)
+// and the evaluation, 2·n·h·(h + in) FLOPs.
+func denseForward(sh report.Shape, seed uint64) (workload, error) {
 	n, h, in := sh.Batch, sh.Hidden, sh.Input
-	ref, flops := gemms(seed, [5]int{n, h, h}, [5]int{n, in, h})
-	return workload{
-		name: "dense forward f(z, x) (SetInput + EvalExact)", flops: flops,
-		op: func() error {
-			if err := ev.SetInput(x); err != nil {
-				return err
+	return denseWorkload(sh, seed, "dense forward f(z, x) (SetInput + EvalExact)", "z·W + x·U",
+		[][5]int{{n, h, h}, {n, in, h}},
+		func(ev layers.Evaluator, x, z, _ []float64) func() error {
+			dst := make([]float64, ev.Len())
+			return func() error {
+				if err := ev.SetInput(x); err != nil {
+					return err
+				}
+				return ev.EvalExact(dst, z)
 			}
-			return ev.EvalExact(dst, z)
-		},
-		ref: "z·W + x·U", refOp: ref,
-	}, nil
+		})
 }
 
 // denseEval is the solver's oracle call with the input term cached:
 // σ(zW + c), 2·n·h² FLOPs.
-func denseEval(sh Shape, seed uint64) (workload, error) {
-	ev, _, z, _, err := denseSetup(sh, seed)
-	if err != nil {
-		return workload{}, err
-	}
-	dst := make([]float64, ev.Len())
+func denseEval(sh report.Shape, seed uint64) (workload, error) {
 	n, h := sh.Batch, sh.Hidden
-	ref, flops := gemms(seed, [5]int{n, h, h})
-	return workload{
-		name: "dense oracle Eval (xU + b cached)", flops: flops,
-		op: func() error {
-			_, err := ev.Eval(dst, z, solver.Sample{Size: 1})
-			return err
-		},
-		ref: "z·W", refOp: ref,
-	}, nil
+	return denseWorkload(sh, seed, "dense oracle Eval (xU + b cached)", "z·W",
+		[][5]int{{n, h, h}},
+		func(ev layers.Evaluator, _, z, _ []float64) func() error {
+			dst := make([]float64, ev.Len())
+			return func() error {
+				_, err := ev.Eval(dst, z, solver.Sample{Size: 1})
+				return err
+			}
+		})
 }
 
 // denseVJPHidden is (∂f/∂z)ᵀg from the gorgonia graph: the forward zW and
 // the product (g ⊙ σ')Wᵀ, 4·n·h² FLOPs (gorgonia also computes the sibling
 // gradient of W, not counted).
-func denseVJPHidden(sh Shape, seed uint64) (workload, error) {
-	ev, _, z, g, err := denseSetup(sh, seed)
-	if err != nil {
-		return workload{}, err
-	}
-	dst := make([]float64, ev.Len())
+func denseVJPHidden(sh report.Shape, seed uint64) (workload, error) {
 	n, h := sh.Batch, sh.Hidden
-	ref, flops := gemms(seed, [5]int{n, h, h}, [5]int{n, h, h, 0, 1})
-	return workload{
-		name: "dense VJPHidden (∂f/∂z)ᵀg (gorgonia)", flops: flops,
-		op: func() error {
-			_, err := ev.VJPHidden(dst, z, g, solver.Sample{Size: 1})
-			return err
-		},
-		ref: "z·W, g·Wᵀ", refOp: ref,
-	}, nil
+	return denseWorkload(sh, seed, "dense VJPHidden (∂f/∂z)ᵀg (gorgonia)", "z·W, g·Wᵀ",
+		[][5]int{{n, h, h}, {n, h, h, 0, 1}},
+		func(ev layers.Evaluator, _, z, g []float64) func() error {
+			dst := make([]float64, ev.Len())
+			return func() error {
+				_, err := ev.VJPHidden(dst, z, g, solver.Sample{Size: 1})
+				return err
+			}
+		})
 }
 
 // denseVJP is the full VJP with parameter gradients: the forward zW + xU and
 // the products for ∂z, ∂x, ∂W and ∂U, 6·n·h·(h + in) FLOPs.
-func denseVJP(sh Shape, seed uint64) (workload, error) {
-	ev, _, z, g, err := denseSetup(sh, seed)
-	if err != nil {
-		return workload{}, err
-	}
-	dz := make([]float64, ev.Len())
-	dx := make([]float64, sh.Batch*sh.Input)
+func denseVJP(sh report.Shape, seed uint64) (workload, error) {
 	n, h, in := sh.Batch, sh.Hidden, sh.Input
-	ref, flops := gemms(seed,
-		[5]int{n, h, h}, [5]int{n, in, h}, // forward
-		[5]int{n, h, h, 0, 1}, [5]int{n, h, in, 0, 1}, // ∂z = G·Wᵀ, ∂x = G·Uᵀ
-		[5]int{h, n, h, 1, 0}, [5]int{in, n, h, 1, 0}) // ∂W = Zᵀ·G, ∂U = Xᵀ·G
-	return workload{
-		name: "dense VJP ∂z, ∂x, ∂θ (gorgonia)", flops: flops,
-		op:  func() error { return ev.VJP(dz, dx, z, g) },
-		ref: "the 6 products of forward and backward", refOp: ref,
-	}, nil
+	return denseWorkload(sh, seed, "dense VJP ∂z, ∂x, ∂θ (gorgonia)", "the 6 products of forward and backward",
+		[][5]int{
+			{n, h, h}, {n, in, h}, // forward
+			{n, h, h, 0, 1}, {n, h, in, 0, 1}, // ∂z = G·Wᵀ, ∂x = G·Uᵀ
+			{h, n, h, 1, 0}, {in, n, h, 1, 0}, // ∂W = Zᵀ·G, ∂U = Xᵀ·G
+		},
+		func(ev layers.Evaluator, _, z, g []float64) func() error {
+			dz, dx := make([]float64, ev.Len()), make([]float64, n*in)
+			return func() error { return ev.VJP(dz, dx, z, g) }
+		})
 }
 
 // timing is the measured cost of an operation.
@@ -222,26 +215,23 @@ func measure(ctx context.Context, op func() error, target time.Duration, reps in
 	return t, nil
 }
 
-// throughputReps is the number of timed repetitions per operation.
-const throughputReps = 3
-
 // throughput runs the throughput section.
-func throughput(ctx context.Context, s *settings) (*ThroughputReport, error) {
-	rep := &ThroughputReport{Shape: s.Shape}
+func throughput(ctx context.Context, s *settings) (*report.ThroughputReport, error) {
+	rep := &report.ThroughputReport{Shape: s.Shape}
 	for i, wf := range workloadFuncs() {
 		w, err := wf(s.Shape, deriveSeed(s.Seed, 4, uint64(i)))
 		if err != nil {
 			return nil, err
 		}
-		cell, err := measure(ctx, w.op, s.TimeTarget, throughputReps)
+		cell, err := measure(ctx, w.op, s.TimeTarget, report.ThroughputReps)
 		if err != nil {
 			return nil, fmt.Errorf("bench: throughput of %s: %w", w.name, err)
 		}
-		ref, err := measure(ctx, w.refOp, s.TimeTarget, throughputReps)
+		ref, err := measure(ctx, w.refOp, s.TimeTarget, report.ThroughputReps)
 		if err != nil {
 			return nil, fmt.Errorf("bench: throughput of the reference of %s: %w", w.name, err)
 		}
-		r := WorkloadResult{
+		r := report.WorkloadResult{
 			Name: w.name, FLOPs: w.flops, SecondsPerOp: cell.secondsPerOp,
 			GFLOPS: w.flops / cell.secondsPerOp / 1e9, BytesPerOp: cell.bytesPerOp, AllocsPerOp: cell.allocsPerOp,
 			Reference: w.ref, RefGFLOPS: w.flops / ref.secondsPerOp / 1e9,
@@ -252,6 +242,6 @@ func throughput(ctx context.Context, s *settings) (*ThroughputReport, error) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rep.Memory = Memory{HeapSys: ms.HeapSys, TotalAlloc: ms.TotalAlloc, MaxRSS: maxRSS()}
+	rep.Memory = report.Memory{HeapSys: ms.HeapSys, TotalAlloc: ms.TotalAlloc, MaxRSS: maxRSS()}
 	return rep, nil
 }

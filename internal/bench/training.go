@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/train"
 )
 
@@ -64,7 +65,7 @@ type counted struct {
 }
 
 // training runs the training section.
-func training(ctx context.Context, s *settings) (*TrainingReport, error) {
+func training(ctx context.Context, s *settings) (*report.TrainingReport, error) {
 	start := time.Now()
 	ts := s.trainingSetup()
 	d, err := ts.open(ctx, s.Seed)
@@ -116,7 +117,7 @@ func training(ctx context.Context, s *settings) (*TrainingReport, error) {
 	}
 	m := tr.Model()
 	sh := trainingShapes{n: ts.batch, p: m.InputDim, d: m.Config.Encoder, h: m.Config.Hidden, c: m.Classes}
-	rep := &TrainingReport{
+	rep := &report.TrainingReport{
 		Data: d.Train.Name, Cell: m.Config.Cell.String(), Hidden: sh.h, Encoder: sh.d, Pixels: sh.p, Classes: sh.c,
 		BatchSize: sh.n, Forward: tr.Config().Forward.Method.String(), Backward: tr.Config().Backward.Mode.String(),
 		HeapAfterEpoch: heap, MaxRSS: maxRSS(),
@@ -125,7 +126,7 @@ func training(ctx context.Context, s *settings) (*TrainingReport, error) {
 	refTime := map[[5]int]float64{}
 	for i, c := range sh.products(epochCounts{batches: 1, fwdCalls: 1, adjCalls: 1, vjps: 1}) {
 		op, _ := gemms(deriveSeed(s.Seed, 5, uint64(i)), c.prod)
-		t, err := measure(ctx, op, s.TimeTarget/4, throughputReps)
+		t, err := measure(ctx, op, s.TimeTarget/4, report.ThroughputReps)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +139,7 @@ func training(ctx context.Context, s *settings) (*TrainingReport, error) {
 			flops += float64(c.count) * 2 * float64(c.prod[0]) * float64(c.prod[1]) * float64(c.prod[2])
 			ref += float64(c.count) * refTime[c.prod]
 		}
-		e := EpochResult{
+		e := report.EpochResult{
 			Epoch: em.Epoch, Batches: k.batches, Examples: k.examples,
 			FwdCalls: k.fwdCalls, CertCalls: k.certCalls, AdjCalls: k.adjCalls, VJPs: k.vjps,
 			FLOPs: flops, Seconds: em.TrainSeconds, GFLOPS: flops / em.TrainSeconds / 1e9,

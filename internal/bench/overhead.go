@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -34,8 +35,8 @@ var overheadProblems = []string{"deq-mixture", "averaged"}
 // overhead runs the overhead section: VR-GHAL under the problem's own oracle
 // model solves each problem to an estimated residual of ε_min/2 within the
 // stochastic section's budget, Config.OverheadRuns times, timing its oracle.
-func overhead(ctx context.Context, s *settings) (*OverheadReport, error) {
-	rep := &OverheadReport{}
+func overhead(ctx context.Context, s *settings) (*report.OverheadReport, error) {
+	rep := &report.OverheadReport{}
 	specs := problemSpecs()
 	for _, name := range overheadProblems {
 		i := slices.IndexFunc(specs, func(sp problemSpec) bool { return sp.name == name })
@@ -46,7 +47,7 @@ func overhead(ctx context.Context, s *settings) (*OverheadReport, error) {
 		}
 		m := c.model
 		method := solver.VRGHAL{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Model: m}
-		r := OverheadResult{Problem: sp.name, Method: "vrghal/" + m.String(), Budget: s.budget(), Tol: s.epsMin() / 2, Runs: s.OverheadRuns}
+		r := report.OverheadResult{Problem: sp.name, Method: report.VRGHALName(m), Budget: s.budget(), Tol: s.epsMin() / 2, Runs: s.OverheadRuns}
 		var oracle, total, frac, calls, samples []float64
 		for run := range s.OverheadRuns {
 			o, in, err := c.build()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -126,7 +127,7 @@ type outcome struct {
 }
 
 // stochastic runs the stochastic section.
-func stochastic(ctx context.Context, s *settings) (*StochasticReport, error) {
+func stochastic(ctx context.Context, s *settings) (*report.StochasticReport, error) {
 	start := time.Now()
 	methods := methodSpecs()
 	var cals []*calibration
@@ -177,7 +178,7 @@ func stochastic(ctx context.Context, s *settings) (*StochasticReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &StochasticReport{}
+	rep := &report.StochasticReport{}
 	for p, c := range cals {
 		pr := problemResult(s, c, budget)
 		for m, ms := range methods {
@@ -241,15 +242,15 @@ func runSettings(s *settings, t task, budget int64) *solver.Settings {
 }
 
 // problemResult describes a calibrated problem.
-func problemResult(s *settings, c *calibration, budget int64) ProblemResult {
-	pr := ProblemResult{
+func problemResult(s *settings, c *calibration, budget int64) report.ProblemResult {
+	pr := report.ProblemResult{
 		Name: c.spec.name, Summary: c.spec.summary, Len: c.len, Norm: c.norm, Model: c.model.String(),
-		Gamma: c.gamma, Terms: c.terms, Kappa: c.kappa, SigmaNative: c.sigmaNative, SigmaL2: Number(math.NaN()),
-		Scale: c.scale, Sigma: c.sigma(), R0: c.r0, Dist0: c.dist0, ExactLipschitz: Number(c.lipschitz), Eps: s.Eps, Budget: budget,
+		Gamma: c.gamma, Terms: c.terms, Kappa: c.kappa, SigmaNative: c.sigmaNative, SigmaL2: report.Number(math.NaN()),
+		Scale: c.scale, Sigma: c.sigma(), R0: c.r0, Dist0: c.dist0, ExactLipschitz: report.Number(c.lipschitz), Eps: s.Eps, Budget: budget,
 		FixedPoint: "computed by Picard iteration on the exact operator to a relative residual of 1e-13",
 	}
 	if c.sigmaL2 > 0 {
-		pr.SigmaL2 = Number(c.sigmaL2)
+		pr.SigmaL2 = report.Number(c.sigmaL2)
 	}
 	if c.xstarKnown {
 		pr.FixedPoint = "exact, from package problems (LU solve or policy iteration)"
@@ -261,10 +262,10 @@ func problemResult(s *settings, c *calibration, budget int64) ProblemResult {
 }
 
 // methodResult aggregates the runs of method m on problem p.
-func methodResult(s *settings, c *calibration, ms methodSpec, p, m int, tasks []task, outs []outcome, grid []float64) MethodResult {
-	mr := MethodResult{
+func methodResult(s *settings, c *calibration, ms methodSpec, p, m int, tasks []task, outs []outcome, grid []float64) report.MethodResult {
+	mr := report.MethodResult{
 		Method: ms.name, VRGHAL: ms.vr, PerEps: ms.perEps, Settings: ms.settings(c, s),
-		Slope: Number(math.NaN()), Statuses: map[string]int{},
+		Slope: report.Number(math.NaN()), Statuses: map[string]int{},
 	}
 	if ms.needs > c.model {
 		mr.NotApplicable = fmt.Sprintf("needs an oracle model %v or stronger; the problem's is %v", ms.needs, c.model)
@@ -294,16 +295,16 @@ func methodResult(s *settings, c *calibration, ms methodSpec, p, m int, tasks []
 	}
 	var inv, med []float64 // the accuracies below R0 for the slope
 	for e, eps := range s.Eps {
-		er := EpsResult{Eps: eps, Floor: c.floor(eps, s.Delta)}
+		er := report.EpsResult{Eps: eps, Floor: c.floor(eps, s.Delta)}
 		for _, v := range samples[e] {
-			er.Samples = append(er.Samples, Number(v))
+			er.Samples = append(er.Samples, report.Number(v))
 			if !math.IsInf(v, 1) {
 				er.Reached++
 			}
 		}
 		md, p90 := quantile(samples[e], 0.5), quantile(samples[e], 0.9)
-		er.Median, er.P90 = Number(md), Number(p90)
-		er.RatioToFloor = Number(md / er.Floor)
+		er.Median, er.P90 = report.Number(md), report.Number(p90)
+		er.RatioToFloor = report.Number(md / er.Floor)
 		mr.Eps = append(mr.Eps, er)
 		if eps < c.r0 {
 			inv = append(inv, 1/eps)
@@ -311,12 +312,12 @@ func methodResult(s *settings, c *calibration, ms methodSpec, p, m int, tasks []
 		}
 	}
 	slope, n := fitSlope(inv, med)
-	mr.Slope, mr.SlopePoints = Number(slope), n
+	mr.Slope, mr.SlopePoints = report.Number(slope), n
 	mr.Curve.Budgets = grid
 	for _, vs := range curves {
-		mr.Curve.Median = append(mr.Curve.Median, Number(quantile(vs, 0.5)))
-		mr.Curve.P10 = append(mr.Curve.P10, Number(quantile(vs, 0.1)))
-		mr.Curve.P90 = append(mr.Curve.P90, Number(quantile(vs, 0.9)))
+		mr.Curve.Median = append(mr.Curve.Median, report.Number(quantile(vs, 0.5)))
+		mr.Curve.P10 = append(mr.Curve.P10, report.Number(quantile(vs, 0.1)))
+		mr.Curve.P90 = append(mr.Curve.P90, report.Number(quantile(vs, 0.9)))
 	}
 	return mr
 }

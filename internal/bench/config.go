@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -8,57 +9,64 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deqgo/deq/internal/bench/report"
 )
 
 // Section names, in the order Run runs them.
 const (
-	// SectionStochastic measures the samples each stochastic method needs to
+	// sectionStochastic measures the samples each stochastic method needs to
 	// reach a true residual ε.
-	SectionStochastic = "stochastic"
-	// SectionOverhead measures VR-GHAL's own work against its oracle time.
-	SectionOverhead = "overhead"
-	// SectionThroughput measures GFLOP/s of DEQ cell evaluations against a
+	sectionStochastic = "stochastic"
+	// sectionOverhead measures VR-GHAL's own work against its oracle time.
+	sectionOverhead = "overhead"
+	// sectionThroughput measures GFLOP/s of DEQ cell evaluations against a
 	// plain matrix multiply of the same shapes, and memory.
-	SectionThroughput = "throughput"
-	// SectionForward measures deterministic forward solvers on a trained
+	sectionThroughput = "throughput"
+	// sectionForward measures deterministic forward solvers on a trained
 	// DEQ's test-set batches.
-	SectionForward = "forward"
-	// SectionTraining measures GFLOP/s and memory of training epochs.
-	SectionTraining = "training"
+	sectionForward = "forward"
+	// sectionTraining measures GFLOP/s and memory of training epochs.
+	sectionTraining = "training"
 )
 
 // Sections returns the section names in the order Run runs them.
 func Sections() []string {
-	return []string{SectionStochastic, SectionOverhead, SectionThroughput, SectionForward, SectionTraining}
+	return []string{sectionStochastic, sectionOverhead, sectionThroughput, sectionForward, sectionTraining}
 }
 
-// Defaults used where a Config field is zero. The quick defaults apply when
-// Config.Quick is set.
+// DefaultSeed and DefaultSampleScale are Config.Seed and Config.SampleScale
+// where those are zero.
 const (
-	DefaultSeeds        = 20
-	DefaultQuickSeeds   = 3
-	DefaultSeed         = 1
-	DefaultSampleScale  = 0.1
-	DefaultNoiseLevel   = 0.1
-	DefaultStartDist    = 0.1
-	DefaultBudgetFactor = 1000
-	DefaultDelta        = 0.05
-	DefaultMaxRunTime   = 2 * time.Minute
-	DefaultSigmaDraws   = 4000
-	DefaultOverheadRuns = 3
-	DefaultTimeTarget   = time.Second
-	DefaultQuickTime    = 50 * time.Millisecond
+	DefaultSeed        = 1
+	DefaultSampleScale = 0.1
 )
 
-// DefaultEps returns the default accuracies of the stochastic section,
-// 10^{-1}, 10^{-1.5}, …, 10^{-3}; DefaultQuickEps those of a quick run,
+// Defaults of the other Config fields, used where they are zero. The quick
+// defaults apply when Config.Quick is set.
+const (
+	defaultSeeds        = 20
+	defaultQuickSeeds   = 3
+	defaultNoiseLevel   = 0.1
+	defaultStartDist    = 0.1
+	defaultBudgetFactor = 1000
+	defaultDelta        = 0.05
+	defaultMaxRunTime   = 2 * time.Minute
+	defaultSigmaDraws   = 4000
+	defaultOverheadRuns = 3
+	defaultTimeTarget   = time.Second
+	defaultQuickTime    = 50 * time.Millisecond
+)
+
+// defaultEps returns the default accuracies of the stochastic section,
+// 10^{-1}, 10^{-1.5}, …, 10^{-3}; defaultQuickEps those of a quick run,
 // 10^{-1}, 10^{-1.5} and 10^{-2}.
-func DefaultEps() []float64 {
+func defaultEps() []float64 {
 	return []float64{1e-1, 0.0316227766016838, 1e-2, 0.00316227766016838, 1e-3}
 }
 
-// DefaultQuickEps returns the accuracies of a quick run.
-func DefaultQuickEps() []float64 { return []float64{1e-1, 0.0316227766016838, 1e-2} }
+// defaultQuickEps returns the accuracies of a quick run.
+func defaultQuickEps() []float64 { return []float64{1e-1, 0.0316227766016838, 1e-2} }
 
 // Config configures Run. The zero value runs every section with the
 // documented defaults; Quick selects a smoke-test size.
@@ -76,56 +84,57 @@ type Config struct {
 	// own two problems.
 	Problems []string
 	// Seeds is the number of solver seeds per method and accuracy. Zero
-	// means DefaultSeeds (DefaultQuickSeeds when Quick).
+	// means 20 (3 when Quick).
 	Seeds int
 	// Seed is the base seed: problem instances, σ estimates and solver seeds
 	// all derive from it, so that a Config reproduces every sample count.
 	// Zero means DefaultSeed.
 	Seed uint64
 	// Eps lists the accuracies ε of the stochastic section, each in (0, 1).
-	// Nil means DefaultEps() (DefaultQuickEps() when Quick).
+	// Nil means 10^{-1}, 10^{-1.5}, …, 10^{-3} (down to 10^{-2}
+	// when Quick).
 	Eps []float64
 	// SampleScale is VR-GHAL's SampleScale (solver.VRGHAL). Zero means
 	// DefaultSampleScale.
 	SampleScale float64
 	// NoiseLevel is the noise level σ√κ to which every problem is rescaled
-	// (see the package documentation). Zero means DefaultNoiseLevel.
+	// (see the package documentation). Zero means 0.1.
 	NoiseLevel float64
 	// StartDistance is the distance ‖x0 − x*‖ of the start point from the
 	// fixed point, after rescaling, in the problem's norm. Zero means
-	// DefaultStartDist.
+	// 0.1.
 	StartDistance float64
 	// Delta is the failure probability δ of VR-GHAL and of the
-	// information-theoretic floor 2σ²κ ln(1/δ)/ε². Zero means DefaultDelta.
+	// information-theoretic floor 2σ²κ ln(1/δ)/ε². Zero means 0.05.
 	Delta float64
 	// BudgetFactor sets the sample budget of every run to BudgetFactor times
-	// the floor at the smallest ε. Zero means DefaultBudgetFactor.
+	// the floor at the smallest ε. Zero means 1000.
 	BudgetFactor float64
 	// MaxRunTime is a safety limit on the wall time of one run; a run that
 	// hits it is reported as such and makes the results depend on the
-	// machine. Zero means DefaultMaxRunTime.
+	// machine. Zero means two minutes.
 	MaxRunTime time.Duration
 	// SigmaDraws is the number of unit samples drawn at x* to estimate σ.
-	// Zero means DefaultSigmaDraws (a quarter when Quick).
+	// Zero means 4000 (1000 when Quick).
 	SigmaDraws int
 	// OverheadRuns is the number of timed VR-GHAL solves per problem of the
-	// overhead section. Zero means DefaultOverheadRuns.
+	// overhead section. Zero means 3.
 	OverheadRuns int
 	// TimeTarget is how long the throughput section times each operation
-	// (per repetition, three repetitions). Zero means DefaultTimeTarget
-	// (DefaultQuickTime when Quick).
+	// (per repetition, three repetitions). Zero means one second
+	// (50 ms when Quick).
 	TimeTarget time.Duration
 	// Shape is the dense cell shape of the throughput section. The zero
 	// value means 256 examples, 128 hidden and 128 input features (32, 32,
 	// 32 when Quick).
-	Shape Shape
+	Shape report.Shape
 	// Data is the data set (a datasets.Open spec) of the forward and
 	// training sections. Empty means Fashion-MNIST when it is installed
 	// (datasets.Find), the synthetic digits otherwise; Quick always uses
 	// small synthetic sets.
 	Data string
 	// CacheDir, if not empty, is where the forward section keeps its
-	// trained model (ForwardModelName) between runs: a checkpoint of the
+	// trained model (report.ForwardModelName) between runs: a checkpoint of the
 	// same configuration and data there is used instead of training.
 	CacheDir string
 	// Workers is the number of solves run in parallel. Zero means
@@ -136,12 +145,6 @@ type Config struct {
 	// Command is the command line recorded in the report as the way to
 	// reproduce it. Empty means none.
 	Command string
-}
-
-// Shape is a dense cell shape for the throughput section: Batch examples of
-// Hidden hidden and Input input features.
-type Shape struct {
-	Batch, Hidden, Input int
 }
 
 // settings is a Config with defaults filled in.
@@ -173,20 +176,21 @@ func (c Config) withDefaults() (*settings, error) {
 			return nil, fmt.Errorf("bench: Config.Problems: unknown problem %q (want %s)", name, strings.Join(ProblemNames(), ", "))
 		}
 	}
+	for _, f := range []struct {
+		name     string
+		negative bool
+		v        any
+	}{
+		{"Seeds", c.Seeds < 0, c.Seeds}, {"Workers", c.Workers < 0, c.Workers},
+		{"SigmaDraws", c.SigmaDraws < 0, c.SigmaDraws}, {"OverheadRuns", c.OverheadRuns < 0, c.OverheadRuns},
+		{"MaxRunTime", c.MaxRunTime < 0, c.MaxRunTime}, {"TimeTarget", c.TimeTarget < 0, c.TimeTarget},
+	} {
+		if f.negative {
+			return nil, fmt.Errorf("bench: Config.%s = %v must not be negative", f.name, f.v)
+		}
+	}
 	switch {
-	case c.Seeds < 0:
-		return nil, fmt.Errorf("bench: Config.Seeds = %d must not be negative", c.Seeds)
-	case c.Workers < 0:
-		return nil, fmt.Errorf("bench: Config.Workers = %d must not be negative", c.Workers)
-	case c.SigmaDraws < 0:
-		return nil, fmt.Errorf("bench: Config.SigmaDraws = %d must not be negative", c.SigmaDraws)
-	case c.OverheadRuns < 0:
-		return nil, fmt.Errorf("bench: Config.OverheadRuns = %d must not be negative", c.OverheadRuns)
-	case c.MaxRunTime < 0:
-		return nil, fmt.Errorf("bench: Config.MaxRunTime = %v must not be negative", c.MaxRunTime)
-	case c.TimeTarget < 0:
-		return nil, fmt.Errorf("bench: Config.TimeTarget = %v must not be negative", c.TimeTarget)
-	case c.Shape != Shape{} && (c.Shape.Batch < 1 || c.Shape.Hidden < 1 || c.Shape.Input < 1):
+	case c.Shape != report.Shape{} && (c.Shape.Batch < 1 || c.Shape.Hidden < 1 || c.Shape.Input < 1):
 		return nil, fmt.Errorf("bench: Config.Shape = %+v must have positive sizes", c.Shape)
 	}
 	for _, f := range []struct {
@@ -208,73 +212,34 @@ func (c Config) withDefaults() (*settings, error) {
 			return nil, fmt.Errorf("bench: Config.Eps[%d] = %v outside (0, 1)", i, e)
 		}
 	}
-	if s.Seeds == 0 {
-		s.Seeds = DefaultSeeds
-		if c.Quick {
-			s.Seeds = DefaultQuickSeeds
-		}
-	}
-	if s.Seed == 0 {
-		s.Seed = DefaultSeed
-	}
+	s.Seeds = cmp.Or(s.Seeds, ifQuick(c.Quick, defaultQuickSeeds, defaultSeeds))
+	s.Seed = cmp.Or(s.Seed, DefaultSeed)
 	if s.Eps == nil {
-		s.Eps = DefaultEps()
-		if c.Quick {
-			s.Eps = DefaultQuickEps()
-		}
+		s.Eps = ifQuick(c.Quick, defaultQuickEps, defaultEps)()
 	}
 	s.Eps = slices.Clone(s.Eps)
-	slices.SortFunc(s.Eps, func(a, b float64) int { return -cmpFloat(a, b) })
+	slices.SortFunc(s.Eps, func(a, b float64) int { return cmp.Compare(b, a) })
 	s.Eps = slices.Compact(s.Eps)
-	orDefault(&s.SampleScale, DefaultSampleScale)
-	orDefault(&s.NoiseLevel, DefaultNoiseLevel)
-	orDefault(&s.StartDistance, DefaultStartDist)
-	orDefault(&s.BudgetFactor, DefaultBudgetFactor)
-	orDefault(&s.Delta, DefaultDelta)
-	if s.MaxRunTime == 0 {
-		s.MaxRunTime = DefaultMaxRunTime
-	}
-	if s.SigmaDraws == 0 {
-		s.SigmaDraws = DefaultSigmaDraws
-		if c.Quick {
-			s.SigmaDraws = DefaultSigmaDraws / 4
-		}
-	}
-	if s.OverheadRuns == 0 {
-		s.OverheadRuns = DefaultOverheadRuns
-	}
-	if s.TimeTarget == 0 {
-		s.TimeTarget = DefaultTimeTarget
-		if c.Quick {
-			s.TimeTarget = DefaultQuickTime
-		}
-	}
-	if s.Shape == (Shape{}) {
-		s.Shape = Shape{Batch: 256, Hidden: 128, Input: 128}
-		if c.Quick {
-			s.Shape = Shape{Batch: 32, Hidden: 32, Input: 32}
-		}
-	}
-	if s.Workers == 0 {
-		s.Workers = runtime.GOMAXPROCS(0)
-	}
+	s.SampleScale = cmp.Or(s.SampleScale, DefaultSampleScale)
+	s.NoiseLevel = cmp.Or(s.NoiseLevel, defaultNoiseLevel)
+	s.StartDistance = cmp.Or(s.StartDistance, defaultStartDist)
+	s.BudgetFactor = cmp.Or(s.BudgetFactor, defaultBudgetFactor)
+	s.Delta = cmp.Or(s.Delta, defaultDelta)
+	s.MaxRunTime = cmp.Or(s.MaxRunTime, defaultMaxRunTime)
+	s.SigmaDraws = cmp.Or(s.SigmaDraws, ifQuick(c.Quick, defaultSigmaDraws/4, defaultSigmaDraws))
+	s.OverheadRuns = cmp.Or(s.OverheadRuns, defaultOverheadRuns)
+	s.TimeTarget = cmp.Or(s.TimeTarget, ifQuick(c.Quick, defaultQuickTime, defaultTimeTarget))
+	s.Shape = cmp.Or(s.Shape, ifQuick(c.Quick, report.Shape{Batch: 32, Hidden: 32, Input: 32}, report.Shape{Batch: 256, Hidden: 128, Input: 128}))
+	s.Workers = cmp.Or(s.Workers, runtime.GOMAXPROCS(0))
 	return s, nil
 }
 
-func orDefault(v *float64, def float64) {
-	if *v == 0 {
-		*v = def
+// ifQuick returns quick when q is set, else full.
+func ifQuick[T any](q bool, quick, full T) T {
+	if q {
+		return quick
 	}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return full
 }
 
 // epsMin returns the smallest accuracy.

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"math"
 	"testing"
 
@@ -53,17 +52,6 @@ func TestFitSlopeRecoversPowerLaw(t *testing.T) {
 	s, n = fitSlope(x[:1], y[:1])
 	require.Equal(t, 1, n)
 	require.True(t, math.IsNaN(s))
-}
-
-func TestNumberJSON(t *testing.T) {
-	b, err := json.Marshal([]Number{1.5, Number(math.NaN()), Number(math.Inf(1)), 2e-7})
-	require.NoError(t, err)
-	require.Equal(t, `[1.5,null,null,2e-07]`, string(b))
-	var back []Number
-	require.NoError(t, json.Unmarshal(b, &back))
-	require.Equal(t, Number(1.5), back[0])
-	require.True(t, math.IsNaN(float64(back[1])))
-	require.Equal(t, Number(2e-7), back[3])
 }
 
 func TestDeriveSeedDistinct(t *testing.T) {

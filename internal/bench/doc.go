@@ -3,9 +3,12 @@
 // own overhead against its oracle time, the throughput of DEQ cell
 // evaluations against plain matrix multiplies, the function evaluations
 // the deterministic solvers need on a trained DEQ, and the arithmetic
-// throughput and memory of training epochs. Run returns a Report; Write
-// stores it as JSON, PNG plots and a Markdown report. The command
-// `deq bench` is a thin wrapper around both.
+// throughput and memory of training epochs. Run returns a report.Report;
+// package report (internal/bench/report), which this package imports and
+// which imports nothing of it, judges the performance targets and writes
+// the JSON, PNG plots and Markdown report. The command `deq bench` is a
+// thin wrapper around Run and report.Write. It is internal: its names are
+// not part of the module's API.
 //
 // # Stochastic section
 //
@@ -63,7 +66,7 @@
 //
 // package train runs three epochs of a dense DEQ classifier. The FLOPs of
 // an epoch are counted from its batches, forward and adjoint oracle calls,
-// certificate calls and full VJPs (TrainingReport documents the formula):
+// certificate calls and full VJPs (report.TrainingReport documents the formula):
 // the matrix products a minimal implementation needs. Their rate over the
 // epoch's training wall time is compared with blas64.Gemm running each of
 // the same products, timed alone, in the same process. After each epoch

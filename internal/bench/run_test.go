@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -38,7 +39,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{TimeTarget: -time.Second}, "TimeTarget"},
 		{Config{SigmaDraws: -1}, "SigmaDraws"},
 		{Config{OverheadRuns: -1}, "OverheadRuns"},
-		{Config{Shape: Shape{Batch: 1}}, "Shape"},
+		{Config{Shape: report.Shape{Batch: 1}}, "Shape"},
 	} {
 		_, err := tc.cfg.withDefaults()
 		require.ErrorContains(t, err, "Config."+tc.field, "%+v", tc.cfg)
@@ -49,19 +50,19 @@ func TestConfigDefaults(t *testing.T) {
 	s, err := Config{}.withDefaults()
 	require.NoError(t, err)
 	require.Equal(t, Sections(), s.Sections)
-	require.Equal(t, DefaultSeeds, s.Seeds)
-	require.Equal(t, DefaultEps(), s.Eps)
-	require.InDelta(t, DefaultBudgetFactor*2*0.01*math.Log(20)/1e-6, float64(s.budget()), 1)
-	q, err := Config{Quick: true, Sections: []string{SectionThroughput, SectionStochastic}, Eps: []float64{0.01, 0.1, 0.01}}.withDefaults()
+	require.Equal(t, defaultSeeds, s.Seeds)
+	require.Equal(t, defaultEps(), s.Eps)
+	require.InDelta(t, defaultBudgetFactor*2*0.01*math.Log(20)/1e-6, float64(s.budget()), 1)
+	q, err := Config{Quick: true, Sections: []string{sectionThroughput, sectionStochastic}, Eps: []float64{0.01, 0.1, 0.01}}.withDefaults()
 	require.NoError(t, err)
-	require.Equal(t, DefaultQuickSeeds, q.Seeds)
+	require.Equal(t, defaultQuickSeeds, q.Seeds)
 	// Sections run in the canonical order; accuracies descend, deduplicated.
-	require.Equal(t, []string{SectionStochastic, SectionThroughput}, q.Sections)
+	require.Equal(t, []string{sectionStochastic, sectionThroughput}, q.Sections)
 	require.Equal(t, []float64{0.1, 0.01}, q.Eps)
 }
 
 func TestThroughputWorkloads(t *testing.T) {
-	cfg := tinyConfig(SectionThroughput)
+	cfg := tinyConfig(sectionThroughput)
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Nil(t, rep.Stochastic)
@@ -86,7 +87,7 @@ func TestThroughputWorkloads(t *testing.T) {
 
 func TestDenseForwardWorkloadComputesTheCell(t *testing.T) {
 	// The timed forward must be the cell itself: compare with the graph.
-	sh := Shape{Batch: 3, Hidden: 5, Input: 4}
+	sh := report.Shape{Batch: 3, Hidden: 5, Input: 4}
 	w, err := denseForward(sh, 9)
 	require.NoError(t, err)
 	require.NoError(t, w.op())
@@ -111,7 +112,7 @@ func TestTimedOracleCountsEvalTime(t *testing.T) {
 }
 
 func TestOverheadSection(t *testing.T) {
-	cfg := tinyConfig(SectionOverhead)
+	cfg := tinyConfig(sectionOverhead)
 	cfg.BudgetFactor = 300 // room for VR-GHAL's first median-of-means
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -128,26 +129,26 @@ func TestOverheadSection(t *testing.T) {
 }
 
 func TestWriteFiles(t *testing.T) {
-	rep, err := Run(context.Background(), tinyConfig(SectionStochastic, SectionThroughput))
+	rep, err := Run(context.Background(), tinyConfig(sectionStochastic, sectionThroughput))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	md := filepath.Join(dir, "doc", "BENCH.md")
 	require.NoError(t, os.MkdirAll(filepath.Dir(md), 0o755))
-	require.NoError(t, os.WriteFile(md, []byte("stale\n"+EndOfGenerated+"\n## Discussion\n\nkept by hand\n"), 0o644))
-	files, err := Write(rep, out, md)
+	require.NoError(t, os.WriteFile(md, []byte("stale\n"+report.EndOfGenerated+"\n## Discussion\n\nkept by hand\n"), 0o644))
+	files, err := report.Write(rep, out, md)
 	require.NoError(t, err)
 	require.Len(t, files, 2+2*len(rep.Stochastic.Problems))
 
-	js, err := os.ReadFile(filepath.Join(out, JSONName))
+	js, err := os.ReadFile(filepath.Join(out, report.JSONName))
 	require.NoError(t, err)
-	var back Report
+	var back report.Report
 	require.NoError(t, json.Unmarshal(js, &back))
 	require.Equal(t, rep.Config.Budget, back.Config.Budget)
 	require.Equal(t, len(rep.Stochastic.Problems), len(back.Stochastic.Problems))
 
 	for _, pr := range rep.Stochastic.Problems {
-		for _, name := range []string{residualPlotName(pr.Name), samplesPlotName(pr.Name)} {
+		for _, name := range []string{"residual_" + pr.Name + ".png", "samples_" + pr.Name + ".png"} {
 			b, err := os.ReadFile(filepath.Join(out, name))
 			require.NoError(t, err)
 			cfg, err := png.DecodeConfig(bytes.NewReader(b))
@@ -159,26 +160,11 @@ func TestWriteFiles(t *testing.T) {
 	require.NoError(t, err)
 	s := string(text)
 	require.NotContains(t, s, "stale")
-	require.True(t, strings.HasSuffix(s, EndOfGenerated+"\n\n## Discussion\n\nkept by hand\n"), s[max(0, len(s)-200):])
+	require.True(t, strings.HasSuffix(s, report.EndOfGenerated+"\n\n## Discussion\n\nkept by hand\n"), s[max(0, len(s)-200):])
 	// Plot links are relative to the Markdown file.
 	require.Contains(t, s, "](../out/residual_mdp.png)")
 	require.Contains(t, s, "## Throughput")
 	for _, pr := range rep.Stochastic.Problems {
 		require.Contains(t, s, "### "+pr.Name)
 	}
-}
-
-func TestMarkdownCells(t *testing.T) {
-	inf := Number(math.Inf(1))
-	e := EpsResult{Samples: []Number{1, 2, inf}, Reached: 2, Median: 2, P90: inf}
-	require.Equal(t, "2 (> budget) [2/3]", cellText(e, 100))
-	e = EpsResult{Samples: []Number{inf, inf, 5}, Reached: 1, Median: inf, P90: inf}
-	require.Equal(t, "not reached [1/3]", cellText(e, 100))
-	e = EpsResult{Samples: []Number{12345, 54321}, Reached: 2, Median: 12345, P90: 54321}
-	require.Equal(t, "1.23e4 (5.43e4)", cellText(e, 100))
-	require.Equal(t, "1.00e5", sci(99999.9))
-	require.Equal(t, "3.2e-3", fmtEps(0.00316227766016838))
-	require.Equal(t, "1e-1", fmtEps(0.1))
-	require.Equal(t, "1e-3", fmtEps(1e-3))
-	require.Equal(t, "2.5e0", fmtEps(2.5))
 }

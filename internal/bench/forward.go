@@ -7,25 +7,23 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 
 // Forward-section defaults.
 const (
-	// ForwardModelName is the file name, in Config.CacheDir, of the trained
-	// model the forward section caches.
-	ForwardModelName = "forward-model.ckpt"
-	// DefaultForwardBatches and DefaultForwardBatch are the number and size
+	// defaultForwardBatches and defaultForwardBatch are the number and size
 	// of the test-set batches solved (2 of 100 when Quick).
-	DefaultForwardBatches = 10
-	DefaultForwardBatch   = 500
-	// DefaultForwardMaxIter caps every forward solve's iterations.
-	DefaultForwardMaxIter = 500
+	defaultForwardBatches = 10
+	defaultForwardBatch   = 500
+	// defaultForwardMaxIter caps every forward solve's iterations.
+	defaultForwardMaxIter = 500
 )
 
-// ForwardTols returns the relative residuals the forward section measures,
+// forwardTols returns the relative residuals the forward section measures,
 // 1e-2, 1e-3 and 1e-4.
-func ForwardTols() []float64 { return []float64{1e-2, 1e-3, 1e-4} }
+func forwardTols() []float64 { return []float64{1e-2, 1e-3, 1e-4} }
 
 // forwardMethod is a deterministic method of the forward section.
 type forwardMethod struct {
@@ -33,14 +31,16 @@ type forwardMethod struct {
 	m    func(gamma float64) solver.Method
 }
 
+// forwardMethods returns the methods of the forward section, built by the
+// solver registry: Picard, Anderson, Broyden, Halpern and GHAL.
 func forwardMethods() []forwardMethod {
 	var out []forwardMethod
-	for _, name := range []string{"picard", "anderson", "broyden", "halpern", "ghal"} {
-		info, err := solver.LookupMethod(name)
+	for _, m := range []solver.Method{solver.Picard{}, solver.Anderson{}, solver.Broyden{}, solver.Halpern{}, solver.GHAL{}} {
+		info, err := solver.LookupMethod(m.String())
 		if err != nil {
-			panic(err)
+			panic(err) // every solver.Method is in the registry
 		}
-		out = append(out, forwardMethod{name, func(g float64) solver.Method { return info.New(solver.MethodOptions{Gamma: g}) }})
+		out = append(out, forwardMethod{info.Name, func(g float64) solver.Method { return info.New(solver.MethodOptions{Gamma: g}) }})
 	}
 	return out
 }
@@ -82,7 +82,7 @@ func (h *firstHits) Record(p solver.TracePoint) error {
 }
 
 // forward runs the forward section.
-func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
+func forward(ctx context.Context, s *settings) (*report.ForwardReport, error) {
 	start := time.Now()
 	ts := s.forwardSetup()
 	d, err := ts.open(ctx, s.Seed)
@@ -91,7 +91,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 	}
 	path := ""
 	if s.CacheDir != "" {
-		path = s.CacheDir + "/" + ForwardModelName
+		path = s.CacheDir + "/" + report.ForwardModelName
 	}
 	model, cached, err := cachedModel(ctx, s, ts, d, path)
 	if err != nil {
@@ -99,7 +99,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 	}
 	cell := model.Cell()
 	gamma := cell.Gamma()
-	nb, bs := DefaultForwardBatches, DefaultForwardBatch
+	nb, bs := defaultForwardBatches, defaultForwardBatch
 	if s.Quick {
 		nb, bs = 2, 100
 	}
@@ -107,10 +107,10 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	tols := ForwardTols()
-	rep := &ForwardReport{
+	tols := forwardTols()
+	rep := &report.ForwardReport{
 		Data: d.Test.Name, TrainData: d.Train.Name, Cell: model.Config.Cell.String(), Hidden: model.Config.Hidden, Epochs: ts.epochs,
-		Gamma: gamma, Norm: model.Config.Norm.String(), Cached: cached, Tols: tols, MaxIter: DefaultForwardMaxIter,
+		Gamma: gamma, Norm: model.Config.Norm.String(), Cached: cached, Tols: tols, MaxIter: defaultForwardMaxIter,
 	}
 	ms := forwardMethods()
 	hits := make([][]*firstHits, len(ms))
@@ -141,7 +141,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 		for i, fm := range ms {
 			h := newFirstHits(tols)
 			st := &solver.Settings{
-				Tol: tols[len(tols)-1], Relative: true, MaxIter: DefaultForwardMaxIter,
+				Tol: tols[len(tols)-1], Relative: true, MaxIter: defaultForwardMaxIter,
 				Recorder: h, NoTrace: true, Certify: solver.CertifySettings{Skip: true},
 			}
 			z0 := make([]float64, ev.Len())
@@ -152,7 +152,7 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 		}
 	}
 	for i, fm := range ms {
-		r := ForwardMethod{Method: fm.name}
+		r := report.ForwardMethod{Method: fm.name}
 		for j := range tols {
 			calls := make([]float64, len(hits[i]))
 			secs := make([]float64, len(hits[i]))
@@ -163,14 +163,14 @@ func forward(ctx context.Context, s *settings) (*ForwardReport, error) {
 					reached++
 				}
 			}
-			r.Tols = append(r.Tols, ForwardTol{
-				Tol: tols[j], Reached: reached, Calls: Number(quantile(calls, 0.5)), Seconds: Number(quantile(secs, 0.5)),
+			r.Tols = append(r.Tols, report.ForwardTol{
+				Tol: tols[j], Reached: reached, Calls: report.Number(quantile(calls, 0.5)), Seconds: report.Number(quantile(secs, 0.5)),
 			})
 		}
 		if len(hits[i]) > 0 {
-			r.Curve = Curve{Budgets: hits[i][0].curveX}
+			r.Curve = report.Curve{Budgets: hits[i][0].curveX}
 			for _, y := range hits[i][0].curveY {
-				r.Curve.Median = append(r.Curve.Median, Number(y))
+				r.Curve.Median = append(r.Curve.Median, report.Number(y))
 			}
 		}
 		s.logf("forward: %s: median calls to 1e-3: %v", fm.name, float64(r.Tols[1].Calls))

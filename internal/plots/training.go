@@ -1,0 +1,158 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/deqgo/deq/train"
+)
+
+// File names of the plots WriteTraining writes.
+const (
+	Loss     = "loss.png"
+	Accuracy = "accuracy.png"
+	Residual = "residual.png"
+)
+
+// Size of the training plots.
+const (
+	trainingWidth  = 16 * vg.Centimeter
+	trainingHeight = 10 * vg.Centimeter
+)
+
+// palette colors the series of the training plots.
+var palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+// WriteTraining writes PNG plots of a training run's history into dir
+// (created if needed): Loss (training and test loss per epoch), Accuracy
+// (training and test accuracy per epoch) and Residual (the forward residual
+// against solver iterations for the first used batch of the first and the
+// last epoch, on a logarithmic scale, with the tolerance tol as a
+// horizontal line when positive). It returns the paths written.
+func WriteTraining(dir string, history []train.EpochMetrics, tol float64) ([]string, error) {
+	if len(history) == 0 {
+		return nil, fmt.Errorf("plots: WriteTraining: no epochs to plot")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plots: WriteTraining: %w", err)
+	}
+	var paths []string
+	for _, pe := range []struct {
+		name, title, ylabel string
+		legendTop           bool
+		train, test         func(train.EpochMetrics) float64
+	}{
+		{Loss, "Loss", "cross-entropy", true,
+			func(e train.EpochMetrics) float64 { return e.TrainLoss }, func(e train.EpochMetrics) float64 { return e.TestLoss }},
+		{Accuracy, "Accuracy", "accuracy", false,
+			func(e train.EpochMetrics) float64 { return e.TrainAcc }, func(e train.EpochMetrics) float64 { return e.TestAcc }},
+	} {
+		p := plot.New()
+		p.Title.Text = pe.title
+		p.X.Label.Text = "epoch"
+		p.X.Tick.Marker = IntegerTicks{}
+		p.Y.Label.Text = pe.ylabel
+		p.Legend.Top = pe.legendTop
+		for k, s := range []struct {
+			label string
+			f     func(train.EpochMetrics) float64
+		}{{"train", pe.train}, {"test", pe.test}} {
+			xy := make(plotter.XYs, len(history))
+			for i, e := range history {
+				xy[i] = plotter.XY{X: float64(e.Epoch), Y: s.f(e)}
+			}
+			if err := addSeries(p, s.label, xy, palette[k]); err != nil {
+				return nil, err
+			}
+		}
+		path, err := save(dir, pe.name, p)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	p, err := residualPlot(history, tol)
+	if err != nil {
+		return nil, err
+	}
+	path, err := save(dir, Residual, p)
+	if err != nil {
+		return nil, err
+	}
+	return append(paths, path), nil
+}
+
+// residualPlot draws the forward residual traces of the first and the last
+// epoch, with the tolerance tol when positive.
+func residualPlot(history []train.EpochMetrics, tol float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Forward residual of a training batch"
+	p.X.Label.Text = "solver iteration"
+	p.X.Tick.Marker = IntegerTicks{}
+	p.Y.Label.Text = "residual ‖f(z) − z‖"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	picks := []int{0}
+	if len(history) > 1 {
+		picks = append(picks, len(history)-1)
+	}
+	maxIter := 0
+	for k, i := range picks {
+		var xy plotter.XYs
+		for _, tp := range history[i].Trace {
+			if tp.Residual > 0 {
+				xy = append(xy, plotter.XY{X: float64(tp.Iter), Y: tp.Residual})
+				maxIter = max(maxIter, tp.Iter)
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		if err := addSeries(p, fmt.Sprintf("epoch %d", history[i].Epoch), xy, palette[k]); err != nil {
+			return nil, err
+		}
+	}
+	if tol > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: tol}, {X: float64(max(maxIter, 1)), Y: tol}})
+		if err != nil {
+			return nil, fmt.Errorf("plots: WriteTraining: %w", err)
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = color.Gray{Y: 100}
+		p.Add(l)
+		p.Legend.Add("tolerance", l)
+	}
+	return p, nil
+}
+
+// addSeries adds the line and points xy in color c to p and its legend.
+func addSeries(p *plot.Plot, label string, xy plotter.XYs, c color.Color) error {
+	l, pts, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return fmt.Errorf("plots: WriteTraining: %w", err)
+	}
+	l.Color, pts.Color = c, c
+	p.Add(l, pts)
+	p.Legend.Add(label, l, pts)
+	return nil
+}
+
+// save writes p as the PNG file name in dir and returns its path.
+func save(dir, name string, p *plot.Plot) (string, error) {
+	path := filepath.Join(dir, name)
+	if err := SavePNG(path, p, trainingWidth, trainingHeight); err != nil {
+		return "", fmt.Errorf("plots: WriteTraining: %w", err)
+	}
+	return path, nil
+}
