@@ -51,9 +51,9 @@
 // Methods lists every method under its name (its String()) with a summary,
 // the oracle model it needs and a constructor from MethodOptions;
 // LookupMethod finds one by name, so that command lines and configuration
-// files spell names in one place. MethodInfo.Tol holds the one rule that
-// turns a residual target into Settings.Tol (VR-GHAL aims at half the
-// target).
+// files spell names in one place. Settings.Tol is the residual target of
+// every method: Success means the residual is proven to be at most Tol (see
+// Certificates).
 //
 // # Zero values and limits
 //
