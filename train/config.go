@@ -403,7 +403,7 @@ func (s SolverConfig) entry() solver.MethodInfo {
 // to the first residual.
 func (s SolverConfig) settings(skipCert, relative bool) solver.Settings {
 	return solver.Settings{
-		Tol:      s.entry().Tol(s.Tol),
+		Tol:      s.Tol,
 		Relative: relative,
 		MaxIter:  s.MaxIter,
 		Certify:  solver.CertifySettings{Skip: skipCert, Delta: s.Delta},
