@@ -305,9 +305,15 @@ type adjointOracle struct {
 }
 
 var (
-	_ solver.Oracle = (*adjointOracle)(nil)
-	_ solver.Exact  = (*adjointOracle)(nil)
+	_ solver.Oracle    = (*adjointOracle)(nil)
+	_ solver.Exact     = (*adjointOracle)(nil)
+	_ solver.FiniteSum = (*adjointOracle)(nil)
 )
+
+// Terms implements solver.FiniteSum: the adjoint operator averages the VJPs
+// of the cell's Terms() terms, and EvalExact computes the exact average, so
+// the adjoint solve gets an exact certificate.
+func (a *adjointOracle) Terms() int { return a.ev.Terms() }
 
 func (a *adjointOracle) Len() int { return a.ev.Len() }
 

@@ -109,7 +109,20 @@ func TestVRGHALForwardOnSampledCellNearExactFixedPoint(t *testing.T) {
 				require.NoError(t, err)
 				res := sol.Result
 				require.True(t, sol.Sampled)
-				require.Equal(t, solver.Success, res.Status)
+				// The cell is a finite sum: its certificate is exact, and
+				// Success means it meets Tol; a stop on VR-GHAL's estimate
+				// that the exact residual does not confirm is
+				// ToleranceEstimated. (In a norm where the cell is not
+				// proven Lipschitz the forward oracle is a LipschitzMonitor,
+				// which does not declare the finite sum: its certificate is
+				// an estimate, and so is the stop.)
+				require.Contains(t, []solver.Status{solver.Success, solver.ToleranceEstimated}, res.Status)
+				if res.Certificate.Rule == solver.RuleFiniteSum {
+					require.Equal(t, res.Certificate.Bound <= 5e-3, res.Status == solver.Success)
+				} else {
+					require.Equal(t, solver.RuleEstimate, res.Certificate.Rule)
+					require.Equal(t, solver.ToleranceEstimated, res.Status)
+				}
 				terms := int64(4000)
 				require.Less(t, res.Stats.Samples, res.Stats.Calls*terms, "some evaluations must be minibatches smaller than the full average")
 				require.NotNil(t, res.Certificate)
@@ -150,7 +163,11 @@ func TestVRGHALAdjointOnSampledCell(t *testing.T) {
 			layers.ZeroGrads(l.Params())
 			st, err := l.Backward(context.Background(), sol, lo.grad(sol.Z), dx)
 			require.NoError(t, err)
-			require.Equal(t, solver.Success, st.Adjoint.Status)
+			// The adjoint is a finite sum too: exact certificate, and
+			// Success exactly when it meets Tol.
+			require.Equal(t, solver.RuleFiniteSum, st.Adjoint.Certificate.Rule)
+			require.Contains(t, []solver.Status{solver.Success, solver.ToleranceEstimated}, st.Adjoint.Status)
+			require.Equal(t, st.Adjoint.Certificate.Bound <= 1e-3, st.Adjoint.Status == solver.Success)
 			require.Less(t, st.Adjoint.Stats.Samples, st.Adjoint.Stats.Calls*4000, "the adjoint must use minibatched VJPs")
 			var dth []float64
 			for _, p := range l.Params() {
