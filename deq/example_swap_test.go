@@ -68,6 +68,6 @@ func Example_swapSolver() {
 	fmt.Println("within certificate of Broyden's fixed point:", within)
 	// Output:
 	// broyden: Success exact certificate
-	// vrghal: Success sampled: true δ = 0.05
+	// vrghal: Success sampled: true δ = 0
 	// within certificate of Broyden's fixed point: true
 }

@@ -131,9 +131,25 @@ func (l *Layer) newBatch(n int) (*batch, error) {
 			return nil, err
 		}
 		b.fwd = b.monitor
+		if fs, ok := b.monitor.Wrapped().(solver.FiniteSum); ok {
+			b.fwd = finiteSumMonitor{b.monitor, fs.Terms()}
+		}
 	}
 	return b, nil
 }
+
+// finiteSumMonitor is a Lipschitz monitor of a finite-sum oracle that still
+// declares the finite sum, so that a monitored forward solve keeps its exact
+// certificate (the monitor's EvalExact is the wrapped oracle's).
+type finiteSumMonitor struct {
+	*layers.LipschitzMonitor
+	terms int
+}
+
+var _ solver.FiniteSum = finiteSumMonitor{}
+
+// Terms implements solver.FiniteSum.
+func (m finiteSumMonitor) Terms() int { return m.terms }
 
 // chooseOracle returns the oracle a method sees under mode.
 func chooseOracle(mode OracleMode, m solver.Method, sampled, exact solver.Oracle, norm solver.Norm) solver.Oracle {
@@ -305,9 +321,15 @@ type adjointOracle struct {
 }
 
 var (
-	_ solver.Oracle = (*adjointOracle)(nil)
-	_ solver.Exact  = (*adjointOracle)(nil)
+	_ solver.Oracle    = (*adjointOracle)(nil)
+	_ solver.Exact     = (*adjointOracle)(nil)
+	_ solver.FiniteSum = (*adjointOracle)(nil)
 )
+
+// Terms implements solver.FiniteSum: the adjoint operator averages the VJPs
+// of the cell's Terms() terms, and EvalExact computes the exact average, so
+// the adjoint solve gets an exact certificate.
+func (a *adjointOracle) Terms() int { return a.ev.Terms() }
 
 func (a *adjointOracle) Len() int { return a.ev.Len() }
 

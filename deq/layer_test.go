@@ -249,7 +249,7 @@ func TestForwardExposesSolverResult(t *testing.T) {
 	require.False(t, sol.Sampled, "Picard gets the exact operator under Auto")
 	require.True(t, sol.Proven)
 	require.Nil(t, sol.Lipschitz, "proven cells are not monitored by default")
-	require.Equal(t, "exact", sol.Result.Certificate.Rule)
+	require.Equal(t, solver.RuleExact, sol.Result.Certificate.Rule)
 	require.LessOrEqual(t, sol.Result.Certificate.Bound, 1e-9)
 	require.Len(t, sol.Result.Certificate.PerExample, tc.n)
 	require.Equal(t, int64(tc.cell.(*layers.Wide).Units())*sol.Result.Stats.Calls, sol.Result.Stats.Samples,
@@ -257,7 +257,7 @@ func TestForwardExposesSolverResult(t *testing.T) {
 	st, err := l.Backward(context.Background(), sol, make([]float64, len(sol.Z)), nil)
 	require.NoError(t, err)
 	require.Equal(t, solver.Success, st.Adjoint.Status)
-	require.Equal(t, "exact", st.Adjoint.Certificate.Rule)
+	require.Equal(t, solver.RuleExact, st.Adjoint.Certificate.Rule)
 
 	// Forcing the sampled oracle on Picard is rejected by its validation.
 	l = must(New(tc.cell, &Settings{ForwardOracle: Sampled}))

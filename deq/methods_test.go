@@ -109,7 +109,14 @@ func TestVRGHALForwardOnSampledCellNearExactFixedPoint(t *testing.T) {
 				require.NoError(t, err)
 				res := sol.Result
 				require.True(t, sol.Sampled)
-				require.Equal(t, solver.Success, res.Status)
+				// The cell is a finite sum: its certificate is exact (also
+				// where the forward oracle is a LipschitzMonitor, which passes
+				// the finite sum on), and Success means it meets Tol; a stop
+				// on VR-GHAL's estimate that the exact residual does not
+				// confirm is ToleranceEstimated.
+				require.Equal(t, solver.RuleFiniteSum, res.Certificate.Rule)
+				require.Contains(t, []solver.Status{solver.Success, solver.ToleranceEstimated}, res.Status)
+				require.Equal(t, res.Certificate.Bound <= 5e-3, res.Status == solver.Success)
 				terms := int64(4000)
 				require.Less(t, res.Stats.Samples, res.Stats.Calls*terms, "some evaluations must be minibatches smaller than the full average")
 				require.NotNil(t, res.Certificate)
@@ -150,7 +157,11 @@ func TestVRGHALAdjointOnSampledCell(t *testing.T) {
 			layers.ZeroGrads(l.Params())
 			st, err := l.Backward(context.Background(), sol, lo.grad(sol.Z), dx)
 			require.NoError(t, err)
-			require.Equal(t, solver.Success, st.Adjoint.Status)
+			// The adjoint is a finite sum too: exact certificate, and
+			// Success exactly when it meets Tol.
+			require.Equal(t, solver.RuleFiniteSum, st.Adjoint.Certificate.Rule)
+			require.Contains(t, []solver.Status{solver.Success, solver.ToleranceEstimated}, st.Adjoint.Status)
+			require.Equal(t, st.Adjoint.Certificate.Bound <= 1e-3, st.Adjoint.Status == solver.Success)
 			require.Less(t, st.Adjoint.Stats.Samples, st.Adjoint.Stats.Calls*4000, "the adjoint must use minibatched VJPs")
 			var dth []float64
 			for _, p := range l.Params() {

@@ -22,17 +22,19 @@ import (
 // probability Options.Delta, calls of Options.SolveBatch unit samples) that
 // bounds each example's residual ‖f(ẑ) − ẑ‖ by B_b. The default
 // SolveBatch is the largest sampled size, the largest power of two below
-// Terms(): both the solve and the certificate then use sampled
-// minibatches, never the exact average, so that an oracle with a bias
-// drives ẑ to the wrong fixed point while the certificate, measuring the
-// same biased oracle, vouches for it. A γ̄-contraction has ‖z − z_fix‖ ≤ ‖f(z) − z‖/(1 − γ̄), so every
+// Terms(), so that the solve runs on sampled minibatches, never the exact
+// average. Every layers cell is a finite sum, so the solver certifies ẑ with
+// one exact evaluation (solver.FiniteSum): B_b is the exact residual and the
+// check tests the solver, the certificate and the declared contraction
+// together (a bias of the sampled oracle is CheckUnbiased's to catch). A
+// γ̄-contraction has ‖z − z_fix‖ ≤ ‖f(z) − z‖/(1 − γ̄), so every
 // example must satisfy
 //
 //	‖ẑ_b − z*_b‖ ≤ (B_b + r*)/(1 − γ̄)·(1 + 1e-9),
 //
 // the r* term accounting for z*'s own distance from the fixed point. A
 // correct cell fails with probability at most Options.Delta per norm (the
-// certificate's). A cell with γ̄ ≥ 1 is skipped with a log line: the bound
+// certificate's; zero with an exact certificate). A cell with γ̄ ≥ 1 is skipped with a log line: the bound
 // needs a contraction.
 func CheckFixedPoint(t testing.TB, c layers.Cell, o *Options) {
 	t.Helper()

@@ -122,6 +122,9 @@ func (m *LipschitzMonitor) EvalExact(dst, z []float64) error {
 	return fmt.Errorf("layers: LipschitzMonitor: wrapped oracle has no exact operator")
 }
 
+// Wrapped returns the oracle the monitor evaluates.
+func (m *LipschitzMonitor) Wrapped() solver.Oracle { return m.o }
+
 // Stats returns the ratios observed so far.
 func (m *LipschitzMonitor) Stats() LipschitzStats { return m.stats }
 

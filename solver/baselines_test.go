@@ -83,7 +83,9 @@ func TestBaselineConvergence(t *testing.T) {
 				require.NoError(t, err)
 				worst = math.Max(worst, r)
 				samples += float64(res.Stats.Samples) / runs
-				if res.Status == solver.Success && r <= eps {
+				// The baselines stop on an estimated residual: without a
+				// certificate that proves it, the stop is ToleranceEstimated.
+				if res.Status == solver.ToleranceEstimated && r <= eps {
 					ok++
 				}
 			}
@@ -319,7 +321,10 @@ func TestBaselineInvalidSettings(t *testing.T) {
 
 // Stochastic Halpern on the nonexpansive shift map (γ = 1), where Picard
 // iteration would cycle for ever: the true residual, from the exact operator,
-// falls below the target.
+// falls below the target. The method stops on its estimated residual, and
+// the certificate (a rigorous variance-mom bound: "shift" declares its
+// noise variance) does not prove the target, so the status says the stop
+// was on an estimate.
 func ExampleStochasticHalpern() {
 	p, err := problems.New(problems.Config{Name: "shift", Dim: 6, Noise: 0.3, Seed: 1})
 	if err != nil {
@@ -335,7 +340,7 @@ func ExampleStochasticHalpern() {
 	r, _ := p.Residual(res.X)
 	fmt.Printf("%v: %v, true residual < %v: %v\n", m, res.Status, 2*eps, r < 2*eps)
 	// Output:
-	// stochastic-halpern: Success, true residual < 0.1: true
+	// stochastic-halpern: ToleranceEstimated, true residual < 0.1: true
 }
 
 // TestBaselineLoopAllocationFree: with NoTrace and no certificate, the

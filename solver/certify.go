@@ -7,119 +7,252 @@ import (
 	"math/rand/v2"
 )
 
-// certify bounds ‖T(x̂) − x̂‖ for the returned point x̂.
+// certify bounds ‖T(x̂) − x̂‖ for the returned point x̂ by the rule that what
+// the oracle declares allows (see CertRule and the package documentation,
+// Certificates), in this order:
 //
-// Deterministic oracles (Rule "exact", Delta 0): one evaluation gives the
-// exact residual.
+//   - Deterministic model: RuleExact, one evaluation.
+//   - FiniteSum: RuleFiniteSum, one EvalExact call counted as Terms()
+//     samples.
+//   - NoiseBound (finite at x̂): RuleBoundedNoise; see boundedNoise.
+//   - VarianceBound (finite at x̂): RuleVarianceMoM; see varianceMoM.
+//   - nothing: RuleEstimate; see estimate.
 //
-// Stochastic oracles (Rule "mom-empirical-scale"): k independent oracle calls
-// at x̂ — k = CertifySettings.Calls, or MoMBuckets(δ) = ⌈18 ln(1/δ)⌉, at least
-// 3 — each the average τ_i of n unit samples from seeds independent of the
-// solve, give bucket means with E τ_i = T(x̂). n is CertifySettings.Samples,
-// or the size the method suggested (VR-GHAL: its last bucket size), or the
-// solve's samples divided by 4k. Let τ̂ be the MedianOfMeans selection and r*
-// its radius. The rule is
-//
-//	Bound = ‖τ̂ − x̂‖ + r* + √(3V̂),  V̂ = mean_{i<j} ‖τ_i − τ_j‖².
-//
-// Why: suppose each τ_i lies within ε of T(x̂) with probability at least 2/3.
-// By Hoeffding's inequality, with probability at least 1 − exp(−k/18) ≥ 1 − δ
-// more than k/2 of them do (Hsu and Sabato 2016, Proposition 9); the ball of
-// radius r* around τ̂ also holds more than k/2, so the two balls share a
-// bucket mean and ‖τ̂ − T(x̂)‖ ≤ r* + ε, whence the bound by the triangle
-// inequality. Chebyshev's inequality gives the 2/3 for ε = √(3s²) with
-// s² = E‖τ_i − T(x̂)‖², and Jensen's inequality (for fixed τ_i,
-// E_j‖τ_i − τ_j‖² ≥ ‖τ_i − E τ_j‖²) gives s² ≤ V = E‖τ_i − τ_j‖² in every
-// norm, so ε = √(3V) qualifies.
-//
-// Assumption: V̂, an unbiased estimate of V from the same calls, is taken
-// for V. The bound keeps its 1 − δ guarantee whenever 3V̂ is at least the
-// squared 2/3-quantile of ‖τ_i − T(x̂)‖, which Chebyshev's inequality only
-// bounds by 3V; in ℓ2 V = 2s², so V̂ may fall short of V by a factor of 2
-// (for near-Gaussian bucket means in ℓ2 or ℓ∞ by a factor near 6) before the
-// guarantee is at risk. No smoothness constant enters, so the rule holds in
-// every norm (ℓp, ℓ∞, Schatten-p, batched). No finite-sample bound can hold
-// for every finite-variance oracle without a known variance bound (Bahadur
-// and Savage 1956), so some such assumption is unavoidable; with very heavy
-// tails and few samples per call, V̂ underestimates V more often. Coverage is
-// measured in certify_test.go on Gaussian, Student-t and lognormal noise.
-//
-// With fewer calls than ⌈18 ln(1/δ)⌉ (CertifySettings.Calls, or the minimum
-// of 3), the Certificate reports the larger failure probability exp(−k/18)
-// that k calls support.
-//
-// For a Batched norm, PerExample[i] bounds example i: its own ‖τ̂ − x̂‖ plus
-// r* + √(3V̂), multiplied by the number of examples for AggMean (a
-// per-example norm is at most Examples times the mean of them).
+// The stochastic rules draw fresh samples, independent of the solve's. Their
+// budget is N = n·K unit samples, with n = CertifySettings.Samples, or the
+// size the method suggested (VR-GHAL: its last bucket size), or the solve's
+// samples divided by 4K, and K = CertifySettings.Calls or MoMBuckets(δ).
 func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested int) (*Certificate, error) {
 	o, norm, x := p.Oracle, p.Norm, res.X
 	n := len(x)
-	batched, _ := norm.(*Batched)
 	diff := make([]float64, n)
 	if o.Model() == Deterministic {
-		tx := make([]float64, n)
-		used, err := o.Eval(tx, x, Sample{Size: 1})
+		used, err := o.Eval(diff, x, Sample{Size: 1})
 		if err != nil {
 			return nil, err
 		}
-		subInto(diff, tx, x)
-		r := norm.Norm(diff)
-		c := &Certificate{Estimate: r, Bound: r, Samples: int64(used), Calls: 1, Rule: "exact"}
-		if batched != nil {
-			c.PerExample = batched.Each(nil, diff)
+		return exactCert(norm, diff, x, RuleExact, int64(used)), nil
+	}
+	if fs, ok := o.(FiniteSum); ok {
+		if err := fs.EvalExact(diff, x); err != nil {
+			return nil, err
 		}
-		return c, nil
+		return exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	delta := s.Certify.Delta
-	k := s.Certify.Calls
-	if k == 0 {
-		k = MoMBuckets(delta)
+	kref := s.Certify.Calls
+	if kref == 0 {
+		kref = MoMBuckets(delta)
 	}
-	k = max(k, 3)
 	size := s.Certify.Samples
 	if size == 0 {
 		size = suggested
 	}
 	if size == 0 {
-		size = int(max(1, res.Stats.Samples/int64(4*k)))
+		size = int(max(1, res.Stats.Samples/int64(4*kref)))
 	}
-	rng := rand.New(rand.NewPCG(s.Seed^0x6a09e667f3bcc909, s.Certify.Seed^0xbb67ae8584caa73b))
-	data := make([]float64, k*n)
-	taus := make([][]float64, k)
-	c := &Certificate{Delta: max(delta, math.Exp(-float64(k)/18)), Rule: "mom-empirical-scale"}
-	for i := range taus {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	budget := int64(size) * int64(kref)
+	d := &drawer{ctx: ctx, o: o, x: x, n: n,
+		rng: rand.New(rand.NewPCG(s.Seed^0x6a09e667f3bcc909, s.Certify.Seed^0xbb67ae8584caa73b))}
+	var c *Certificate
+	var err error
+	if b := declaredBound(o, x, norm); !math.IsInf(b, 1) {
+		calls := max(s.Certify.Calls, 1)
+		c, err = boundedNoise(d, norm, delta, b, declaredVariance(o, x, norm), calls, perCall(budget, calls, s.Certify.Samples))
+	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
+		k, pFail := s.Certify.Calls, 0.0
+		if k == 0 {
+			k, pFail = MoMChebyshevBuckets(delta)
+		} else {
+			pFail = MoMBucketFailure(k, delta)
 		}
-		taus[i] = data[i*n : (i+1)*n : (i+1)*n]
-		used, err := o.Eval(taus[i], x, Sample{Seed: rng.Uint64(), Size: size})
-		c.Calls++
-		c.Samples += int64(used)
-		if err != nil {
-			return nil, err
-		}
+		c, err = varianceMoM(d, norm, delta, v, k, pFail, perCall(budget, k, s.Certify.Samples))
+	} else {
+		k := max(kref, 3)
+		c, err = estimate(d, norm, k, size)
 	}
-	best, rstar, eps := momScale(taus, norm, diff)
-	slack := rstar + eps
-	subInto(diff, taus[best], x)
-	c.Estimate = norm.Norm(diff)
-	c.Bound = c.Estimate + slack
-	if batched != nil {
-		if batched.Agg == AggMean {
-			slack *= float64(batched.Examples)
-		}
-		c.PerExample = batched.Each(nil, diff)
-		for i := range c.PerExample {
-			c.PerExample[i] += slack
-		}
+	if err != nil {
+		return nil, err
 	}
 	if math.IsNaN(c.Bound) {
 		return c, fmt.Errorf("certificate bound is NaN")
 	}
 	return c, nil
+}
+
+// perCall returns the unit samples of each of k calls: samples if set,
+// else the budget split evenly (at least 1).
+func perCall(budget int64, k, samples int) int {
+	if samples > 0 {
+		return samples
+	}
+	return int(max(1, budget/int64(k)))
+}
+
+// exactCert returns the certificate of an exact evaluation tx = T(x),
+// overwriting tx with T(x) − x.
+func exactCert(norm Norm, tx, x []float64, rule CertRule, samples int64) *Certificate {
+	subInto(tx, tx, x)
+	r := norm.Norm(tx)
+	c := &Certificate{Estimate: r, Bound: r, Samples: samples, Calls: 1, Rule: rule}
+	if b, ok := norm.(*Batched); ok {
+		c.PerExample = b.Each(nil, tx)
+	}
+	return c
+}
+
+// drawer draws the certificate's independent oracle calls at x.
+type drawer struct {
+	ctx     context.Context
+	o       Oracle
+	x       []float64
+	n       int
+	rng     *rand.Rand
+	calls   int64
+	samples int64
+}
+
+// draw returns k oracle calls of size unit samples each at x, as rows of
+// one backing array, and the unit samples each reported.
+func (d *drawer) draw(k, size int) ([][]float64, []int, error) {
+	data := make([]float64, k*d.n)
+	taus := make([][]float64, k)
+	used := make([]int, k)
+	for i := range taus {
+		if err := d.ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		taus[i] = data[i*d.n : (i+1)*d.n : (i+1)*d.n]
+		u, err := d.o.Eval(taus[i], d.x, Sample{Seed: d.rng.Uint64(), Size: size})
+		d.calls++
+		d.samples += int64(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		used[i] = max(u, 1)
+	}
+	return taus, used, nil
+}
+
+// finish fills the certificate's counts, Estimate = ‖τ − x‖ for the
+// selected estimate τ of T(x), Bound = Estimate + slack and, for a Batched
+// norm, the per-example bounds: each example's own ‖τ_i − x_i‖ plus slack
+// (times the number of examples for AggMean, where one example's norm is at
+// most that many times the mean).
+func (d *drawer) finish(c *Certificate, norm Norm, tau []float64, slack float64) *Certificate {
+	diff := make([]float64, d.n)
+	subInto(diff, tau, d.x)
+	c.Estimate = norm.Norm(diff)
+	c.Bound = c.Estimate + slack
+	c.Calls, c.Samples = d.calls, d.samples
+	if b, ok := norm.(*Batched); ok {
+		if b.Agg == AggMean {
+			slack *= float64(b.Examples)
+		}
+		c.PerExample = b.Each(nil, diff)
+		for i := range c.PerExample {
+			c.PerExample[i] += slack
+		}
+	}
+	return c
+}
+
+// boundedNoise is RuleBoundedNoise. It averages k calls of size unit
+// samples at x̂, τ̄ = (1/N) Σ_i τ₁(x̂; ξ_i) over all N unit samples, and
+// returns
+//
+//	Bound = ‖τ̄ − x̂‖ + ρ,  ρ = √(2κ ln(2/δ) σ²/N) + C ln(2/δ) b/(3N),
+//
+// with κ and C of the norm, b the oracle's almost-sure bound at x̂ and
+// σ² = min{b², the declared variance bound}.
+//
+// Proof sketch: η_i = τ₁(x̂; ξ_i) − T(x̂) are independent, centred, with
+// ‖η_i‖ ≤ b and E‖η_i‖² ≤ σ². The reference paper's Banach-space
+// concentration proposition ("Solving Stochastic Fixed-Point Equations with
+// High Probability" by Jelena Diakonikolas; a Pinelis-type bound in the
+// smooth witness norm, translated back with its constants κ = B·C² and C)
+// gives ‖Σ_i η_i‖ ≤ √(2κ ln(2/δ) Nσ²) + C ln(2/δ) b/3 with probability at
+// least 1 − δ, so ‖τ̄ − T(x̂)‖ ≤ ρ, and the triangle inequality
+// ‖T(x̂) − x̂‖ ≤ ‖τ̄ − x̂‖ + ‖τ̄ − T(x̂)‖ gives the bound.
+func boundedNoise(d *drawer, norm Norm, delta, b, v float64, k, size int) (*Certificate, error) {
+	taus, used, err := d.draw(k, size)
+	if err != nil {
+		return nil, err
+	}
+	tau := make([]float64, d.n)
+	total := 0.0
+	for i, t := range taus {
+		w := float64(used[i])
+		total += w
+		for j, v := range t {
+			tau[j] += w * v
+		}
+	}
+	for j := range tau {
+		tau[j] /= total
+	}
+	l := math.Log(2 / delta)
+	rho := math.Sqrt(2*norm.Kappa()*l*v/total) + norm.C()*l*b/(3*total)
+	return d.finish(&Certificate{Delta: delta, Rule: RuleBoundedNoise}, norm, tau, rho), nil
+}
+
+// varianceMoM is RuleVarianceMoM: the median of means of k buckets
+// (oracle calls) of m unit samples at x̂, each failing with probability at
+// most p (MoMChebyshevBuckets or MoMBucketFailure). With τ̂ the MedianOfMeans
+// selection, r* its radius and σ² the declared variance bound at x̂, it
+// returns
+//
+//	Bound = ‖τ̂ − x̂‖ + r* + ε,  ε = √(κσ²/(m p)).
+//
+// Proof sketch: by the reference paper's minibatch-variance lemma each
+// bucket mean τ_j satisfies E‖τ_j − T(x̂)‖² ≤ κσ²/m (in the smooth witness
+// E‖·‖₊² ≤ B·C²σ²/m, and ‖·‖ ≤ ‖·‖₊), so by Chebyshev's inequality
+// P(‖τ_j − T(x̂)‖ > ε) ≤ p. The buckets are independent, so the number of
+// far buckets is at most Binomial(k, p), and p is chosen so that
+// P(Binomial(k, p) ≥ k/2) ≤ δ exactly. Outside that event more than k/2
+// buckets lie within ε of T(x̂); the ball of radius r* around τ̂ holds more
+// than k/2 buckets too, so the two sets share a bucket and
+// ‖τ̂ − T(x̂)‖ ≤ r* + ε (Hsu and Sabato 2016, Proposition 9; the paper's
+// median-of-means proposition, whose Hoeffding count k ≥ 18 ln(1/δ) with
+// p = 1/3 this sharpens to about 2 ln(1/δ) buckets). The triangle
+// inequality gives the bound.
+func varianceMoM(d *drawer, norm Norm, delta, v float64, k int, p float64, size int) (*Certificate, error) {
+	taus, used, err := d.draw(k, size)
+	if err != nil {
+		return nil, err
+	}
+	m := used[0]
+	for _, u := range used {
+		m = min(m, u)
+	}
+	best, rstar := MedianOfMeans(nil, taus, norm, nil)
+	eps := math.Sqrt(norm.Kappa() * v / (float64(m) * p))
+	return d.finish(&Certificate{Delta: delta, Rule: RuleVarianceMoM}, norm, taus[best], rstar+eps), nil
+}
+
+// estimate is RuleEstimate: k calls of size unit samples at x̂, the
+// MedianOfMeans selection τ̂ with radius r*, and
+//
+//	Bound = ‖τ̂ − x̂‖ + r* + √(3V̂),  V̂ = mean_{i<j} ‖τ_i − τ_j‖².
+//
+// It would bound the residual if √(3V̂) bounded the 2/3-quantile of
+// ‖τ_i − T(x̂)‖ (Chebyshev with V = E‖τ_i − τ_j‖² ≥ E‖τ_i − T(x̂)‖²), but V̂
+// is itself estimated, and under finite variance alone nothing keeps it
+// from falling short: rare large deviations (a two-point law with an
+// outlier of probability 10⁻⁴) make it 0 in most calls, and the bound then
+// fails in most solves. No finite-sample bound exists without a known
+// quantity (Bahadur and Savage 1956), so this rule claims no probability:
+// Delta is NaN.
+func estimate(d *drawer, norm Norm, k, size int) (*Certificate, error) {
+	taus, _, err := d.draw(k, size)
+	if err != nil {
+		return nil, err
+	}
+	best, rstar, eps := momScale(taus, norm, make([]float64, d.n))
+	return d.finish(&Certificate{Delta: math.NaN(), Rule: RuleEstimate}, norm, taus[best], rstar+eps), nil
 }
 
 // momScale returns the MedianOfMeans selection among the bucket means taus

@@ -74,8 +74,8 @@ func ExampleParseNorm() {
 	// Output:
 	// l2           κ = 1.000
 	// lp:4         κ = 3.000
-	// linf         κ = 16.636
+	// linf         κ = 42.502
 	// schatten:4   κ = 3.000
-	// schatten:inf κ = 20.059
+	// schatten:inf κ = 19.892
 	// solver: norm "lp:1": ℓp norm exponent p = 1 out of range [2, ∞)
 }

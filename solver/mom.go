@@ -105,3 +105,77 @@ func subInto(dst, a, b []float64) {
 		dst[i] = a[i] - b[i]
 	}
 }
+
+// MoMBucketFailure returns the largest per-bucket failure probability
+// p ∈ (0, 1/2) for which k independent buckets, each far from the mean
+// with probability at most p, leave at least half of them far with
+// probability at most δ: P(Binomial(k, p) ≥ k/2) ≤ δ, computed from the
+// exact binomial tail (to a relative 1e-9 below the largest such p). It
+// panics if k < 1 or δ is outside (0, 1).
+func MoMBucketFailure(k int, delta float64) float64 {
+	if k < 1 {
+		panic(fmt.Sprintf("solver: MoMBucketFailure k = %d must be positive", k))
+	}
+	if !(delta > 0 && delta < 1) {
+		panic(fmt.Sprintf("solver: MoMBucketFailure δ = %v outside (0, 1)", delta))
+	}
+	t := (k + 1) / 2 // ⌈k/2⌉ far buckets leave no strict majority
+	lo, hi := 0.0, 0.5
+	for range 200 {
+		mid := (lo + hi) / 2
+		if binomialTail(k, t, mid) <= delta {
+			lo = mid
+		} else {
+			hi = mid
+		}
+		if hi-lo <= 1e-9*lo {
+			break
+		}
+	}
+	return lo
+}
+
+// MoMChebyshevBuckets returns the bucket count k and per-bucket failure
+// probability p = MoMBucketFailure(k, δ) of a median of means that needs
+// the fewest unit samples for a given accuracy when each bucket's failure
+// probability comes from Chebyshev's inequality: a bucket of m samples is
+// within ε = √(κσ²/(m p)) of the mean with probability at least 1 − p, so
+// for a fixed total k·m the accuracy is best when k/p is smallest. By a
+// Chernoff bound P(Binomial(k, p) ≥ k/2) ≤ exp(−k·KL(1/2‖p)), so k ≈
+// ln(1/δ)/KL(1/2‖p), minimised near p ≈ 0.1 with k ≈ 2 ln(1/δ); the exact
+// tail used here does slightly better (for δ ≥ 0.05 a single bucket,
+// plain Chebyshev with p = δ, is cheapest). It panics if δ is outside
+// (0, 1).
+func MoMChebyshevBuckets(delta float64) (k int, p float64) {
+	if !(delta > 0 && delta < 1) {
+		panic(fmt.Sprintf("solver: MoMChebyshevBuckets δ = %v outside (0, 1)", delta))
+	}
+	best := math.Inf(1)
+	limit := 3 + int(math.Ceil(6*math.Log(1/delta)))
+	for j := 1; j <= limit; j += 2 { // an even count needs as many far buckets as the odd one below it
+		q := MoMBucketFailure(j, delta)
+		if r := float64(j) / q; r < best {
+			best, k, p = r, j, q
+		}
+	}
+	return k, p
+}
+
+// binomialTail returns P(Binomial(k, p) ≥ t).
+func binomialTail(k, t int, p float64) float64 {
+	if t <= 0 {
+		return 1
+	}
+	if p <= 0 {
+		return 0
+	}
+	lk, _ := math.Lgamma(float64(k + 1))
+	lp, lq := math.Log(p), math.Log1p(-p)
+	s := 0.0
+	for j := t; j <= k; j++ {
+		lj, _ := math.Lgamma(float64(j + 1))
+		lr, _ := math.Lgamma(float64(k - j + 1))
+		s += math.Exp(lk - lj - lr + float64(j)*lp + float64(k-j)*lq)
+	}
+	return s
+}

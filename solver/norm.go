@@ -16,9 +16,13 @@ import (
 // Norm is a norm on the points of a finite-dimensional space of dimension Len.
 //
 // Kappa is the smoothness constant κ = B·C² of the space in the sense of the
-// reference paper: there is a norm ‖·‖₊ with ‖x‖ ≤ ‖x‖₊ ≤ C‖x‖ whose square is
-// B-smooth. C returns that C. Methods that need them (the stochastic ones) use
-// both in their sample sizes and confidence bounds.
+// reference paper ("quadratically smoothable space"): there is a witness
+// norm ‖·‖₊ with ‖x‖ ≤ ‖x‖₊ ≤ C‖x‖ whose square is B-smooth,
+// ‖x + y‖₊² ≤ ‖x‖₊² + D(‖·‖₊²)(x)[y] + B‖y‖₊². C returns that C. The
+// stochastic methods and the certificates use both (the paper's
+// minibatch-variance lemma and its Banach-space concentration proposition
+// hold with these constants). Each norm of this package documents its
+// witness.
 //
 // A Norm may hold scratch space, so a single value must not be used from
 // several goroutines at once; Clone returns an independent copy.
@@ -39,11 +43,13 @@ type Norm interface {
 
 // LP is the ℓp norm (Σ|x_i|^p)^{1/p} on R^d for 2 ≤ p < ∞.
 //
-// Its smoothness constant is κ = min{p − 1, 2 ln d} for d ≥ 3 (Juditsky and
-// Nemirovski 2008, Example 3.2): the witness norm is ℓp itself (C = 1,
-// B = p − 1) when p − 1 ≤ 2 ln d, and ℓr with r = 2 ln d otherwise, for which
-// C = d^{1/r − 1/p} ≤ √e. For d ≤ 2 every norm here is within a factor √2 of
-// ℓ2 and κ = min{p − 1, 2}.
+// Its witness (see Norm) is an ℓr norm, r ≥ 2, whose square is
+// (r − 1)-smooth (Juditsky and Nemirovski 2008, Example 3.2): of the three
+// candidates r = p (C = 1, B = p − 1), r = 2 ln d when 2 < 2 ln d < p
+// (C = d^{1/r − 1/p} ≤ √e, B = 2 ln d − 1) and r = 2 (C = d^{1/2 − 1/p},
+// B = 1), the one with the smallest κ = B·C². So κ ≤ min{p − 1,
+// e·(2 ln d − 1)}, and for p − 1 > 2 ln d the ℓ_{2 ln d} witness gives
+// κ = (2 ln d − 1)·d^{2/r − 2/p} ≤ e·(2 ln d − 1).
 type LP struct {
 	p float64
 	d int
@@ -118,23 +124,12 @@ func pow(t, p float64) float64 {
 }
 
 // Kappa implements Norm.
-func (n LP) Kappa() float64 { return lpKappa(n.p, n.d) }
+func (n LP) Kappa() float64 { return n.witness().kappa() }
 
 // C implements Norm.
-func (n LP) C() float64 {
-	if n.d < 3 || n.p-1 <= 2*math.Log(float64(n.d)) {
-		return 1
-	}
-	r := 2 * math.Log(float64(n.d))
-	return math.Pow(float64(n.d), 1/r-1/n.p)
-}
+func (n LP) C() float64 { return n.witness().c }
 
-func lpKappa(p float64, d int) float64 {
-	if d < 3 {
-		return math.Max(1, math.Min(p-1, 2))
-	}
-	return math.Max(1, math.Min(p-1, 2*math.Log(float64(d))))
-}
+func (n LP) witness() witness { return lrWitness(n.p, n.d, 1) }
 
 // Clone implements Norm.
 func (n LP) Clone() Norm { return n }
@@ -149,12 +144,12 @@ func (n LP) String() string {
 
 // LInf is the ℓ∞ norm max_i |x_i| on R^d.
 //
-// ℓ∞ is not itself smooth; the paper treats it as a finite-dimensional space
-// with the equivalent witness norm ℓr, r = 2 ln d, for which
-// ‖x‖∞ ≤ ‖x‖r ≤ d^{1/r}‖x‖∞ = √e‖x‖∞. Kappa reports the constant
-// κ = 2 ln d of Juditsky and Nemirovski (2008, Example 3.2), the p → ∞ limit
-// of the ℓp constant, and C reports √e. For d ≤ 2, κ = 2 and C = √2 (the ℓ2
-// witness).
+// ℓ∞ is not itself smooth; its witness (see Norm) is the ℓr norm with
+// r = 2 ln d (Juditsky and Nemirovski 2008, Example 3.2), whose square is
+// (r − 1)-smooth and for which ‖x‖∞ ≤ ‖x‖r ≤ d^{1/r}‖x‖∞ = √e‖x‖∞: B =
+// 2 ln d − 1, C = √e and κ = e·(2 ln d − 1). Where the ℓ2 witness (B = 1,
+// C = √d, κ = d) is smaller, that is for d ≤ 9, it is used instead; this is
+// the rule of LP with p = ∞.
 type LInf struct {
 	d int
 }
@@ -188,20 +183,12 @@ func (n LInf) Norm(x []float64) float64 {
 }
 
 // Kappa implements Norm.
-func (n LInf) Kappa() float64 {
-	if n.d < 3 {
-		return 2
-	}
-	return 2 * math.Log(float64(n.d))
-}
+func (n LInf) Kappa() float64 { return n.witness().kappa() }
 
 // C implements Norm.
-func (n LInf) C() float64 {
-	if n.d < 3 {
-		return math.Sqrt2
-	}
-	return math.Sqrt(math.E)
-}
+func (n LInf) C() float64 { return n.witness().c }
+
+func (n LInf) witness() witness { return lrWitness(math.Inf(1), n.d, 1) }
 
 // Clone implements Norm.
 func (n LInf) Clone() Norm { return n }
@@ -213,9 +200,11 @@ func (n LInf) String() string { return "linf" }
 // ℓp norm of its singular values, for 2 ≤ p ≤ ∞ (p = 2 is the Frobenius norm,
 // p = ∞ the spectral norm).
 //
-// Its smoothness constant is κ = min{max{2, p − 1}, (2 ln(min{rows, cols} + 2) − 1)·e}
-// (Juditsky and Nemirovski 2008, Example 3.3), and C is taken as √e when the
-// second term is the smaller, 1 otherwise.
+// A Schatten-p norm is the ℓp norm of the k = min{rows, cols} singular
+// values, and Schatten-r is (r − 1)-smooth for r ≥ 2 (Ball, Carlen and Lieb
+// 1994; Juditsky and Nemirovski 2008, Example 3.3), so its witness (see
+// Norm) is the Schatten-r norm chosen by the rule of LP with d = k:
+// κ ≤ min{p − 1, e·(2 ln k − 1)}.
 //
 // Values of p other than 2 compute the eigenvalues σ_i² of the k×k Gram
 // matrix (AᵀA or AAᵀ, k = min{rows, cols}) of the matrix rescaled by its
@@ -316,21 +305,12 @@ func (n *Schatten) Norm(x []float64) float64 {
 }
 
 // Kappa implements Norm.
-func (n *Schatten) Kappa() float64 {
-	a := math.Max(2, n.p-1)
-	b := (2*math.Log(float64(min(n.rows, n.cols))+2) - 1) * math.E
-	return math.Min(a, b)
-}
+func (n *Schatten) Kappa() float64 { return n.witness().kappa() }
 
 // C implements Norm.
-func (n *Schatten) C() float64 {
-	a := math.Max(2, n.p-1)
-	b := (2*math.Log(float64(min(n.rows, n.cols))+2) - 1) * math.E
-	if b < a {
-		return math.Sqrt(math.E)
-	}
-	return 1
-}
+func (n *Schatten) C() float64 { return n.witness().c }
+
+func (n *Schatten) witness() witness { return lrWitness(n.p, min(n.rows, n.cols), 1) }
 
 // Clone implements Norm.
 func (n *Schatten) Clone() Norm {
@@ -393,12 +373,25 @@ func (a *Aggregate) UnmarshalText(b []byte) error { return unmarshalEnum(a, b, P
 // aggregate (by default the maximum) of the per-example norms, and Each
 // reports them one by one.
 //
-// For AggMax the product space ℓ∞(E)^B is handled like ℓ∞, with the witness
-// norm ℓ_r(E₊) over examples (E₊ the witness of E, r = max{2, 2 ln B}): C
-// reports C_B·C_E with C_B = B^{1/r} (√2 for B = 2, √e for B ≥ 3), and Kappa
-// reports max{κ_E, 2 ln B}·C² for B ≥ 3 and κ_E·C² for B = 2, a conservative
-// convention, not a sharp constant. A batch of one example reports the
-// example's own constants.
+// Its witness (see Norm), for n examples with AggMax:
+//
+//   - for an Example of this package (LP, LInf, Schatten of k×c matrices):
+//     the batch norm is the ℓ∞ over examples of the ℓp norms of their
+//     values (entries, or the k = min{k, c} singular values), that is an ℓp
+//     norm of all N = n·d values held in blocks. The witness is λ·ℓr of all
+//     N values (for Schatten: λ times the Schatten-r norm of the
+//     block-diagonal matrix of the examples, which restricts the
+//     (r − 1)-smooth Schatten-r norm to a subspace), with B = r − 1 and
+//     ‖x‖ ≤ ‖x‖₊ ≤ n^{1/r}·d^{|1/r − 1/p|}‖x‖ (λ = d^{1/p − 1/r} when
+//     r > p, else 1), r chosen among 2, p and 2 ln N for the smallest κ;
+//     so κ ≤ e·(2 ln N − 1) whatever p, as for LInf of dimension N;
+//   - for any other Example with witness (E₊, B_E, C_E): the ℓ2 sum of the
+//     examples' witnesses, (Σ‖x_i‖₊²)^{1/2}, whose square is B_E-smooth
+//     (a sum of B_E-smooth squares), with C = √n·C_E, so κ = n·κ_E.
+//
+// With AggMean the value is at most the AggMax value and at least 1/n of
+// it, so the same witness serves with C multiplied by n. A batch of one
+// example reports the example's own constants.
 type Batched struct {
 	Example  Norm
 	Examples int
@@ -469,26 +462,107 @@ func (b *Batched) Each(dst, x []float64) []float64 {
 }
 
 // Kappa implements Norm.
-func (b *Batched) Kappa() float64 {
-	k := b.Example.Kappa()
-	if b.Examples == 1 {
-		return k
-	}
-	if b.Examples < 3 {
-		return k * b.C() * b.C()
-	}
-	return math.Max(k, 2*math.Log(float64(b.Examples))) * b.C() * b.C()
-}
+func (b *Batched) Kappa() float64 { return b.witness().kappa() }
 
 // C implements Norm.
-func (b *Batched) C() float64 {
-	if b.Examples == 1 {
-		return b.Example.C()
+func (b *Batched) C() float64 { return b.witness().c }
+
+func (b *Batched) witness() witness {
+	var w witness
+	switch {
+	case b.Examples == 1:
+		w = witnessOf(b.Example)
+	default:
+		if p, d, ok := lpFamily(b.Example); ok {
+			w = lrWitness(p, d, b.Examples)
+		} else {
+			e := witnessOf(b.Example)
+			w = witness{b: e.b, c: math.Sqrt(float64(b.Examples)) * e.c}
+		}
 	}
-	if b.Examples < 3 {
-		return math.Sqrt2 * b.Example.C()
+	if b.Agg == AggMean && b.Examples > 1 {
+		w.c *= float64(b.Examples)
 	}
-	return math.Sqrt(math.E) * b.Example.C()
+	return w
+}
+
+// witness is a smooth witness (‖·‖₊, B, C) of a norm ‖·‖ in the sense of
+// the reference paper: ‖x‖ ≤ ‖x‖₊ ≤ C‖x‖ and ‖·‖₊² is B-smooth. For the
+// norms of this package ‖·‖₊ = scale·ℓr of the norm's values (entries, or
+// singular values of each example, all examples of a batch together); r is
+// zero for a witness known only through its constants.
+type witness struct {
+	r, scale float64
+	b, c     float64
+}
+
+func (w witness) kappa() float64 { return w.b * w.c * w.c }
+
+// witnessOf returns the witness of n: its own for the norms of this
+// package, and B = κ/C² from Kappa and C for any other.
+func witnessOf(n Norm) witness {
+	switch v := n.(type) {
+	case LP:
+		return v.witness()
+	case LInf:
+		return v.witness()
+	case *Schatten:
+		return v.witness()
+	case *Batched:
+		return v.witness()
+	}
+	c := n.C()
+	return witness{b: n.Kappa() / (c * c), c: c}
+}
+
+// lpFamily reports whether n is the ℓp norm of d values (entries, or
+// singular values for Schatten) and returns p and d.
+func lpFamily(n Norm) (p float64, d int, ok bool) {
+	switch v := n.(type) {
+	case LP:
+		return v.p, v.d, true
+	case LInf:
+		return math.Inf(1), v.d, true
+	case *Schatten:
+		return v.p, min(v.rows, v.cols), true
+	}
+	return 0, 0, false
+}
+
+// lrWitness returns the witness of the norm max_i ‖x_i‖_p over n groups
+// x_i of d values each (n = 1: the ℓp norm of d values), 2 ≤ p ≤ ∞: the
+// scaled ℓr norm of all N = n·d values with B = r − 1, for the r among 2, p
+// (if finite) and 2 ln N (if above 2) that gives the smallest κ = B·C².
+//
+// For one group x_i: ‖x_i‖_p ≤ ‖x_i‖_r when r ≤ p, and
+// ‖x_i‖_p ≤ d^{1/p − 1/r}‖x_i‖_r when r > p (Hölder), so with λ = 1 or
+// d^{1/p − 1/r} the witness λ‖x‖_r dominates every group's norm, hence the
+// maximum; and λ‖x‖_r ≤ λ·n^{1/r}·max_i ‖x_i‖_r ≤ n^{1/r}·d^{|1/r − 1/p|}
+// max_i ‖x_i‖_p, which is C.
+func lrWitness(p float64, d, n int) witness {
+	total := float64(n) * float64(d)
+	cands := []float64{2}
+	if !math.IsInf(p, 1) && p > 2 {
+		cands = append(cands, p)
+	}
+	if r := 2 * math.Log(total); r > 2 {
+		cands = append(cands, r)
+	}
+	best := witness{b: math.Inf(1), c: 1}
+	for _, r := range cands {
+		w := witness{r: r, scale: 1, b: r - 1}
+		inv := 1 / p // 0 for p = ∞
+		if r <= p {
+			w.c = math.Pow(float64(n), 1/r) * math.Pow(float64(d), 1/r-inv)
+		} else {
+			w.scale = math.Pow(float64(d), inv-1/r)
+			w.c = math.Pow(float64(n), 1/r) * w.scale
+		}
+		if w.kappa() < best.kappa() {
+			best = w
+		}
+	}
+	return best
 }
 
 // Clone implements Norm.

@@ -178,53 +178,62 @@ func TestSchattenNorm(t *testing.T) {
 }
 
 func TestKappa(t *testing.T) {
-	ln := math.Log
+	// κ = B·C² of the documented witness: the ℓr (Schatten-r) norm with the
+	// smallest κ among r = p (B = p − 1, C = 1), r = 2 ln d (B = r − 1,
+	// C = d^{1/r − 1/p}) and r = 2 (B = 1, C = d^{1/2 − 1/p}); d is the
+	// dimension for ℓp and min{rows, cols} for Schatten-p.
+	ln, e := math.Log, math.E
+	lnw := func(d, p float64) (kappa, c float64) { // the ℓ_{2 ln d} witness
+		r := 2 * ln(d)
+		c = math.Pow(d, 1/r-1/p)
+		return (r - 1) * c * c, c
+	}
+	k20, c20 := lnw(100, 20)
 	for _, c := range []struct {
-		p    float64
-		d    int
-		want float64
+		p        float64
+		d        int
+		want, wc float64
 	}{
-		{2, 1, 1}, {4, 2, 2}, {2.5, 2, 1.5}, {2, 100, 1}, {4, 100, 3},
-		{20, 100, 2 * ln(100)}, {1e6, 3, 2 * ln(3)}, {3, 3, 2},
+		{2, 1, 1, 1}, {4, 1, 1, 1}, {4, 2, math.Sqrt2, math.Sqrt(math.Sqrt2)}, {2.5, 2, math.Pow(2, 0.2), math.Pow(2, 0.1)}, {2, 100, 1, 1}, {4, 100, 3, 1},
+		{20, 100, k20, c20}, {3, 3, math.Pow(3, 1.0/3), math.Pow(3, 1.0/6)}, {1e6, 3, math.Pow(3, 1-2/1e6), math.Pow(3, 0.5-1/1e6)},
 	} {
 		n, err := NewLP(c.p, c.d)
 		require.NoError(t, err)
-		require.InDelta(t, c.want, n.Kappa(), 1e-15, "ℓp p=%v d=%d", c.p, c.d)
-		wantC := 1.0
-		if c.d >= 3 && c.p-1 > 2*ln(float64(c.d)) {
-			r := 2 * ln(float64(c.d))
-			wantC = math.Pow(float64(c.d), 1/r-1/c.p)
-			require.LessOrEqual(t, wantC, math.Sqrt(math.E))
-		}
-		require.InDelta(t, wantC, n.C(), 1e-15, "ℓp C p=%v d=%d", c.p, c.d)
+		require.InDelta(t, c.want, n.Kappa(), 1e-12, "ℓp p=%v d=%d", c.p, c.d)
+		require.InDelta(t, c.wc, n.C(), 1e-12, "ℓp C p=%v d=%d", c.p, c.d)
+		require.LessOrEqual(t, n.Kappa(), c.p-1+1e-12, "never above the ℓp witness")
 	}
+	require.InDelta(t, e*(2*ln(100)-1), k20*math.Pow(100, 2/20.0), 1e-9, "ℓ_{2 ln d} witness: κ·d^{2/p} = e(2 ln d − 1)")
 	for _, c := range []struct {
 		d       int
 		want, c float64
-	}{{1, 2, math.Sqrt2}, {2, 2, math.Sqrt2}, {3, 2 * ln(3), math.Sqrt(math.E)}, {1000, 2 * ln(1000), math.Sqrt(math.E)}} {
+	}{
+		{1, 1, 1}, {2, 2, math.Sqrt2}, {3, 3, math.Sqrt(3)}, {9, 9, 3},
+		{10, e * (2*ln(10) - 1), math.Sqrt(e)}, {1000, e * (2*ln(1000) - 1), math.Sqrt(e)},
+	} {
 		n, err := NewLInf(c.d)
 		require.NoError(t, err)
-		require.InDelta(t, c.want, n.Kappa(), 1e-15, "ℓ∞ d=%d", c.d)
-		require.Equal(t, c.c, n.C(), "ℓ∞ d=%d", c.d)
+		require.InDelta(t, c.want, n.Kappa(), 1e-12, "ℓ∞ d=%d", c.d)
+		require.InDelta(t, c.c, n.C(), 1e-12, "ℓ∞ d=%d", c.d)
 	}
-	e := math.E
 	for _, c := range []struct {
 		p          float64
 		rows, cols int
 		want       float64
 		c          float64
 	}{
-		{2, 5, 5, 2, 1},
-		{3, 5, 5, 2, 1},
-		{4, 10, 3, 3, 1},
-		{50, 64, 64, (2*ln(66) - 1) * e, math.Sqrt(e)},
-		{math.Inf(1), 1, 1, (2*ln(3) - 1) * e, math.Sqrt(e)},
-		{math.Inf(1), 256, 64, (2*ln(66) - 1) * e, math.Sqrt(e)},
+		{2, 5, 5, 1, 1},
+		{3, 5, 5, math.Pow(5, 1.0/3), math.Pow(5, 1.0/6)},
+		{4, 10, 3, math.Sqrt(3), math.Pow(3, 0.25)},
+		{4, 100, 100, 3, 1},
+		{50, 64, 64, (2*ln(64) - 1) * math.Pow(64, 2/(2*ln(64))-2/50.0), math.Pow(64, 1/(2*ln(64))-1/50.0)},
+		{math.Inf(1), 1, 1, 1, 1},
+		{math.Inf(1), 256, 64, e * (2*ln(64) - 1), math.Sqrt(e)},
 	} {
 		n, err := NewSchatten(c.p, c.rows, c.cols)
 		require.NoError(t, err)
-		require.InDelta(t, c.want, n.Kappa(), 1e-14, "Schatten p=%v %d×%d", c.p, c.rows, c.cols)
-		require.Equal(t, c.c, n.C(), "Schatten C p=%v %d×%d", c.p, c.rows, c.cols)
+		require.InDelta(t, c.want, n.Kappa(), 1e-12, "Schatten p=%v %d×%d", c.p, c.rows, c.cols)
+		require.InDelta(t, c.c, n.C(), 1e-12, "Schatten C p=%v %d×%d", c.p, c.rows, c.cols)
 	}
 }
 
@@ -256,15 +265,25 @@ func TestBatched(t *testing.T) {
 	require.InDeltaSlice(t, []float64{2, 3}, bs.Each(nil, m), 1e-14) // eigenvalues of the Gram matrix
 	require.InDelta(t, 3.0, bs.Clone().Norm(m), 1e-14)
 
-	// Constants: one example keeps its own; B ≥ 3 uses the documented
-	// convention κ = max{κ_E, 2 ln B}·C² with C = √e·C_E.
+	// Constants: one example keeps its own; a batch of n ℓ∞ examples of
+	// dimension d is ℓ∞ of dimension n·d, with the same witness; AggMean
+	// multiplies C by n.
 	linf, _ := NewLInf(10)
 	one, _ := NewBatched(linf, 1)
 	require.Equal(t, linf.Kappa(), one.Kappa())
 	require.Equal(t, linf.C(), one.C())
 	many, _ := NewBatched(linf, 64)
-	require.InDelta(t, math.Sqrt(math.E)*linf.C(), many.C(), 1e-15)
-	require.InDelta(t, math.Max(linf.Kappa(), 2*math.Log(64))*many.C()*many.C(), many.Kappa(), 1e-13)
+	flat, _ := NewLInf(640)
+	require.InDelta(t, flat.C(), many.C(), 1e-12)
+	require.InDelta(t, flat.Kappa(), many.Kappa(), 1e-12)
+	require.InDelta(t, math.E*(2*math.Log(640)-1), many.Kappa(), 1e-12)
+	many.Agg = AggMean
+	require.InDelta(t, 64*flat.C(), many.C(), 1e-12)
+	// A batch of n ℓ2 examples: the ℓ2 sum of the examples, κ = n.
+	l2ex, _ := NewLP(2, 10)
+	b2, _ := NewBatched(l2ex, 64)
+	require.InDelta(t, 64, b2.Kappa(), 1e-12)
+	require.InDelta(t, 8, b2.C(), 1e-12)
 
 	_, err = NewBatched(nil, 3)
 	require.ErrorContains(t, err, "nil")

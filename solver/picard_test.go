@@ -17,7 +17,7 @@ func TestPicardScalarContraction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Success, res.Status)
 	require.InDelta(t, 2, res.X[0], 1e-11)
-	require.Equal(t, "exact", res.Certificate.Rule)
+	require.Equal(t, RuleExact, res.Certificate.Rule)
 	require.LessOrEqual(t, res.Certificate.Bound, 1e-12)
 	require.Equal(t, res.Stats.Iterations+1, int(res.Stats.Calls))
 	require.False(t, math.IsNaN(res.Residual))

@@ -44,26 +44,6 @@ type MethodInfo struct {
 	Baseline bool
 	// New returns the method configured from o.
 	New func(o MethodOptions) Method
-
-	// tolScale is the factor between a residual target and Settings.Tol;
-	// zero means 1.
-	tolScale float64
-}
-
-// vrghalTolShare is the share of a residual target that VR-GHAL's
-// estimated residual must reach: it stops when its estimate is at most
-// half the target, leaving the other half for the estimate's error.
-const vrghalTolShare = 0.5
-
-// Tol returns the Settings.Tol with which the method's stopping test aims at
-// a true residual of at most target: target itself, except for VR-GHAL,
-// which compares its estimated residual with target/2 and leaves the other
-// half of target for the estimate's error.
-func (m MethodInfo) Tol(target float64) float64 {
-	if m.tolScale == 0 {
-		return target
-	}
-	return m.tolScale * target
 }
 
 // ErrUnknownMethod is wrapped by the error LookupMethod returns for a name
@@ -113,13 +93,12 @@ func Methods() []MethodInfo {
 		},
 		{
 			Name:       "vrghal",
-			Summary:    "VR-GHAL (variance-reduced gradual Halpern), γ̄ = the problem's γ, δ = --delta, β = 1/2; stops at estimated residual ε/2",
+			Summary:    "VR-GHAL (variance-reduced gradual Halpern), γ̄ = the problem's γ, δ = --delta, β = 1/2; Success only on a residual bound ≤ ε",
 			Stochastic: true,
 			Needs:      BoundedVariance,
 			New: func(o MethodOptions) Method {
 				return VRGHAL{Gamma: o.Gamma, Delta: o.Delta, SampleScale: o.SampleScale}
 			},
-			tolScale: vrghalTolShare,
 		},
 		{
 			Name:       "minibatch-km",

@@ -51,18 +51,6 @@ func TestRegistryOptions(t *testing.T) {
 	}
 }
 
-// TestRegistryTol checks the one place of the rule that VR-GHAL stops at
-// half the residual target, and that the other methods stop at the target.
-func TestRegistryTol(t *testing.T) {
-	for _, m := range Methods() {
-		want := 0.01
-		if m.Name == "vrghal" {
-			want = 0.005
-		}
-		require.Equal(t, want, m.Tol(0.01), m.Name)
-	}
-}
-
 func TestLookupMethodUnknown(t *testing.T) {
 	_, err := LookupMethod("newton")
 	require.True(t, errors.Is(err, ErrUnknownMethod))
@@ -74,7 +62,7 @@ func TestLookupMethodUnknown(t *testing.T) {
 // String, round-trips through JSON as text, and rejects unknown names with
 // its sentinel error.
 func TestEnumText(t *testing.T) {
-	for s := NotTerminated; s <= Failure; s++ {
+	for s := NotTerminated; s <= ToleranceEstimated; s++ {
 		got, err := ParseStatus(s.String())
 		require.NoError(t, err)
 		require.Equal(t, s, got)
@@ -93,6 +81,19 @@ func TestEnumText(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &back))
 		require.Equal(t, m, back)
 	}
+	for r := RuleEstimate; r <= RuleVarianceMoM; r++ {
+		got, err := ParseCertRule(r.String())
+		require.NoError(t, err)
+		require.Equal(t, r, got)
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		var back CertRule
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, r, back)
+		require.Equal(t, r != RuleEstimate, r.Rigorous(), "%v", r)
+	}
+	_, err0 := ParseCertRule("mom-empirical-scale")
+	require.ErrorIs(t, err0, ErrUnknownCertRule)
 	for _, a := range []Aggregate{AggMax, AggMean} {
 		got, err := ParseAggregate(a.String())
 		require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestEnumText(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownModel)
 	_, err = ParseAggregate("min")
 	require.ErrorIs(t, err, ErrUnknownAggregate)
-	for _, v := range []interface{ MarshalText() ([]byte, error) }{Status(-1), Status(99), Model(-1), Model(9), Aggregate(5)} {
+	for _, v := range []interface{ MarshalText() ([]byte, error) }{Status(-1), Status(99), CertRule(-1), CertRule(5), Model(-1), Model(9), Aggregate(5)} {
 		_, err := v.MarshalText()
 		require.Error(t, err, "%v", v)
 	}

@@ -13,8 +13,11 @@ type Status int
 const (
 	// NotTerminated is the zero Status: the method has not stopped.
 	NotTerminated Status = iota
-	// Success: the residual (exact, or estimated for stochastic methods) reached
-	// the tolerance.
+	// Success: the residual reached the tolerance, and this is proven: the
+	// exact residual of a deterministic oracle, a rigorous bound of the
+	// method (VR-GHAL's, when the oracle declares a NoiseBound or
+	// VarianceBound), or a rigorous Certificate whose Bound is at most the
+	// tolerance.
 	Success
 	// IterationLimit: Settings.MaxIter iterations (epochs for VR-GHAL) ran out.
 	IterationLimit
@@ -32,9 +35,15 @@ const (
 	Stagnated
 	// Failure: the oracle returned an error.
 	Failure
+	// ToleranceEstimated: a stochastic method stopped because its estimate
+	// of the residual reached the tolerance, but no rigorous bound did: the
+	// oracle declares nothing that bounds the estimate's error and the
+	// Certificate is not a rigorous bound below the tolerance. The
+	// residual may exceed the tolerance.
+	ToleranceEstimated
 )
 
-var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure"}
+var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure", "ToleranceEstimated"}
 
 // String implements fmt.Stringer. It returns the name of the constant, as
 // ParseStatus accepts it.
@@ -52,12 +61,14 @@ var ErrUnknownStatus = errors.New("solver: unknown status")
 // ParseStatus parses a Status name as printed by Status.String. Its error
 // wraps ErrUnknownStatus.
 func ParseStatus(name string) (Status, error) {
-	return parseEnum(name, NotTerminated, Failure, ErrUnknownStatus, strings.Join(statusNames[:], ", "))
+	return parseEnum(name, NotTerminated, ToleranceEstimated, ErrUnknownStatus, strings.Join(statusNames[:], ", "))
 }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // Status.String prints, and an error for a value that is not a Status.
-func (s Status) MarshalText() ([]byte, error) { return marshalEnum(s, NotTerminated, Failure) }
+func (s Status) MarshalText() ([]byte, error) {
+	return marshalEnum(s, NotTerminated, ToleranceEstimated)
+}
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseStatus.
 func (s *Status) UnmarshalText(b []byte) error { return unmarshalEnum(s, b, ParseStatus) }
@@ -87,23 +98,51 @@ type Stats struct {
 	Wall time.Duration
 }
 
-// Certificate bounds the residual ‖T(x̂) − x̂‖ of a returned point.
+// Certificate bounds the residual ‖T(x̂) − x̂‖ of a returned point, as
+// far as the oracle's declarations allow (see CertRule):
+//
+//   - Rule.Exact(): Bound is the exact residual, Delta is 0;
+//   - RuleBoundedNoise, RuleVarianceMoM: ‖T(x̂) − x̂‖ ≤ Bound with
+//     probability at least 1 − Delta over the certificate's own samples;
+//   - RuleEstimate: Bound is an estimate with no guarantee and Delta is
+//     NaN, so that it cannot be read as a probability.
+//
+// Rigorous reports which case holds.
 type Certificate struct {
 	// Estimate is a point estimate of ‖T(x̂) − x̂‖.
 	Estimate float64
-	// Bound is an upper bound on ‖T(x̂) − x̂‖ that holds with probability at
-	// least 1 − Delta over the certificate's own samples.
+	// Bound is an upper bound on ‖T(x̂) − x̂‖ (with probability at least
+	// 1 − Delta) when Rigorous() holds, an estimate of one otherwise.
 	Bound float64
-	// Delta is the failure probability of Bound; zero for an exact certificate.
+	// Delta is the failure probability of Bound: 0 for an exact rule, NaN
+	// for RuleEstimate.
 	Delta float64
 	// Samples counts the unit samples the certificate used, and Calls the
 	// oracle evaluations.
 	Samples int64
 	Calls   int64
-	// Rule names how Bound was obtained.
-	Rule string
-	// PerExample holds per-example bounds when the norm is Batched.
+	// Rule says how Bound was obtained and what it guarantees.
+	Rule CertRule
+	// PerExample holds per-example bounds, in the same sense as Bound,
+	// when the norm is Batched.
 	PerExample []float64
+}
+
+// Rigorous reports whether Bound is proven (exactly, or with probability
+// at least 1 − Delta): whether Rule is not RuleEstimate.
+func (c *Certificate) Rigorous() bool { return c.Rule.Rigorous() }
+
+// Guarantee returns the certificate's claim in words, for reports:
+// "≤ B (exact)", "≤ B with probability ≥ 1 − δ (rule R)" or
+// "≈ B (estimate, no guarantee)", B and δ printed with %.4g and %g.
+func (c *Certificate) Guarantee() string {
+	switch {
+	case c.Rule.Exact():
+		return fmt.Sprintf("≤ %.4g (exact, rule %v)", c.Bound, c.Rule)
+	case c.Rule.Rigorous():
+		return fmt.Sprintf("≤ %.4g with probability ≥ %g (rule %v)", c.Bound, 1-c.Delta, c.Rule)
+	}
+	return fmt.Sprintf("≈ %.4g (estimate, no guarantee)", c.Bound)
 }
 
 // Result is what Solve returns.

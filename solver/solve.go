@@ -200,11 +200,30 @@ func (e *Env) KeepLast() { e.keepLast = true }
 // method's estimate). The first call records the start point (iteration 0);
 // each later call counts one iteration. It keeps x as the returned point when
 // its residual is the lowest so far (or always, after KeepLast), appends to
-// the trace, and returns a stop error when the tolerance is met (Success),
-// the iteration limit is reached, the residual is NaN or has grown past
+// the trace, and returns a stop error when the tolerance is met, the
+// iteration limit is reached, the residual is NaN or has grown past
 // DivergenceFactor times the best one (Diverged), or the Recorder fails.
 // A PointRecorder receives x with the trace point.
+//
+// On a Deterministic oracle the residual is exact and meeting the tolerance
+// stops with Success. On a stochastic oracle it is an estimate, and meeting
+// the tolerance stops with ToleranceEstimated; Solve turns that into
+// Success when the Certificate is rigorous and its Bound meets the
+// tolerance. Methods with a rigorous bound of their own use RecordBound.
 func (e *Env) Record(x []float64, residual float64) error {
+	if e.oracle.Model() == Deterministic {
+		return e.RecordBound(x, residual, residual)
+	}
+	return e.RecordBound(x, residual, math.Inf(1))
+}
+
+// RecordBound is Record for a method that may also know a rigorous upper
+// bound on the residual of x (holding on the event of probability at least
+// 1 − δ that its own guarantee describes). With a finite bound it stops
+// with Success when bound meets the tolerance, and not before; with
+// bound = +Inf (nothing known) it stops with ToleranceEstimated when
+// residual, the estimate, does.
+func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 	if e.records > 0 {
 		e.stats.Iterations++
 	}
@@ -240,8 +259,11 @@ func (e *Env) Record(x []float64, residual float64) error {
 	case residual > e.settings.DivergenceFactor*e.bestRes:
 		return &stopError{status: Diverged, cause: fmt.Errorf("residual %.3g exceeds %.3g times the best %.3g", residual, e.settings.DivergenceFactor, e.bestRes)}
 	}
-	if residual <= e.tolAbs {
+	if bound <= e.tolAbs {
 		return &stopError{status: Success}
+	}
+	if math.IsInf(bound, 1) && residual <= e.tolAbs {
+		return &stopError{status: ToleranceEstimated}
 	}
 	if e.stats.Iterations >= e.settings.MaxIter {
 		return &stopError{status: IterationLimit}
@@ -328,6 +350,9 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 			failure = fmt.Errorf("solver: certificate: %w", err)
 		}
 		res.Certificate = cert
+		if res.Status == ToleranceEstimated && cert != nil && cert.Rigorous() && cert.Bound <= e.tolAbs {
+			res.Status = Success
+		}
 	}
 	return res, failure
 }

@@ -62,11 +62,22 @@ import (
 //
 // # Stopping
 //
-// The run stops after K epochs (IterationLimit), when R̃_k ≤ Settings.Tol
-// (Success: the estimated residual, not a bound), before an epoch whose
-// requested samples would not fit in Settings.MaxSamples (SampleLimit; no
-// sample of that epoch is drawn), on context cancellation or time limit,
-// whichever comes first. The method is anytime: it records x̂₀ and then every
+// The run stops after K epochs (IterationLimit), when a residual bound
+// reaches Settings.Tol, before an epoch whose requested samples would not
+// fit in Settings.MaxSamples (SampleLimit; no sample of that epoch is
+// drawn), on context cancellation or time limit, whichever comes first.
+//
+// Success means a bound. When the oracle declares a VarianceBound σ²(x)
+// (or a NoiseBound b(x), so σ² ≤ b²), the median of means at x̂_k with
+// K ≥ 18 ln(2/δ_{k+1}) buckets of n unit samples is within 3σ√(3κ/n) of
+// T(x̂_k) with probability at least 1 − δ_{k+1}/2 (the paper's
+// median-of-means proposition, with the minibatch-variance lemma in the
+// norm's smooth witness), an event the run's 1 − δ guarantee includes; so
+// B_k = R̃_k + 3σ√(3κ/n) bounds the residual, and the run stops with
+// Success once B_k ≤ Tol. A deterministic oracle has B_k = R̃_k. Without a
+// declaration, R̃_k ≤ Tol stops the run with ToleranceEstimated, which Solve
+// turns into Success only if the Certificate is rigorous (for instance
+// exact, for a FiniteSum oracle) and its Bound is at most Tol. The method is anytime: it records x̂₀ and then every
 // completed epoch's x̂_k with R̃_k, and Result.X is the last recorded point,
 // whatever interrupts the epoch after it. It suggests the last bucket size to
 // the certificate.
@@ -373,11 +384,28 @@ func (r *vrRun) run() error {
 	}
 }
 
-// record computes R̃ = ‖T̃_{k,0} − x̂_k‖ and records the completed epoch.
+// record computes R̃ = ‖T̃_{k,0} − x̂_k‖ and records the completed epoch
+// with its rigorous bound (see the Stopping section of VRGHAL).
 func (r *vrRun) record(m vrMoM) error {
 	r.residual = r.e.Dist(r.t0, r.xhat)
 	r.e.SuggestCertSamples(m.size)
-	return r.e.Record(r.xhat, r.residual)
+	return r.e.RecordBound(r.xhat, r.residual, r.bound(m))
+}
+
+// bound returns a bound on ‖T(x̂_k) − x̂_k‖ that holds on the run's event:
+// R̃ itself for a deterministic oracle, R̃ + 3σ√(3κ/n) when the oracle
+// declares a variance bound σ² (or an almost-sure bound b, σ² ≤ b²) at x̂_k,
+// n being the bucket size of the median of means m, and +Inf otherwise.
+func (r *vrRun) bound(m vrMoM) float64 {
+	o := r.e.Oracle()
+	if o.Model() == Deterministic {
+		return r.residual
+	}
+	v := declaredVariance(o, r.xhat, r.norm)
+	if math.IsInf(v, 1) {
+		return v
+	}
+	return r.residual + 3*math.Sqrt(3*r.norm.Kappa()*v/float64(m.size))
 }
 
 // epoch runs epoch p.k from x̂_{k−1} = r.xhat with T̃_{k−1,0} = r.t0 and

@@ -155,9 +155,9 @@ type SolverConfig struct {
 	// exact operator, as a deterministic oracle, of the dense cell).
 	Method Method
 	// Tol is the residual tolerance in the model's norm, for every example
-	// of a batch; the method's stopping test aims at it as
-	// solver.MethodInfo.Tol says. A batch "meets the tolerance" when its
-	// certified bound is at most Tol.
+	// of a batch: a solve succeeds when a proven bound on its residual is at
+	// most Tol (see solver.Status). A batch "meets the tolerance" when its
+	// certificate's bound is at most Tol.
 	Tol float64
 	// MaxIter limits iterations (epochs for VR-GHAL).
 	MaxIter int
@@ -373,7 +373,7 @@ func (s SolverConfig) method(gamma float64) solver.Method {
 // to the first residual.
 func (s SolverConfig) settings(skipCert, relative bool) solver.Settings {
 	return solver.Settings{
-		Tol:      s.Method.Info().Tol(s.Tol),
+		Tol:      s.Tol,
 		Relative: relative,
 		MaxIter:  s.MaxIter,
 		Certify:  solver.CertifySettings{Skip: skipCert, Delta: s.Delta},

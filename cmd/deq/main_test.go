@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,10 +69,52 @@ func TestSolveJSONStochastic(t *testing.T) {
 	cert := m["certificate"].(map[string]any)
 	require.Equal(t, 0.1, cert["delta"])
 	require.Greater(t, cert["samples"].(float64), 0.0)
-	require.Equal(t, "Success", m["status"])
-	// The solver stops on its estimate ≤ ε; the true residual may exceed ε
-	// by the minibatch noise, but not by a factor 2 here (fixed seed).
+	// The solver stops on its estimate ≤ ε, which nothing proves: the
+	// status says so (the certificate, a rigorous variance-mom bound, is
+	// above ε here). The true residual may exceed ε by the minibatch noise,
+	// but not by a factor 2 here (fixed seed).
+	require.Equal(t, "ToleranceEstimated", m["status"])
+	require.Equal(t, "variance-mom", cert["rule"])
+	require.Contains(t, cert["guarantee"], "with probability ≥ 0.9 (rule variance-mom)")
 	require.LessOrEqual(t, m["residual"].(float64), 0.1)
+}
+
+// TestSolveMDPBoundedNoise: VR-GHAL on the MDP reports a rigorous bound
+// from the bounded-noise rule (the Bellman oracle's almost-sure bound
+// γ·span(V)), and its Success is a proven residual ≤ ε.
+func TestSolveMDPBoundedNoise(t *testing.T) {
+	code, out, errOut := runCmd("solve", "--problem", "mdp", "--solver", "vrghal", "--dim", "4",
+		"--eps", "0.3", "--sample-scale", "0.01", "--json")
+	require.Equal(t, 0, code, errOut)
+	m := decodeOne(t, out)
+	cert := m["certificate"].(map[string]any)
+	require.Equal(t, "bounded-noise", cert["rule"])
+	require.Equal(t, 0.05, cert["delta"])
+	require.Contains(t, cert["guarantee"], "with probability ≥ 0.95 (rule bounded-noise)")
+	require.Equal(t, "Success", m["status"])
+	require.LessOrEqual(t, m["residual"].(float64), cert["bound"].(float64))
+
+	code, out, errOut = runCmd("solve", "--problem", "mdp", "--solver", "vrghal", "--dim", "4",
+		"--eps", "0.3", "--sample-scale", "0.01")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "with probability ≥ 0.95 (rule bounded-noise)")
+}
+
+// TestSolveEstimateHasNoProbability: an oracle that declares nothing gets
+// a certificate that claims no probability, in text and JSON: a solver
+// report is built from a certificate of rule "estimate".
+func TestSolveEstimateHasNoProbability(t *testing.T) {
+	c := &solver.Certificate{Bound: 0.5, Estimate: 0.4, Delta: math.NaN(), Rule: solver.RuleEstimate, Calls: 3, Samples: 30}
+	rep := &solveReport{Certificate: &certReport{Bound: number(c.Bound), Estimate: number(c.Estimate), Delta: number(c.Delta),
+		Samples: c.Samples, Calls: c.Calls, Rule: c.Rule, Guarantee: c.Guarantee()}}
+	var text, js strings.Builder
+	require.NoError(t, writeSummary(&text, rep))
+	require.Contains(t, text.String(), "≈ 0.5 (estimate, no guarantee)")
+	require.NotContains(t, text.String(), "probability")
+	require.NoError(t, writeJSON(&js, rep))
+	require.Contains(t, js.String(), `"delta":null`)
+	require.Contains(t, js.String(), `"rule":"estimate"`)
+	require.NotContains(t, js.String(), "probability")
 }
 
 // TestSolveEveryRegisteredSolver runs every solver of the registry, so that

@@ -45,6 +45,11 @@ func newSolveCmd() *cobra.Command {
 		Long: `Solve builds a problem of the suite (package solver/problems), runs a solver
 on it and reports the true residual ‖T(x̂) − x̂‖ from the exact operator, the
 distance to the exact fixed point and the solver's residual certificate.
+The certificate says what it guarantees, under which declaration of the
+problem's oracle: "≤ B (exact)" for exact operators and finite sums,
+"≤ B with probability ≥ 1 − δ (rule …)" for the rigorous stochastic rules
+(bounded-noise for the MDP's almost-sure noise bound, variance-mom for a
+declared noise variance), and "≈ B (estimate, no guarantee)" otherwise.
 Deterministic solvers run on the exact operator, stochastic ones on the
 problem's stochastic oracle. --seed seeds both the problem and the solver.
 A run that stops on a limit (--max-iter, --max-samples, --timeout) still
@@ -78,7 +83,7 @@ report, apart from the wall-clock fields wall_seconds and solve_seconds.`,
 	fl.IntVar(&f.dim, "dim", 0, "problem size: dimension, matrix side or number of states (0: the problem's default)")
 	fl.Float64Var(&f.gamma, "gamma", 0, "Lipschitz constant γ of T in (0, 1] (0: the problem's default)")
 	fl.Float64Var(&f.noise, "noise", 0, "noise level σ > 0 (0: the problem's default)")
-	fl.Float64Var(&f.eps, "eps", 1e-2, "residual tolerance ε > 0 (stochastic solvers compare their estimate with it)")
+	fl.Float64Var(&f.eps, "eps", 1e-2, "residual target ε > 0: status Success means a residual proven ≤ ε (ToleranceEstimated: only estimated)")
 	fl.Float64Var(&f.delta, "delta", solver.DefaultCertDelta, "failure probability δ ∈ (0, 1) of the certificate")
 	fl.Float64Var(&f.sampleScale, "sample-scale", 1, "vrghal: multiplier on the paper's sample sizes (> 0; 1 = the paper's constants)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the problem and of the solver")
@@ -182,10 +187,18 @@ func (n number) MarshalJSON() ([]byte, error) {
 type certReport struct {
 	Bound    number `json:"bound"`
 	Estimate number `json:"estimate"`
-	Delta    number `json:"delta"`
-	Samples  int64  `json:"samples"`
-	Calls    int64  `json:"calls"`
-	Rule     string `json:"rule"`
+	// Delta is the failure probability of Bound: 0 for an exact rule,
+	// null for the rule "estimate", which claims no probability.
+	Delta   number `json:"delta"`
+	Samples int64  `json:"samples"`
+	Calls   int64  `json:"calls"`
+	// Rule is the certificate's rule: "exact", "finite-sum-exact",
+	// "bounded-noise", "variance-mom" or "estimate".
+	Rule solver.CertRule `json:"rule"`
+	// Guarantee says in words what Bound guarantees:
+	// "≤ B (exact, rule R)", "≤ B with probability ≥ 1 − δ (rule R)" or
+	// "≈ B (estimate, no guarantee)".
+	Guarantee string `json:"guarantee"`
 }
 
 // solveReport is what `deq solve --json` prints.
@@ -232,7 +245,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		sp, oracle = p.OracleProblem(), "stochastic"
 	}
 	s := &solver.Settings{
-		Tol:        j.entry.Tol(f.eps),
+		Tol:        f.eps,
 		MaxIter:    f.maxIter,
 		MaxSamples: f.maxSamples,
 		MaxTime:    f.timeout,
@@ -266,7 +279,8 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		rep.FixedPointError = &n
 	}
 	if c := res.Certificate; c != nil {
-		rep.Certificate = &certReport{Bound: number(c.Bound), Estimate: number(c.Estimate), Delta: number(c.Delta), Samples: c.Samples, Calls: c.Calls, Rule: c.Rule}
+		rep.Certificate = &certReport{Bound: number(c.Bound), Estimate: number(c.Estimate), Delta: number(c.Delta),
+			Samples: c.Samples, Calls: c.Calls, Rule: c.Rule, Guarantee: c.Guarantee()}
 	}
 	return rep, nil
 }
@@ -300,7 +314,7 @@ func writeSummary(w io.Writer, r *solveReport) error {
 	fmt.Fprintf(tw, "residual\t%.4g (true, exact T; target %g); solver's estimate %.4g\n", float64(r.Residual), float64(r.Eps), float64(r.ResidualEstimate))
 	fmt.Fprintf(tw, "‖x − x*‖\t%s\n", fpe)
 	if c := r.Certificate; c != nil {
-		fmt.Fprintf(tw, "certificate\t‖T(x) − x‖ ≤ %.4g with probability ≥ %g (%s, %d calls, %d samples)\n", float64(c.Bound), 1-float64(c.Delta), c.Rule, c.Calls, c.Samples)
+		fmt.Fprintf(tw, "certificate\t‖T(x) − x‖ %s; %d calls, %d samples\n", c.Guarantee, c.Calls, c.Samples)
 	}
 	return tw.Flush()
 }

@@ -31,9 +31,10 @@ After every epoch the test set is evaluated with the evaluation solver
 (--eval-solver, by default --solver with a tolerance ten times tighter).
 
 Every forward solve returns a residual certificate: a bound on ‖f(z) − z‖ in
---norm, exact for deterministic solvers and holding with probability 1 − δ
-for VR-GHAL. The summary reports the largest and mean bound and the fraction
-of batches whose bound met --tol.
+--norm. Every cell is a finite sum of its terms, so the certificate is exact
+(one full evaluation of the cell at the returned point), for every solver,
+VR-GHAL on a sampled cell included. The summary reports the largest and mean
+bound and the fraction of batches whose bound met --tol.
 
 --checkpoint F writes F after every epoch (atomically, with a checksum);
 --resume continues the run saved in F exactly, with the configuration stored

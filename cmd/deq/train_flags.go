@@ -81,7 +81,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.ExactEvery, "exact-every", "l2 constraint: exact spectral norm every N projections (power iteration in between)", true, "Model.ExactEvery")
 	text(&c.Model.Norm, "norm", "norm of the hidden state: l2, lp:P, linf or schatten:P", "Model.Norm")
 	text(&c.Forward.Method, "solver", "forward solver: "+methods, "Forward.Method")
-	floats(&c.Forward.Tol, "tol", "forward residual tolerance (VR-GHAL stops at an estimate of tol/2)", true, "Forward.Tol")
+	floats(&c.Forward.Tol, "tol", "forward residual tolerance: a solve succeeds when its certified residual bound is at most tol", true, "Forward.Tol")
 	ints(&c.Forward.MaxIter, "max-iter", "forward iteration limit (epochs for VR-GHAL)", true, "Forward.MaxIter")
 	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
 	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")

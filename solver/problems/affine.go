@@ -36,7 +36,23 @@ type affineOracle struct {
 	model solver.Model
 }
 
-var _ Oracle = (*affineOracle)(nil)
+var (
+	_ Oracle               = (*affineOracle)(nil)
+	_ solver.VarianceBound = (*affineOracle)(nil)
+)
+
+// NoiseVariance implements solver.VarianceBound. A unit sample's noise is
+// σ·ζ with independent coordinates of variance 1: Gaussian (its second
+// moment in the norm is bounded by gaussSecondMoment), Student-t with
+// ν = 2.5 scaled to variance 1 (only moments below 2.5 exist, so the ℓ2
+// value E‖ζ‖₂² = d, which bounds every norm of the suite), or for
+// "affine-switch" a Gaussian times a sign, whose norm is the Gaussian's.
+func (o *affineOracle) NoiseVariance(_ []float64, norm solver.Norm) float64 {
+	if o.kind == studentNoise {
+		return o.sigma * o.sigma * float64(o.d)
+	}
+	return o.sigma * o.sigma * gaussSecondMoment(norm)
+}
 
 func (o *affineOracle) Len() int            { return o.d }
 func (o *affineOracle) Model() solver.Model { return o.model }

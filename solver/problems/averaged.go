@@ -20,7 +20,14 @@ type averagedOracle struct {
 	noise noiseSource
 }
 
-var _ Oracle = (*averagedOracle)(nil)
+var (
+	_ Oracle           = (*averagedOracle)(nil)
+	_ solver.FiniteSum = (*averagedOracle)(nil)
+)
+
+// Terms implements solver.FiniteSum: T is the exact average of the M maps,
+// which EvalExact computes.
+func (o *averagedOracle) Terms() int { return o.m }
 
 func (o *averagedOracle) Len() int            { return o.d }
 func (o *averagedOracle) Model() solver.Model { return solver.SamplewiseLipschitz }

@@ -24,7 +24,16 @@ type matrixOracle struct {
 	nSquare int
 }
 
-var _ Oracle = (*matrixOracle)(nil)
+var (
+	_ Oracle               = (*matrixOracle)(nil)
+	_ solver.VarianceBound = (*matrixOracle)(nil)
+)
+
+// NoiseVariance implements solver.VarianceBound: σ² times the bound
+// gaussSecondMoment on E‖G‖² for a standard Gaussian n×n matrix G.
+func (o *matrixOracle) NoiseVariance(_ []float64, norm solver.Norm) float64 {
+	return o.sigma * o.sigma * gaussSecondMoment(norm)
+}
 
 func (o *matrixOracle) Len() int            { return o.nSquare }
 func (o *matrixOracle) Model() solver.Model { return solver.SamplewiseLipschitz }

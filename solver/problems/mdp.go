@@ -37,7 +37,40 @@ type mdpOracle struct {
 	noise   noiseSource
 }
 
-var _ Oracle = (*mdpOracle)(nil)
+var (
+	_ Oracle            = (*mdpOracle)(nil)
+	_ solver.NoiseBound = (*mdpOracle)(nil)
+)
+
+// NoiseBound implements solver.NoiseBound. A unit sample's entry (s, a)
+// deviates from T(Q)(s, a) by γ(V(s') − Σ_j P_j V(s'_j)) with V = max_a Q
+// and s' one of the pair's successors: the rewards are deterministic and
+// cancel. So |τ₁(Q) − T(Q)| ≤ b_sa = γ·max{max_j V(s'_j) − E, E − min_j
+// V(s'_j)} ≤ γ·span(V) entrywise, and the bound is max_sa b_sa in ℓ∞
+// (times d^{1/p} in ℓp). Other norms get +Inf (no bound declared).
+func (o *mdpOracle) NoiseBound(q []float64, norm solver.Norm) float64 {
+	if len(q) != o.s*o.a {
+		return math.Inf(1)
+	}
+	o.values(q)
+	b := 0.0
+	for sa := 0; sa < o.s*o.a; sa++ {
+		e, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+		for j := sa * o.k; j < (sa+1)*o.k; j++ {
+			v := o.v[o.next[j]]
+			e += o.prob[j] * v
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		b = math.Max(b, o.gamma*math.Max(hi-e, e-lo))
+	}
+	switch n := norm.(type) {
+	case solver.LInf:
+		return b
+	case solver.LP:
+		return b * math.Pow(float64(n.Len()), 1/n.P())
+	}
+	return math.Inf(1)
+}
 
 func (o *mdpOracle) Len() int            { return o.s * o.a }
 func (o *mdpOracle) Model() solver.Model { return solver.SamplewiseLipschitz }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/solver"
 )
 
 // StudentTExactDraws is the number of honest Student-t draws per coordinate
@@ -108,4 +109,41 @@ func gammaVariate(rng *rand.Rand, a float64) float64 {
 			return d * v
 		}
 	}
+}
+
+// gaussSecondMoment returns an upper bound on E‖g‖² for a standard Gaussian
+// vector g of norm.Len() entries, measured in norm: the smallest of
+//
+//   - d = E‖g‖₂², since every norm of the suite is at most ℓ2 (Frobenius);
+//   - for ℓp, p ≥ 2: (E‖g‖_p^p)^{2/p} = (d·E|g₁|^p)^{2/p} (Jensen, 2/p ≤ 1);
+//   - for ℓ∞: the same with any finite r ≥ 2 in place of p (‖g‖∞ ≤ ‖g‖_r),
+//     r = 2, 3, …, ⌈4 ln d⌉ + 2;
+//   - for Schatten-p on k×c matrices, k ≤ c: k^{2/p}·((√k + √c)² + 1), from
+//     ‖G‖_Sp ≤ k^{1/p}‖G‖op, E‖G‖op ≤ √k + √c (Gordon) and Var‖G‖op ≤ 1
+//     (the Gaussian Poincaré inequality; ‖·‖op is 1-Lipschitz in Frobenius).
+func gaussSecondMoment(norm solver.Norm) float64 {
+	d := float64(norm.Len())
+	best := d
+	lp := func(p float64) float64 { // (d·E|g|^p)^{2/p}, E|g|^p = 2^{p/2}Γ((p+1)/2)/√π
+		lg, _ := math.Lgamma((p + 1) / 2)
+		return math.Exp(2 / p * (math.Log(d) + p/2*math.Ln2 + lg - 0.5*math.Log(math.Pi)))
+	}
+	switch n := norm.(type) {
+	case solver.LP:
+		best = math.Min(best, lp(n.P()))
+	case solver.LInf:
+		for r := 2.0; r <= math.Ceil(4*math.Log(d))+2; r++ {
+			best = math.Min(best, lp(r))
+		}
+	case *solver.Schatten:
+		rows, cols := n.Dims()
+		k, c := float64(min(rows, cols)), float64(max(rows, cols))
+		op := math.Pow(math.Sqrt(k)+math.Sqrt(c), 2) + 1
+		if math.IsInf(n.P(), 1) {
+			best = math.Min(best, op)
+		} else {
+			best = math.Min(best, math.Pow(k, 2/n.P())*op)
+		}
+	}
+	return best
 }
