@@ -1,9 +1,10 @@
 package deqtest_test
 
 import (
-	"github.com/stretchr/testify/require"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/deqtest"
 	"github.com/deqgo/deq/layers"
