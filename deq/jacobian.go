@@ -380,13 +380,7 @@ func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Fr
 	est := FrobeniusEstimate{PerExample: make([]float64, j.n), Probes: opts.Probes}
 	var mean, m2 float64
 	for p := range opts.Probes {
-		for i := range v {
-			if opts.Gaussian {
-				v[i] = rng.NormFloat64()
-			} else {
-				v[i] = float64(2*int(rng.Uint64()&1) - 1)
-			}
-		}
+		drawProbe(rng, v, opts.Gaussian)
 		if err := j.vjp(w, v); err != nil {
 			return est, err
 		}

@@ -214,23 +214,15 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 // Result in BackwardStats says why it stopped, and the gradient is computed
 // from the point it returned.
 func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
-	if sol == nil {
-		return nil, errors.New("deq: Backward: nil Solution")
-	}
-	b, err := l.batch(sol.Examples)
+	b, err := l.prepareSolution("Backward", sol)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case len(sol.Z) != b.ev.Len() || len(sol.X) != sol.Examples*l.cell.Shape().InputLen():
-		return nil, fmt.Errorf("deq: Backward: Solution does not match the cell's shapes")
 	case len(gz) != len(sol.Z):
 		return nil, fmt.Errorf("deq: Backward: gz has length %d, want %d", len(gz), len(sol.Z))
 	case dx != nil && len(dx) != len(sol.X):
 		return nil, fmt.Errorf("deq: Backward: dx has length %d, want %d", len(dx), len(sol.X))
-	}
-	if err := b.ev.SetInput(sol.X); err != nil {
-		return nil, err
 	}
 	st := &BackwardStats{Mode: l.s.Backward}
 	switch l.s.Backward {

@@ -142,6 +142,7 @@ type denseEval struct {
 	cst    []float64 // xU + b
 	graphs graphs[*denseGraph]
 	fused  denseScratch
+	jac    jacScratch
 }
 
 // denseScratch is the scratch of the fused VJPs, allocated on first use:
