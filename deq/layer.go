@@ -52,6 +52,11 @@ type Solution struct {
 	// Proven reports whether the cell proves its Lipschitz bound in the
 	// forward norm.
 	Proven bool
+	// States are the states of the forward trajectory collected for
+	// fixed-point correction (Settings.CorrectionStates), oldest first; the
+	// last is Z. Nil without collection. At most CorrectionStates of them:
+	// fewer when the solve took fewer iterations.
+	States []State
 	// Lipschitz holds the empirical Lipschitz ratios of the forward solve,
 	// with a warning if they exceeded the cell's bound; nil when the solve
 	// was not monitored (see Settings.Monitor).
@@ -183,9 +188,18 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		b.monitor.Reset()
 	}
 	z0 := make([]float64, b.ev.Len())
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &l.s.ForwardSettings, l.s.Forward)
+	fs := l.s.ForwardSettings
+	var traj *trajectory
+	if l.s.CorrectionStates > 0 {
+		traj = newTrajectory(l.s.CorrectionStates, fs.Recorder)
+		fs.Recorder = traj
+	}
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &fs, l.s.Forward)
 	if res == nil {
 		return nil, fmt.Errorf("deq: forward solve: %w", err)
+	}
+	if traj != nil && traj.seen == 0 && err == nil {
+		return nil, fmt.Errorf("deq: Settings.CorrectionStates = %d: the forward method %v records no iterates", l.s.CorrectionStates, l.s.Forward)
 	}
 	sol := &Solution{
 		Z:        res.X,
@@ -194,6 +208,9 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		Result:   res,
 		Sampled:  b.fwd.Model() != solver.Deterministic,
 		Proven:   b.proven,
+	}
+	if traj != nil && traj.seen > 0 {
+		sol.States = traj.collected(res.X)
 	}
 	if b.monitor != nil {
 		st := b.monitor.Stats()

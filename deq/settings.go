@@ -125,6 +125,21 @@ type Settings struct {
 	// Monitor says when to measure empirical Lipschitz ratios; the zero
 	// value is MonitorUnproven.
 	Monitor Monitor
+
+	// CorrectionStates is the number K of states of the forward solver's
+	// trajectory that Forward collects into Solution.States for the
+	// fixed-point correction of "Deep Equilibrium Optical Flow Estimation"
+	// by Shaojie Bai, Zhengyang Geng, Yash Savani and J. Zico Kolter (CVPR
+	// 2022; see CorrectionBackward): K − 1 iterates about evenly spaced over
+	// the solve's iterations, then the returned z*. The states come from the
+	// solver's Recorder (a solver.PointRecorder wrapping
+	// ForwardSettings.Recorder, which still sees every point), so every
+	// method that records its iterates qualifies: Picard, KM, Halpern,
+	// GHAL, Anderson, Broyden, and VR-GHAL with its epoch points; a method
+	// that records none makes Forward fail naming this field. Memory:
+	// 2(K − 1) + 2 states, whatever the number of iterations. Zero means no
+	// collection.
+	CorrectionStates int
 }
 
 // withDefaults validates s against a cell of shape sh and returns a copy
@@ -145,6 +160,8 @@ func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 		return c, fmt.Errorf("deq: Settings.PhantomSteps = %d must not be negative", c.PhantomSteps)
 	case c.PhantomDamping < 0 || c.PhantomDamping > 1 || math.IsNaN(c.PhantomDamping):
 		return c, fmt.Errorf("deq: Settings.PhantomDamping = %v outside (0, 1]", c.PhantomDamping)
+	case c.CorrectionStates < 0:
+		return c, fmt.Errorf("deq: Settings.CorrectionStates = %d must not be negative", c.CorrectionStates)
 	case !c.Monitor.valid():
 		return c, fmt.Errorf("deq: Settings.Monitor = %v is not a monitor mode", c.Monitor)
 	}
