@@ -157,6 +157,7 @@ func (l *Layer) CorrectionForward(sol *Solution) ([][]float64, error) {
 		if err := b.ev.EvalExact(out[k], s.Z); err != nil {
 			return nil, err
 		}
+		sol.mask.apply(out[k])
 	}
 	return out, nil
 }
@@ -191,11 +192,14 @@ func (l *Layer) CorrectionBackward(sol *Solution, gs [][]float64, dx []float64) 
 		dxk = make([]float64, len(dx))
 	}
 	st := &BackwardStats{Mode: JacobianFree}
+	g := make([]float64, len(sol.Z))
 	for k, s := range sol.States {
 		if len(gs[k]) != len(sol.Z) {
 			return st, fmt.Errorf("deq: CorrectionBackward: gs[%d] has length %d, want %d", k, len(gs[k]), len(sol.Z))
 		}
-		if err := b.ev.VJP(nil, dxk, s.Z, gs[k]); err != nil {
+		copy(g, gs[k])
+		sol.mask.apply(g)
+		if err := b.ev.VJP(nil, dxk, s.Z, g); err != nil {
 			return st, err
 		}
 		st.VJPs++

@@ -123,6 +123,8 @@ func (l *Layer) JacobianRegularize(sol *Solution, weight float64, o *JacobianReg
 	var mean, m2 float64
 	for p := range opts.Probes {
 		drawProbe(rng, v, opts.Gaussian)
+		// Under dropout vᵀ(DJ) = (Dv)ᵀJ with D = diag(m).
+		sol.mask.apply(v)
 		if ok {
 			if err := pen.JacobianPenalty(r, dzp, dxp, sol.Z, v, scale); err != nil {
 				return est, err

@@ -23,6 +23,8 @@ type Layer struct {
 	s       Settings
 	batches mru.Cache[int, *batch]
 	applied int // number of Apply calls, to name graph nodes
+	// evaluation turns dropout off (SetEvaluation).
+	evaluation bool
 }
 
 // batch is the state of a Layer for one batch size.
@@ -32,6 +34,7 @@ type batch struct {
 	adjNorm solver.Norm
 	proven  bool
 	monitor *layers.LipschitzMonitor
+	masked  *maskedOracle // the dropout layer of fwd, nil without dropout
 	fwd     solver.Oracle // the forward oracle (possibly the monitor)
 }
 
@@ -57,10 +60,16 @@ type Solution struct {
 	// last is Z. Nil without collection. At most CorrectionStates of them:
 	// fewer when the solve took fewer iterations.
 	States []State
+	// Dropout reports whether the solve applied a dropout mask
+	// (Settings.Dropout, outside evaluation): Z is then the fixed point of
+	// the masked map.
+	Dropout bool
 	// Lipschitz holds the empirical Lipschitz ratios of the forward solve,
 	// with a warning if they exceeded the cell's bound; nil when the solve
 	// was not monitored (see Settings.Monitor).
 	Lipschitz *layers.LipschitzStats
+
+	mask dropMask // the dropout mask, nil without one
 }
 
 // BackwardStats describe one backward pass.
@@ -131,8 +140,14 @@ func (l *Layer) newBatch(n int) (*batch, error) {
 	}
 	b.proven = l.cell.Proven(b.norm)
 	b.fwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ev, layers.ExactOracle(ev), b.norm)
+	gamma := l.cell.Gamma()
+	if l.s.Dropout > 0 {
+		b.masked = &maskedOracle{o: b.fwd}
+		b.fwd = b.masked
+		gamma /= 1 - l.s.Dropout
+	}
 	if l.s.Monitor == MonitorAlways || (l.s.Monitor == MonitorUnproven && !b.proven) {
-		if b.monitor, err = layers.NewLipschitzMonitor(b.fwd, b.norm, l.cell.Gamma()); err != nil {
+		if b.monitor, err = layers.NewLipschitzMonitor(b.fwd, b.norm, gamma); err != nil {
 			return nil, err
 		}
 		b.fwd = b.monitor
@@ -187,6 +202,14 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if b.monitor != nil {
 		b.monitor.Reset()
 	}
+	var mask dropMask
+	if b.masked != nil {
+		if !l.evaluation {
+			mask = make(dropMask, b.ev.Len())
+			mask.draw(l.s.Dropout, l.s.ForwardSettings.Seed)
+		}
+		b.masked.mask = mask
+	}
 	z0 := make([]float64, b.ev.Len())
 	fs := l.s.ForwardSettings
 	var traj *trajectory
@@ -208,6 +231,8 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		Result:   res,
 		Sampled:  b.fwd.Model() != solver.Deterministic,
 		Proven:   b.proven,
+		Dropout:  mask != nil,
+		mask:     mask,
 	}
 	if traj != nil && traj.seen > 0 {
 		sol.States = traj.collected(res.X)
@@ -245,12 +270,14 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 	switch l.s.Backward {
 	case JacobianFree:
 		st.VJPs = 1
-		return st, b.ev.VJP(nil, dx, sol.Z, gz)
+		g := slices.Clone(gz)
+		sol.mask.apply(g)
+		return st, b.ev.VJP(nil, dx, sol.Z, g)
 	case Phantom:
 		return st, l.phantom(b, sol, gz, dx, st)
 	}
-	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz}
-	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, exact: true}
+	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask}
+	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask, exact: true}
 	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
 	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &l.s.AdjointSettings, l.s.Adjoint)
 	st.Adjoint = res
@@ -258,7 +285,12 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 		return st, fmt.Errorf("deq: adjoint solve: %w", err)
 	}
 	st.VJPs = 1
-	return st, b.ev.VJP(nil, dx, sol.Z, res.X)
+	g := res.X
+	if sol.mask != nil {
+		g = slices.Clone(g)
+		sol.mask.apply(g)
+	}
+	return st, b.ev.VJP(nil, dx, sol.Z, g)
 }
 
 // phantom backpropagates through k damped steps from z*.
@@ -272,6 +304,7 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 		if err := b.ev.EvalExact(f, hs[t-1]); err != nil {
 			return err
 		}
+		sol.mask.apply(f)
 		h := make([]float64, n)
 		for i := range h {
 			h[i] = (1-lam)*hs[t-1][i] + lam*f[i]
@@ -290,6 +323,7 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 		for i := range lg {
 			lg[i] = lam * g[i]
 		}
+		sol.mask.apply(lg)
 		if err := b.ev.VJP(dz, dxt, hs[t], lg); err != nil {
 			return err
 		}
@@ -304,13 +338,16 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 	return nil
 }
 
-// adjointOracle is g ↦ (∂τ/∂z)(z*)ᵀg + rhs, with τ the cell's minibatch
-// oracle (or its exact operator).
+// adjointOracle is g ↦ (∂τ/∂z)(z*)ᵀ(m ⊙ g) + rhs, with τ the cell's
+// minibatch oracle (or its exact operator) and m the dropout mask (nil:
+// none), the adjoint of the masked map m ⊙ τ.
 type adjointOracle struct {
 	ev    layers.Evaluator
 	z     []float64
 	rhs   []float64
+	mask  dropMask
 	exact bool
+	mg    []float64 // scratch for m ⊙ g
 }
 
 var (
@@ -331,6 +368,11 @@ func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
 	if a.exact {
 		s = solver.Sample{Size: a.ev.Terms()}
 	}
+	if a.mask != nil {
+		a.mg = append(a.mg[:0], g...)
+		a.mask.apply(a.mg)
+		g = a.mg
+	}
 	k, err := a.ev.VJPHidden(dst, a.z, g, s)
 	if err != nil {
 		return k, err
@@ -342,6 +384,6 @@ func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
 }
 
 func (a *adjointOracle) EvalExact(dst, g []float64) error {
-	_, err := (&adjointOracle{ev: a.ev, z: a.z, rhs: a.rhs, exact: true}).Eval(dst, g, solver.Sample{})
+	_, err := (&adjointOracle{ev: a.ev, z: a.z, rhs: a.rhs, mask: a.mask, exact: true}).Eval(dst, g, solver.Sample{})
 	return err
 }
