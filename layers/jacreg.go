@@ -83,5 +83,6 @@ func (e *denseEval) JacobianPenalty(r, dz, dx, z, v []float64, scale float64) er
 		clear(dz)
 		clear(dx)
 	}
+	c.chainW()
 	return nil
 }
