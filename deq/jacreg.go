@@ -120,8 +120,8 @@ func (l *Layer) JacobianRegularize(sol *Solution, weight float64, o *JacobianReg
 		dxp = make([]float64, len(dx))
 	}
 	est := FrobeniusEstimate{PerExample: make([]float64, n), Probes: opts.Probes}
-	var mean, m2 float64
-	for p := range opts.Probes {
+	var acc running
+	for range opts.Probes {
 		drawProbe(rng, v, opts.Gaussian)
 		// Under dropout vᵀ(DJ) = (Dv)ᵀJ with D = diag(m).
 		sol.mask.apply(v)
@@ -142,15 +142,9 @@ func (l *Layer) JacobianRegularize(sol *Solution, weight float64, o *JacobianReg
 			batch += x
 		}
 		batch *= float64(opts.Probes) / float64(n)
-		delta := batch - mean
-		mean += delta / float64(p+1)
-		m2 += delta * (batch - mean)
+		acc.add(batch)
 	}
-	est.Value = mean
-	est.StdErr = math.NaN()
-	if k := float64(opts.Probes); opts.Probes > 1 {
-		est.StdErr = math.Sqrt(m2 / (k - 1) / k)
-	}
+	est.Value, est.StdErr = acc.mean, acc.stdErr()
 	return est, nil
 }
 
@@ -204,4 +198,29 @@ func addInto(dst, src []float64) {
 	for i, v := range src {
 		dst[i] += v
 	}
+}
+
+// running is Welford's running mean and variance of the per-probe
+// estimates of a Hutchinson estimate.
+type running struct {
+	n        int
+	mean, m2 float64
+}
+
+// add adds one probe's estimate.
+func (r *running) add(x float64) {
+	r.n++
+	delta := x - r.mean
+	r.mean += delta / float64(r.n)
+	r.m2 += delta * (x - r.mean)
+}
+
+// stdErr returns the sample standard error of the mean, NaN below two
+// probes.
+func (r *running) stdErr() float64 {
+	if r.n < 2 {
+		return math.NaN()
+	}
+	k := float64(r.n)
+	return math.Sqrt(r.m2 / (k - 1) / k)
 }
