@@ -39,6 +39,62 @@
 // solver (see Example_training). The parameter nodes Apply returns join the
 // model's learnables; call the cell's Project after every solver step.
 //
+// # Training aids
+//
+// Beside the Lipschitz projection, the layer offers the training aids of
+// the DEQ literature as library calls that a training loop composes per
+// batch (after SetSeeds, Forward and the loss's ∂L/∂z*):
+//
+//   - Jacobian regularisation, from "Stabilizing Equilibrium Models by
+//     Jacobian Regularization" by Shaojie Bai, Vladlen Koltun and J. Zico
+//     Kolter (ICML 2021): JacobianRegularize returns Hutchinson's estimate
+//     R of ‖∂f/∂z‖_F² at z* (mean over examples, or per entry with
+//     JacobianRegOptions.PerDimension as TorchDEQ normalises it) and adds
+//     w·∂R/∂θ to the parameter gradients, exactly for the given probes
+//     (z* held constant), with w·∂R/∂x for the encoder. The gradient is a
+//     fused double backward that Dense implements
+//     (layers.JacobianPenalizer); other cells are refused with an error
+//     wrapping ErrJacobianUnsupported that names the cell, unless the
+//     weight is zero (measurement only).
+//   - Fixed-point correction, from "Deep Equilibrium Optical Flow
+//     Estimation" by Shaojie Bai, Zhengyang Geng, Yash Savani and J. Zico
+//     Kolter (CVPR 2022): Settings.CorrectionStates = K makes Forward keep
+//     K states of the solver's trajectory (Solution.States, the last being
+//     z*) through the solver's Recorder, for every method that records its
+//     iterates; CorrectionForward evaluates f at each state and
+//     CorrectionBackward adds the one-step gradient of a loss of those
+//     values, each state held constant.
+//   - DEQ dropout: Settings.Dropout = p draws one mask per forward batch,
+//     fixed across the solver's iterations and seen by every backward path,
+//     off after SetEvaluation(true). A fixed mask is a deterministic map
+//     with its own fixed point, unlike a stochastic cell's sampled oracle;
+//     it scales the Lipschitz bound by 1/(1 − p) (see Settings.Dropout).
+//   - Spectral radius and norm monitoring: SpectralRadius, SpectralNorm and
+//     JacobianFrobenius measure ∂f/∂z at z* for a batch, to compare with
+//     the cell's Gamma.
+//   - Weight normalisation in place of the projection, for Dense cells:
+//     layers.DenseConfig.Normalization (layers.WeightNorm after Salimans and
+//     Kingma, layers.SpectralNorm after Miyato and others). Only the
+//     projection and the exact spectral normalisation prove a bound γ̄ for
+//     the certificates and GHAL's schedule; weight normalisation proves
+//     none (Gamma is +Inf, Proven false).
+//
+// A training step with every aid, for a loss ℓ of a readout of the state:
+//
+//	layer.SetSeeds(fwdSeed, adjSeed)
+//	sol, err := layer.Forward(ctx, x)          // under Dropout: masked
+//	_, err = layer.Backward(ctx, sol, dℓ/dz*, dx) // main loss at z*
+//	fs, err := layer.CorrectionForward(sol)    // K values f(z_k)
+//	// gs[k] = γ^(K−1−k)·∂ℓ(f_k)/∂f_k, computed by the readout
+//	_, err = layer.CorrectionBackward(sol, gs, dxc)
+//	if step%freq == 0 {
+//		est, err := layer.JacobianRegularize(sol, w, &opts, nil, dxj)
+//	}
+//	// add dx, dxc, dxj for the encoder; optimiser step; cell.Project()
+//
+// Backward, CorrectionBackward and JacobianRegularize all add to the
+// parameter gradients, so their contributions sum.
+//
 // # Limitations
 //
 //   - The graph of Apply has a fixed batch size; build one graph per batch

@@ -378,15 +378,9 @@ func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Fr
 	v := make([]float64, len(z))
 	w := make([]float64, len(z))
 	est := FrobeniusEstimate{PerExample: make([]float64, j.n), Probes: opts.Probes}
-	var mean, m2 float64
-	for p := range opts.Probes {
-		for i := range v {
-			if opts.Gaussian {
-				v[i] = rng.NormFloat64()
-			} else {
-				v[i] = float64(2*int(rng.Uint64()&1) - 1)
-			}
-		}
+	var acc running
+	for range opts.Probes {
+		drawProbe(rng, v, opts.Gaussian)
 		if err := j.vjp(w, v); err != nil {
 			return est, err
 		}
@@ -397,15 +391,9 @@ func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Fr
 			est.PerExample[b] += x / float64(opts.Probes)
 			batch += x / float64(j.n)
 		}
-		delta := batch - mean
-		mean += delta / float64(p+1)
-		m2 += delta * (batch - mean)
+		acc.add(batch)
 	}
-	est.Value = mean
-	est.StdErr = math.NaN()
-	if k := float64(opts.Probes); opts.Probes > 1 {
-		est.StdErr = math.Sqrt(m2 / (k - 1) / k)
-	}
+	est.Value, est.StdErr = acc.mean, acc.stdErr()
 	return est, nil
 }
 

@@ -139,22 +139,7 @@ func TestJacobianFrobeniusHutchinson(t *testing.T) {
 				e, z := jacobianSetup(t, tc.cell)
 				js := explicitJacobians(t, e, z)
 				n := float64(len(js))
-				exact, variance := 0.0, 0.0
-				for _, j := range js {
-					var a mat.Dense
-					a.Mul(j, j.T())
-					f := mat.Norm(j, 2)
-					exact += f * f / n
-					af := mat.Norm(&a, 2)
-					v := 2 * af * af
-					if !gaussian {
-						r, _ := a.Dims()
-						for i := range r {
-							v -= 2 * a.At(i, i) * a.At(i, i)
-						}
-					}
-					variance += v / (n * n)
-				}
+				exact, variance := hutchinsonMoments(js, gaussian)
 				sd := math.Sqrt(variance / K)
 				got, err := JacobianFrobenius(e, z, &JacobianOptions{Probes: K, Gaussian: gaussian, Seed: 3})
 				require.NoError(t, err)
@@ -169,6 +154,30 @@ func TestJacobianFrobeniusHutchinson(t *testing.T) {
 			})
 		}
 	}
+}
+
+// hutchinsonMoments returns the mean over examples of ‖J_b‖_F² and the
+// variance of one probe's Hutchinson estimate of it, (1/n²) Σ_b Var_b with
+// Var_b = 2(‖A_b‖_F² − Σ A_b,ii²) (Rademacher) or 2‖A_b‖_F² (Gaussian),
+// A_b = J_bJ_bᵀ.
+func hutchinsonMoments(js []*mat.Dense, gaussian bool) (exact, variance float64) {
+	n := float64(len(js))
+	for _, j := range js {
+		var a mat.Dense
+		a.Mul(j, j.T())
+		f := mat.Norm(j, 2)
+		exact += f * f / n
+		af := mat.Norm(&a, 2)
+		v := 2 * af * af
+		if !gaussian {
+			r, _ := a.Dims()
+			for i := range r {
+				v -= 2 * a.At(i, i) * a.At(i, i)
+			}
+		}
+		variance += v / (n * n)
+	}
+	return exact, variance
 }
 
 func TestJacobianOptionsAndArguments(t *testing.T) {

@@ -23,6 +23,8 @@ type Layer struct {
 	s       Settings
 	batches mru.Cache[int, *batch]
 	applied int // number of Apply calls, to name graph nodes
+	// evaluation turns dropout off (SetEvaluation).
+	evaluation bool
 }
 
 // batch is the state of a Layer for one batch size.
@@ -32,6 +34,7 @@ type batch struct {
 	adjNorm solver.Norm
 	proven  bool
 	monitor *layers.LipschitzMonitor
+	masked  *maskedOracle // the dropout layer of fwd, nil without dropout
 	fwd     solver.Oracle // the forward oracle (possibly the monitor)
 }
 
@@ -52,10 +55,21 @@ type Solution struct {
 	// Proven reports whether the cell proves its Lipschitz bound in the
 	// forward norm.
 	Proven bool
+	// States are the states of the forward trajectory collected for
+	// fixed-point correction (Settings.CorrectionStates), oldest first; the
+	// last is Z. Nil without collection. At most CorrectionStates of them:
+	// fewer when the solve took fewer iterations.
+	States []State
+	// Dropout reports whether the solve applied a dropout mask
+	// (Settings.Dropout, outside evaluation): Z is then the fixed point of
+	// the masked map.
+	Dropout bool
 	// Lipschitz holds the empirical Lipschitz ratios of the forward solve,
 	// with a warning if they exceeded the cell's bound; nil when the solve
 	// was not monitored (see Settings.Monitor).
 	Lipschitz *layers.LipschitzStats
+
+	mask dropMask // the dropout mask, nil without one
 }
 
 // BackwardStats describe one backward pass.
@@ -126,8 +140,14 @@ func (l *Layer) newBatch(n int) (*batch, error) {
 	}
 	b.proven = l.cell.Proven(b.norm)
 	b.fwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ev, layers.ExactOracle(ev), b.norm)
+	gamma := l.cell.Gamma()
+	if l.s.Dropout > 0 {
+		b.masked = &maskedOracle{o: b.fwd}
+		b.fwd = b.masked
+		gamma /= 1 - l.s.Dropout
+	}
 	if l.s.Monitor == MonitorAlways || (l.s.Monitor == MonitorUnproven && !b.proven) {
-		if b.monitor, err = layers.NewLipschitzMonitor(b.fwd, b.norm, l.cell.Gamma()); err != nil {
+		if b.monitor, err = layers.NewLipschitzMonitor(b.fwd, b.norm, gamma); err != nil {
 			return nil, err
 		}
 		b.fwd = b.monitor
@@ -198,10 +218,27 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if b.monitor != nil {
 		b.monitor.Reset()
 	}
+	var mask dropMask
+	if b.masked != nil {
+		if !l.evaluation {
+			mask = make(dropMask, b.ev.Len())
+			mask.draw(l.s.Dropout, l.s.ForwardSettings.Seed)
+		}
+		b.masked.mask = mask
+	}
 	z0 := make([]float64, b.ev.Len())
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &l.s.ForwardSettings, l.s.Forward)
+	fs := l.s.ForwardSettings
+	var traj *trajectory
+	if l.s.CorrectionStates > 0 {
+		traj = newTrajectory(l.s.CorrectionStates, fs.Recorder)
+		fs.Recorder = traj
+	}
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &fs, l.s.Forward)
 	if res == nil {
 		return nil, fmt.Errorf("deq: forward solve: %w", err)
+	}
+	if traj != nil && traj.seen == 0 && err == nil {
+		return nil, fmt.Errorf("deq: Settings.CorrectionStates = %d: the forward method %v records no iterates", l.s.CorrectionStates, l.s.Forward)
 	}
 	sol := &Solution{
 		Z:        res.X,
@@ -210,6 +247,11 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		Result:   res,
 		Sampled:  b.fwd.Model() != solver.Deterministic,
 		Proven:   b.proven,
+		Dropout:  mask != nil,
+		mask:     mask,
+	}
+	if traj != nil && traj.seen > 0 {
+		sol.States = traj.collected(res.X)
 	}
 	if b.monitor != nil {
 		st := b.monitor.Stats()
@@ -230,34 +272,28 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 // Result in BackwardStats says why it stopped, and the gradient is computed
 // from the point it returned.
 func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
-	if sol == nil {
-		return nil, errors.New("deq: Backward: nil Solution")
-	}
-	b, err := l.batch(sol.Examples)
+	b, err := l.prepareSolution("Backward", sol)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case len(sol.Z) != b.ev.Len() || len(sol.X) != sol.Examples*l.cell.Shape().InputLen():
-		return nil, fmt.Errorf("deq: Backward: Solution does not match the cell's shapes")
 	case len(gz) != len(sol.Z):
 		return nil, fmt.Errorf("deq: Backward: gz has length %d, want %d", len(gz), len(sol.Z))
 	case dx != nil && len(dx) != len(sol.X):
 		return nil, fmt.Errorf("deq: Backward: dx has length %d, want %d", len(dx), len(sol.X))
 	}
-	if err := b.ev.SetInput(sol.X); err != nil {
-		return nil, err
-	}
 	st := &BackwardStats{Mode: l.s.Backward}
 	switch l.s.Backward {
 	case JacobianFree:
 		st.VJPs = 1
-		return st, b.ev.VJP(nil, dx, sol.Z, gz)
+		g := slices.Clone(gz)
+		sol.mask.apply(g)
+		return st, b.ev.VJP(nil, dx, sol.Z, g)
 	case Phantom:
 		return st, l.phantom(b, sol, gz, dx, st)
 	}
-	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz}
-	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, exact: true}
+	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask}
+	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask, exact: true}
 	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
 	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &l.s.AdjointSettings, l.s.Adjoint)
 	st.Adjoint = res
@@ -265,7 +301,12 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 		return st, fmt.Errorf("deq: adjoint solve: %w", err)
 	}
 	st.VJPs = 1
-	return st, b.ev.VJP(nil, dx, sol.Z, res.X)
+	g := res.X
+	if sol.mask != nil {
+		g = slices.Clone(g)
+		sol.mask.apply(g)
+	}
+	return st, b.ev.VJP(nil, dx, sol.Z, g)
 }
 
 // phantom backpropagates through k damped steps from z*.
@@ -279,6 +320,7 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 		if err := b.ev.EvalExact(f, hs[t-1]); err != nil {
 			return err
 		}
+		sol.mask.apply(f)
 		h := make([]float64, n)
 		for i := range h {
 			h[i] = (1-lam)*hs[t-1][i] + lam*f[i]
@@ -297,6 +339,7 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 		for i := range lg {
 			lg[i] = lam * g[i]
 		}
+		sol.mask.apply(lg)
 		if err := b.ev.VJP(dz, dxt, hs[t], lg); err != nil {
 			return err
 		}
@@ -311,13 +354,16 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 	return nil
 }
 
-// adjointOracle is g ↦ (∂τ/∂z)(z*)ᵀg + rhs, with τ the cell's minibatch
-// oracle (or its exact operator).
+// adjointOracle is g ↦ (∂τ/∂z)(z*)ᵀ(m ⊙ g) + rhs, with τ the cell's
+// minibatch oracle (or its exact operator) and m the dropout mask (nil:
+// none), the adjoint of the masked map m ⊙ τ.
 type adjointOracle struct {
 	ev    layers.Evaluator
 	z     []float64
 	rhs   []float64
+	mask  dropMask
 	exact bool
+	mg    []float64 // scratch for m ⊙ g
 }
 
 var (
@@ -344,6 +390,11 @@ func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
 	if a.exact {
 		s = solver.Sample{Size: a.ev.Terms()}
 	}
+	if a.mask != nil {
+		a.mg = append(a.mg[:0], g...)
+		a.mask.apply(a.mg)
+		g = a.mg
+	}
 	k, err := a.ev.VJPHidden(dst, a.z, g, s)
 	if err != nil {
 		return k, err
@@ -355,6 +406,6 @@ func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
 }
 
 func (a *adjointOracle) EvalExact(dst, g []float64) error {
-	_, err := (&adjointOracle{ev: a.ev, z: a.z, rhs: a.rhs, exact: true}).Eval(dst, g, solver.Sample{})
+	_, err := (&adjointOracle{ev: a.ev, z: a.z, rhs: a.rhs, mask: a.mask, exact: true}).Eval(dst, g, solver.Sample{})
 	return err
 }

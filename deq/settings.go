@@ -125,6 +125,47 @@ type Settings struct {
 	// Monitor says when to measure empirical Lipschitz ratios; the zero
 	// value is MonitorUnproven.
 	Monitor Monitor
+
+	// CorrectionStates is the number K of states of the forward solver's
+	// trajectory that Forward collects into Solution.States for the
+	// fixed-point correction of "Deep Equilibrium Optical Flow Estimation"
+	// by Shaojie Bai, Zhengyang Geng, Yash Savani and J. Zico Kolter (CVPR
+	// 2022; see CorrectionBackward): K − 1 iterates about evenly spaced over
+	// the solve's iterations, then the returned z*. The states come from the
+	// solver's Recorder (a solver.PointRecorder wrapping
+	// ForwardSettings.Recorder, which still sees every point), so every
+	// method that records its iterates qualifies: Picard, KM, Halpern,
+	// GHAL, Anderson, Broyden, and VR-GHAL with its epoch points; a method
+	// that records none makes Forward fail naming this field. Memory:
+	// 2(K − 1) + 2 states, whatever the number of iterations. Zero means no
+	// collection.
+	CorrectionStates int
+
+	// Dropout is the drop probability p ∈ [0, 1) of DEQ dropout, the
+	// variational dropout that "Deep Equilibrium Models" by Shaojie Bai,
+	// J. Zico Kolter and Vladlen Koltun (NeurIPS 2019) applies to the
+	// fixed-point map: Forward draws one Bernoulli mask m per batch (each
+	// entry of the state kept with probability 1 − p) and solves the fixed
+	// point of f̃(z) = m ⊙ f(z, x)/(1 − p), the same mask at every solver
+	// iteration, so that the fixed point is defined. Backward (adjoint,
+	// Jacobian-free and phantom), JacobianRegularize and the correction
+	// helpers differentiate the same masked map, with the Solution's mask.
+	// The mask is drawn from ForwardSettings.Seed (set per batch by
+	// SetSeeds), so a run is reproducible and each batch gets a fresh mask
+	// when its seeds change. Layer.SetEvaluation(true) turns it off.
+	//
+	// A fixed mask makes f̃ a deterministic map, unlike the sampled oracle
+	// of a stochastic cell, which redraws its terms at every call: the
+	// oracle is an unbiased estimate of f whose fixed point is f's, while
+	// f̃ is a different map with its own fixed point (f̃ is unbiased for f
+	// only averaged over masks, and its fixed point is not the average of
+	// the masked fixed points). Its Lipschitz bound is the cell's γ̄ scaled
+	// by 1/(1 − p) in every ℓp norm (the mask's entries are 0 or 1/(1 − p);
+	// in Schatten-p for p ≠ 2 masking entries gives no such bound), which
+	// may exceed one: the contraction, the certificates' γ̄ and GHAL's
+	// schedule are then lost, and the Lipschitz monitor compares ratios with
+	// γ̄/(1 − p). Zero means no dropout.
+	Dropout float64
 }
 
 // withDefaults validates s against a cell of shape sh and returns a copy
@@ -145,6 +186,10 @@ func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 		return c, fmt.Errorf("deq: Settings.PhantomSteps = %d must not be negative", c.PhantomSteps)
 	case c.PhantomDamping < 0 || c.PhantomDamping > 1 || math.IsNaN(c.PhantomDamping):
 		return c, fmt.Errorf("deq: Settings.PhantomDamping = %v outside (0, 1]", c.PhantomDamping)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
+		return c, fmt.Errorf("deq: Settings.Dropout = %v outside [0, 1)", c.Dropout)
+	case c.CorrectionStates < 0:
+		return c, fmt.Errorf("deq: Settings.CorrectionStates = %d must not be negative", c.CorrectionStates)
 	case !c.Monitor.valid():
 		return c, fmt.Errorf("deq: Settings.Monitor = %v is not a monitor mode", c.Monitor)
 	}

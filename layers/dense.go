@@ -25,8 +25,14 @@ type DenseConfig struct {
 	Rows int
 	// Activation is σ; the zero value is ReLU.
 	Activation Activation
-	// Lipschitz is the constraint on W that Project enforces.
+	// Lipschitz is the constraint on W that Project enforces (under the
+	// default Normalization; SpectralNorm takes its Gamma and needs its ℓ2
+	// norm, WeightNorm ignores it).
 	Lipschitz Constraint
+	// Normalization selects how W is kept in check: the zero value,
+	// Projection, trains W and projects it; WeightNorm and SpectralNorm
+	// train parameters from which Project computes W (see Normalization).
+	Normalization Normalization
 	// Seed seeds the initialisation: W and U have independent N(0, 1/Hidden)
 	// and N(0, 1/Input) entries (W then projected), b is zero.
 	Seed uint64
@@ -44,15 +50,20 @@ type DenseConfig struct {
 // activation need not be nonexpansive there; Proven reports false and deq
 // monitors the ratios empirically.
 //
-// Its parameters are W (Hidden×Hidden), U (Input×Hidden) and b (1×Hidden).
+// Its parameters are W (Hidden×Hidden), U (Input×Hidden) and b (1×Hidden)
+// under the default Normalization; under WeightNorm V, g, U, b and under
+// SpectralNorm V, U, b, from which Project computes W (see Normalization:
+// only Projection and SpectralNorm prove a bound).
 type Dense struct {
-	shape Shape
-	act   Activation
-	con   *opNorm
-	w     *Param
-	u     *Param
-	b     *Param
-	evals mru.Cache[int, *denseEval]
+	shape  Shape
+	act    Activation
+	con    *opNorm
+	rp     *reparam // nil under Projection
+	w      *Param
+	u      *Param
+	b      *Param
+	params []*Param
+	evals  mru.Cache[int, *denseEval]
 }
 
 var _ Cell = (*Dense)(nil)
@@ -67,6 +78,12 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.Normalization.valid(); err != nil {
+		return nil, err
+	}
+	if cfg.Normalization == SpectralNorm && con.kind != kindL2 {
+		return nil, fmt.Errorf("layers: DenseConfig.Normalization = spectral needs the ℓ2 Lipschitz constraint, not P = %v", con.p)
+	}
 	h, d := cfg.Hidden, cfg.Input
 	c := &Dense{
 		shape: shape,
@@ -80,6 +97,28 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1b54a32d192ed03))
 	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
 	fillNormal(c.u.Data(), rng, 1/math.Sqrt(float64(d)))
+	c.params = []*Param{c.w, c.u, c.b}
+	if cfg.Normalization != Projection {
+		// Start from the projected initial W: under SpectralNorm with V the
+		// raw initial W, so that γ̄V/σ_max(V) is the projected one while V
+		// stays off the kink σ_max(V) = γ̄ of the normalisation; under
+		// WeightNorm with V and g giving the projected W.
+		c.rp = newReparam(cfg.Normalization, con.gamma, h)
+		if cfg.Normalization == SpectralNorm {
+			c.rp.init(c.w.Data())
+		}
+		if err := c.project(); err != nil {
+			return nil, err
+		}
+		if cfg.Normalization == WeightNorm {
+			c.rp.init(c.w.Data())
+		}
+		c.params = []*Param{c.rp.v}
+		if c.rp.g != nil {
+			c.params = append(c.params, c.rp.g)
+		}
+		c.params = append(c.params, c.u, c.b)
+	}
 	if err := c.Project(); err != nil {
 		return nil, err
 	}
@@ -95,24 +134,70 @@ func fillNormal(x []float64, rng *rand.Rand, sd float64) {
 // Shape implements Cell.
 func (c *Dense) Shape() Shape { return c.shape }
 
-// Params implements Cell: W, U, b.
-func (c *Dense) Params() []*Param { return []*Param{c.w, c.u, c.b} }
+// Params implements Cell: W, U, b (Projection); V, g, U, b (WeightNorm);
+// V, U, b (SpectralNorm).
+func (c *Dense) Params() []*Param { return c.params }
 
-// W returns the recurrent weight.
+// W returns the recurrent weight. Under WeightNorm and SpectralNorm it is
+// not a trained parameter (it is not in Params) but computed by Project
+// from them; its gradient is scratch space.
 func (c *Dense) W() *Param { return c.w }
 
-// Gamma implements Cell.
-func (c *Dense) Gamma() float64 { return c.con.gamma }
+// Normalization returns the cell's normalisation.
+func (c *Dense) Normalization() Normalization {
+	if c.rp == nil {
+		return Projection
+	}
+	return c.rp.kind
+}
 
-// Proven implements Cell.
-func (c *Dense) Proven(n solver.Norm) bool { return c.con.proven(n, c.shape.Rows) }
+// Gamma implements Cell: the Constraint's γ̄ under Projection and
+// SpectralNorm, +Inf (no bound) under WeightNorm.
+func (c *Dense) Gamma() float64 {
+	if c.rp != nil && c.rp.kind == WeightNorm {
+		return math.Inf(1)
+	}
+	return c.con.gamma
+}
 
-// Project implements Cell: it enforces the Constraint on W.
+// Proven implements Cell. Under WeightNorm it is false in every norm;
+// under SpectralNorm, whose σ_max is exact, it is what the ℓ2 Projection
+// proves.
+func (c *Dense) Proven(n solver.Norm) bool {
+	if c.rp != nil && c.rp.kind == WeightNorm {
+		return false
+	}
+	return c.con.proven(n, c.shape.Rows)
+}
+
+// Project implements Cell: it enforces the Constraint on W, or under
+// WeightNorm and SpectralNorm computes W from the trained parameters. Call
+// it after every optimiser step either way (under WeightNorm and
+// SpectralNorm an evaluator's SetInput also recomputes W when the
+// parameters changed, as the Evaluator contract asks SetInput to be called
+// after a change).
 func (c *Dense) Project() error {
+	if c.rp != nil {
+		return c.rp.compute(c.w.Data())
+	}
+	return c.project()
+}
+
+// project enforces the Constraint on W.
+func (c *Dense) project() error {
 	if b := c.con.project(c.w.Data(), c.shape.Hidden); math.IsNaN(b) {
 		return fmt.Errorf("layers: Dense.Project: W holds NaN")
 	}
 	return nil
+}
+
+// chainW turns the gradient accumulated in W's gradient into the
+// gradients of the parameters W is computed from (a no-op under
+// Projection, where W is the parameter).
+func (c *Dense) chainW() {
+	if c.rp != nil {
+		c.rp.chain(c.w.GradData())
+	}
 }
 
 // ProjectionState returns a copy of the state Project keeps between calls
@@ -142,6 +227,7 @@ type denseEval struct {
 	cst    []float64 // xU + b
 	graphs graphs[*denseGraph]
 	fused  denseScratch
+	jac    jacScratch
 }
 
 // denseScratch is the scratch of the fused VJPs, allocated on first use:
@@ -165,7 +251,7 @@ func newDenseEval(c *Dense, n int) *denseEval {
 	e := &denseEval{
 		evalBase: newEvalBase("Dense", c.shape, n, 1, false),
 		c:        c,
-		rowMajor: rowMajor{c.Params()},
+		rowMajor: rowMajor{[]*Param{c.w, c.u, c.b}},
 		graphs:   newGraphs[*denseGraph](1),
 	}
 	e.cst = make([]float64, e.Len())
@@ -176,6 +262,12 @@ func newDenseEval(c *Dense, n int) *denseEval {
 func (e *denseEval) Model() solver.Model { return solver.Deterministic }
 
 func (e *denseEval) SetInput(x []float64) error {
+	if e.c.rp != nil {
+		// W follows its parameters (see Normalization).
+		if err := e.c.rp.sync(e.c.w.Data()); err != nil {
+			return err
+		}
+	}
 	e.setInput(x)
 	h, d := e.c.shape.Hidden, e.c.shape.Input
 	b := e.c.b.Data()
@@ -233,6 +325,15 @@ func (e *denseEval) fusedFull(dz, dx, z, g []float64) {
 	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, h, c.w.GradData()))
 	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, h, c.u.GradData()))
 	addColSums(c.b.GradData(), delta, e.rows, h)
+	c.chainW()
+}
+
+// readGrads overrides rowMajor's for the graphs, whose gradient nodes are
+// with respect to W, U and b: W's gradient is chained into the parameters
+// W is computed from.
+func (e *denseEval) readGrads(dx []float64, grads G.Nodes) {
+	e.rowMajor.readGrads(dx, grads)
+	e.c.chainW()
 }
 
 // delta returns g ⊙ σ′(zW + c) in the scratch, computing σ′(zW + c) unless

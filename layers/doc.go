@@ -28,6 +28,20 @@
 // is not (elementwise activations under Schatten-p, p ≠ 2, on matrix
 // states), LipschitzMonitor measures empirical ratios along a solve.
 //
+// A Dense cell can instead train a reparameterised weight
+// (DenseConfig.Normalization): WeightNorm, the per-unit weight
+// normalisation of Salimans and Kingma with learnable norms, which proves
+// no bound, or SpectralNorm, W = V·γ̄/max(σ_max(V), γ̄) with the exact
+// σ_max, which proves γ̄ in ℓ2 as the projection does while its gradient
+// sees the normalisation.
+//
+// # Jacobian regularisation
+//
+// An evaluator that implements JacobianPenalizer (Dense's) gives the exact
+// gradient of ‖(∂f/∂z)ᵀv‖², the Hutchinson term of the Jacobian
+// regularisation of Bai, Koltun and Kolter, as fused double-backward code;
+// package deq's JacobianRegularize uses it.
+//
 // # Evaluation
 //
 // Cell.Evaluator(n) returns an Evaluator for batches of n examples, cached

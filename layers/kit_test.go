@@ -26,6 +26,8 @@ func TestCellsPassKit(t *testing.T) {
 		{"dense-tanh", must(layers.NewDense(layers.DenseConfig{Hidden: 5, Input: 3, Activation: layers.Tanh, Seed: 1}))},
 		{"dense-relu-rows-linf", must(layers.NewDense(layers.DenseConfig{Hidden: 4, Input: 3, Rows: 3, Seed: 2, Lipschitz: layers.Constraint{P: math.Inf(1), Gamma: 0.8}}))},
 		{"dense-lp4", must(layers.NewDense(layers.DenseConfig{Hidden: 6, Input: 2, Rows: 2, Activation: layers.Tanh, Lipschitz: layers.Constraint{P: 4, Gamma: 0.7}, Seed: 3}))},
+		{"dense-weightnorm", must(layers.NewDense(layers.DenseConfig{Hidden: 5, Input: 3, Activation: layers.Tanh, Normalization: layers.WeightNorm, Seed: 8}))}, // proves nothing: unbiasedness and VJPs only
+		{"dense-spectralnorm", must(layers.NewDense(layers.DenseConfig{Hidden: 5, Input: 3, Rows: 2, Activation: layers.Tanh, Normalization: layers.SpectralNorm, Seed: 9}))},
 		{"wide-tanh", must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 7, Activation: layers.Tanh, Seed: 3}))},
 		{"wide-relu-rows-lp4", must(layers.NewWide(layers.WideConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Seed: 4, Lipschitz: layers.Constraint{P: 4}}))},
 		{"wide-linf", must(layers.NewWide(layers.WideConfig{Hidden: 5, Input: 2, Units: 9, Activation: layers.Tanh, Lipschitz: layers.Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 5}))},

@@ -1,0 +1,263 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Normalization selects how a Dense cell keeps its recurrent weight W in
+// check: by projecting the trained W (the default) or by training other
+// parameters from which W is computed (a reparameterisation, whose
+// gradient flows through the normalisation). Only Dense offers it (its
+// DenseConfig.Normalization); Wide, Mixture and Conv keep their projection.
+type Normalization int
+
+const (
+	// Projection, the zero value, trains W itself and rescales it in place
+	// after every optimiser step (Project) to satisfy the cell's
+	// Constraint: a proven bound γ̄ in the constraint's norm, the one the
+	// certificates and GHAL's schedule need.
+	Projection Normalization = iota
+	// WeightNorm is the weight normalisation of "Weight Normalization: A
+	// Simple Reparameterization to Accelerate Training of Deep Neural
+	// Networks" by Tim Salimans and Diederik P. Kingma (NeurIPS 2016), per
+	// output unit as TorchDEQ applies it: W_ij = g_j V_ij/‖V_{:,j}‖, column
+	// j of W (the weights into output unit j) with its own learnable norm
+	// g_j. The parameters are V (Hidden×Hidden) and g (1×Hidden), initialised
+	// so that W starts as the projected initial weight. It bounds nothing:
+	// ‖W‖₂ ≤ ‖W‖_F = ‖g‖ changes with training. Gamma is +Inf and Proven
+	// is false in every norm.
+	WeightNorm
+	// SpectralNorm is the differentiable form of the ℓ2 projection, after
+	// "Spectral Normalization for Generative Adversarial Networks" by Takeru
+	// Miyato, Toshiki Kataoka, Masanori Koyama and Yuichi Yoshida (ICLR
+	// 2018): W = V·γ̄/max(σ_max(V), γ̄), with σ_max computed exactly (gonum's
+	// SVD) every time W is recomputed. The parameter is V (Hidden×Hidden),
+	// initialised to the raw initial weight, so that W starts as the
+	// projected one (the map is not differentiable where σ_max(V) = γ̄; a
+	// V started on that boundary, as the projected weight would be, would
+	// sit on the kink).
+	// Since σ_max is exact, ‖W‖₂ ≤ γ̄ holds and Proven is true where the ℓ2
+	// Projection's is; it needs the ℓ2 Constraint (Lipschitz.P of 0 or 2).
+	// Unlike Projection the gradient sees the normalisation (through
+	// σ_max's derivative u₁v₁ᵀ, assuming a simple top singular value).
+	SpectralNorm
+)
+
+// String returns the name ParseNormalization accepts: "project", "weight"
+// or "spectral".
+func (n Normalization) String() string {
+	switch n {
+	case Projection:
+		return "project"
+	case WeightNorm:
+		return "weight"
+	case SpectralNorm:
+		return "spectral"
+	}
+	return fmt.Sprintf("Normalization(%d)", int(n))
+}
+
+// ParseNormalization returns the normalisation named s, as String names
+// them. Any other name is an error.
+func ParseNormalization(s string) (Normalization, error) {
+	for _, n := range []Normalization{Projection, WeightNorm, SpectralNorm} {
+		if s == n.String() {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("layers: unknown normalization %q (want project, weight or spectral)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler with the normalisation's
+// name. It returns an error for a value that is not a normalisation.
+func (n Normalization) MarshalText() ([]byte, error) {
+	if err := n.valid(); err != nil {
+		return nil, err
+	}
+	return []byte(n.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with
+// ParseNormalization.
+func (n *Normalization) UnmarshalText(text []byte) error {
+	v, err := ParseNormalization(string(text))
+	if err == nil {
+		*n = v
+	}
+	return err
+}
+
+func (n Normalization) valid() error {
+	if n < Projection || n > SpectralNorm {
+		return fmt.Errorf("layers: DenseConfig.Normalization = %v is not a normalization", n)
+	}
+	return nil
+}
+
+// reparam is the reparameterisation W = W(V, g) of a Dense cell under
+// WeightNorm or SpectralNorm: its parameters and what the chain rule needs
+// from the last recomputation of W.
+type reparam struct {
+	kind  Normalization
+	gamma float64 // γ̄ (SpectralNorm)
+	h     int
+	v, g  *Param    // V, and g (WeightNorm; nil otherwise)
+	norms []float64 // ‖V_{:,j}‖ (WeightNorm)
+	// SpectralNorm: σ_max(V), its singular vectors, and whether W was
+	// scaled (σ > γ̄).
+	sigma  float64
+	u1, v1 []float64
+	scaled bool
+	a      *mat.Dense
+	svd    mat.SVD
+	um, vm mat.Dense
+	// Copies of V and g at the last compute, to recompute W when they
+	// change (sync).
+	vAt, gAt []float64
+}
+
+func newReparam(kind Normalization, gamma float64, h int) *reparam {
+	r := &reparam{kind: kind, gamma: gamma, h: h, v: newParam("V", h, h)}
+	switch kind {
+	case WeightNorm:
+		r.g = newParam("g", 1, h)
+		r.norms = make([]float64, h)
+	case SpectralNorm:
+		r.u1, r.v1 = make([]float64, h), make([]float64, h)
+		r.a = mat.NewDense(h, h, nil)
+	}
+	return r
+}
+
+// init sets the parameters so that they give w.
+func (r *reparam) init(w []float64) {
+	copy(r.v.Data(), w)
+	if r.kind == WeightNorm {
+		colNorms(r.g.Data(), w, r.h)
+	}
+}
+
+// colNorms writes the ℓ2 norms of the columns of the row-major h×h matrix
+// w into dst.
+func colNorms(dst, w []float64, h int) {
+	clear(dst)
+	for i := 0; i < len(w); i += h {
+		for j, x := range w[i : i+h] {
+			dst[j] += x * x
+		}
+	}
+	for j, s := range dst {
+		dst[j] = math.Sqrt(s)
+	}
+}
+
+// sync recomputes W into w unless V and g are bit for bit those of the
+// last compute.
+func (r *reparam) sync(w []float64) error {
+	if r.vAt != nil && sameBits(r.vAt, r.v.Data()) && (r.g == nil || sameBits(r.gAt, r.g.Data())) {
+		return nil
+	}
+	return r.compute(w)
+}
+
+// compute writes W(V, g) into w and keeps what the chain rule needs.
+func (r *reparam) compute(w []float64) error {
+	h, v := r.h, r.v.Data()
+	r.vAt = append(r.vAt[:0], v...)
+	if r.g != nil {
+		r.gAt = append(r.gAt[:0], r.g.Data()...)
+	}
+	switch r.kind {
+	case WeightNorm:
+		colNorms(r.norms, v, h)
+		g := r.g.Data()
+		for i := 0; i < len(v); i += h {
+			for j := range h {
+				w[i+j] = 0
+				if r.norms[j] > 0 {
+					w[i+j] = g[j] * v[i+j] / r.norms[j]
+				}
+			}
+		}
+	case SpectralNorm:
+		copy(r.a.RawMatrix().Data, v)
+		if !r.svd.Factorize(r.a, mat.SVDThin) {
+			return fmt.Errorf("layers: Dense: the SVD of V did not converge")
+		}
+		r.sigma = r.svd.Values(nil)[0]
+		r.svd.UTo(&r.um)
+		r.svd.VTo(&r.vm)
+		for i := range h {
+			r.u1[i] = r.um.At(i, 0)
+			r.v1[i] = r.vm.At(i, 0)
+		}
+		r.scaled = r.sigma > r.gamma
+		f := 1.0
+		if r.scaled {
+			f = r.gamma / r.sigma
+		}
+		for i, x := range v {
+			w[i] = f * x
+		}
+	}
+	for _, x := range w {
+		if math.IsNaN(x) {
+			return fmt.Errorf("layers: Dense.Project: W computed from the %v parameters holds NaN", r.kind)
+		}
+	}
+	return nil
+}
+
+// chain adds to the gradients of V (and g) the gradient gw with respect to
+// W, by the chain rule through the last compute, and clears gw.
+//
+// WeightNorm, with n_j = ‖V_{:,j}‖ and G = gw:
+// ∂/∂g_j = Σ_i G_ij V_ij/n_j and ∂/∂V_ij = (g_j/n_j)(G_ij − V_ij·∂/∂g_j/n_j).
+// SpectralNorm, when σ = σ_max(V) > γ̄: ∂/∂V = (γ̄/σ)G − (γ̄⟨G, V⟩/σ²)u₁v₁ᵀ;
+// otherwise W = V and ∂/∂V = G.
+func (r *reparam) chain(gw []float64) {
+	h, v, gv := r.h, r.v.Data(), r.v.GradData()
+	switch r.kind {
+	case WeightNorm:
+		g, gg := r.g.Data(), r.g.GradData()
+		for j := range h {
+			n := r.norms[j]
+			if n == 0 {
+				continue
+			}
+			s := 0.0
+			for i := j; i < len(v); i += h {
+				s += gw[i] * v[i]
+			}
+			s /= n
+			gg[j] += s
+			for i := j; i < len(v); i += h {
+				gv[i] += g[j] / n * (gw[i] - v[i]*s/n)
+			}
+		}
+	case SpectralNorm:
+		if !r.scaled {
+			addTo(gv, gw)
+			break
+		}
+		f := r.gamma / r.sigma
+		c := f * dot64(gw, v) / r.sigma
+		for i := range h {
+			for j := range h {
+				gv[i*h+j] += f*gw[i*h+j] - c*r.u1[i]*r.v1[j]
+			}
+		}
+	}
+	clear(gw)
+}
+
+func dot64(a, b []float64) float64 {
+	s := 0.0
+	for i, x := range a {
+		s += x * b[i]
+	}
+	return s
+}
