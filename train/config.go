@@ -67,12 +67,12 @@ type Config struct {
 	// batch's position).
 	Seed uint64
 	// Epochs is the number of passes over the training set. Zero means
-	// DefaultEpochs.
+	// DefaultEpochs (DefaultConvEpochs for the conv cell; see DefaultsFor).
 	Epochs int
 	// BatchSize is the number of images per training batch. Zero means
-	// DefaultBatchSize. The last partial batch of an epoch is dropped (the
-	// training graph has a fixed batch size); with shuffling, every image
-	// is seen in most epochs.
+	// DefaultBatchSize (DefaultConvBatchSize for the conv cell). The last
+	// partial batch of an epoch is dropped (training batches have a fixed
+	// size); with shuffling, every image is seen in most epochs.
 	BatchSize int
 	// EvalBatchSize is the number of test images per evaluation batch. Zero
 	// means DefaultEvalBatchSize.
@@ -81,7 +81,8 @@ type Config struct {
 	// (saved in the model); the zero value is NormalizeGlobal.
 	Normalize Normalization
 
-	// LR is the peak learning rate of Adam. Zero means DefaultLR.
+	// LR is the peak learning rate of Adam. Zero means DefaultLR
+	// (DefaultConvLR for the conv cell).
 	LR float64
 	// Schedule is the learning-rate schedule over the run's optimiser
 	// steps t = 0, …, T−1 (T = Epochs × batches per epoch):
@@ -111,7 +112,8 @@ type Config struct {
 	// Model describes the network.
 	Model ModelConfig
 	// Forward is the forward solver of training. Zero fields take the
-	// values of DefaultForward().
+	// values of DefaultForward() (DefaultsFor(ConvCell).Forward for the
+	// conv cell).
 	Forward SolverConfig
 	// Backward is the backward mode and its solver.
 	Backward BackwardConfig
@@ -238,11 +240,12 @@ type BackwardConfig struct {
 	// adjoint fixed point with Solver).
 	Mode deq.Backward
 	// Solver is the adjoint solver of implicit mode. Zero fields take the
-	// values of DefaultBackwardSolver(). Its Tol is relative: the adjoint
-	// solve stops when its residual is at most Tol times its residual at
-	// the start point g = ∂L/∂z* (the cotangents of a mean loss are tiny,
-	// so an absolute tolerance would stop at once). Its certificate is
-	// skipped (the adjoint's status is still checked).
+	// values of DefaultBackwardSolver() (DefaultsFor(ConvCell)'s for the
+	// conv cell). Its Tol is relative: the adjoint solve stops when its
+	// residual is at most Tol times its residual at the start point
+	// g = ∂L/∂z* (the cotangents of a mean loss are tiny, so an absolute
+	// tolerance would stop at once). Its certificate is skipped (the
+	// adjoint's status is still checked).
 	Solver SolverConfig
 	// PhantomSteps is the number of unrolled steps of phantom mode. Zero
 	// means deq.DefaultPhantomSteps.
