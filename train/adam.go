@@ -68,7 +68,7 @@ func floats(v G.Value) ([]float64, error) {
 }
 
 // Step implements gorgonia.Solver: it updates every parameter's value in
-// place from its gradient and zeroes the gradient.
+// place from its gradient and zeroes the gradient (see Update).
 func (a *Adam) Step(model []G.ValueGrad) error {
 	ws := make([][]float64, len(model))
 	gs := make([][]float64, len(model))
@@ -84,41 +84,8 @@ func (a *Adam) Step(model []G.ValueGrad) error {
 		if gs[i], err = floats(g); err != nil {
 			return err
 		}
-		if len(gs[i]) != len(ws[i]) {
-			return fmt.Errorf("train: Adam: parameter %d has %d values and %d gradients", i, len(ws[i]), len(gs[i]))
-		}
 	}
-	if a.m == nil {
-		a.m = make([][]float64, len(model))
-		a.v = make([][]float64, len(model))
-		for i, w := range ws {
-			a.m[i] = make([]float64, len(w))
-			a.v[i] = make([]float64, len(w))
-		}
-	}
-	if len(a.m) != len(model) {
-		return fmt.Errorf("train: Adam: %d parameters, want %d", len(model), len(a.m))
-	}
-	for i, w := range ws {
-		if len(w) != len(a.m[i]) {
-			return fmt.Errorf("train: Adam: parameter %d has %d values, want %d", i, len(w), len(a.m[i]))
-		}
-	}
-	a.t++
-	c1 := 1 / (1 - math.Pow(a.Beta1, float64(a.t)))
-	c2 := 1 / (1 - math.Pow(a.Beta2, float64(a.t)))
-	om1, om2 := 1-a.Beta1, 1-a.Beta2
-	negLR := -a.LR
-	for i, w := range ws {
-		g, m, v := gs[i], a.m[i], a.v[i]
-		for j, gj := range g {
-			m[j] = gj*om1 + m[j]*a.Beta1
-			v[j] = gj*gj*om2 + v[j]*a.Beta2
-			w[j] += m[j] * c1 * negLR / (math.Sqrt(v[j]*c2) + a.Eps)
-			g[j] = 0
-		}
-	}
-	return nil
+	return a.Update(ws, gs)
 }
 
 // State returns a copy of the optimiser's state.
@@ -160,4 +127,49 @@ func clone2(x [][]float64) [][]float64 {
 		c[i] = slices.Clone(x[i])
 	}
 	return c
+}
+
+// Update is Step over plain slices: for every i it updates the values
+// ws[i] in place from the gradients gs[i] and zeroes gs[i]. It allocates
+// nothing after the first call.
+func (a *Adam) Update(ws, gs [][]float64) error {
+	if len(ws) != len(gs) {
+		return fmt.Errorf("train: Adam: %d parameters and %d gradients", len(ws), len(gs))
+	}
+	for i := range ws {
+		if len(gs[i]) != len(ws[i]) {
+			return fmt.Errorf("train: Adam: parameter %d has %d values and %d gradients", i, len(ws[i]), len(gs[i]))
+		}
+	}
+	if a.m == nil {
+		a.m = make([][]float64, len(ws))
+		a.v = make([][]float64, len(ws))
+		for i, w := range ws {
+			a.m[i] = make([]float64, len(w))
+			a.v[i] = make([]float64, len(w))
+		}
+	}
+	if len(a.m) != len(ws) {
+		return fmt.Errorf("train: Adam: %d parameters, want %d", len(ws), len(a.m))
+	}
+	for i, w := range ws {
+		if len(w) != len(a.m[i]) {
+			return fmt.Errorf("train: Adam: parameter %d has %d values, want %d", i, len(w), len(a.m[i]))
+		}
+	}
+	a.t++
+	c1 := 1 / (1 - math.Pow(a.Beta1, float64(a.t)))
+	c2 := 1 / (1 - math.Pow(a.Beta2, float64(a.t)))
+	om1, om2 := 1-a.Beta1, 1-a.Beta2
+	negLR := -a.LR
+	for i, w := range ws {
+		g, m, v := gs[i], a.m[i], a.v[i]
+		for j, gj := range g {
+			m[j] = gj*om1 + m[j]*a.Beta1
+			v[j] = gj*gj*om2 + v[j]*a.Beta2
+			w[j] += m[j] * c1 * negLR / (math.Sqrt(v[j]*c2) + a.Eps)
+			g[j] = 0
+		}
+	}
+	return nil
 }

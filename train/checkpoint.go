@@ -74,6 +74,8 @@ type tensorInfo struct {
 type meta struct {
 	Config      Config         `json:"config"`
 	InputDim    int            `json:"input_dim"`
+	ImageRows   int            `json:"image_rows,omitempty"` // the conv model's image size
+	ImageCols   int            `json:"image_cols,omitempty"`
 	Classes     int            `json:"classes"`
 	Data        string         `json:"data_sha256"`
 	TrainSet    string         `json:"train_set"`
@@ -110,6 +112,9 @@ func (t *Trainer) marshal() ([]byte, error) {
 		Data: hex.EncodeToString(t.data[:]), TrainSet: t.train.Name, TestSet: t.test.Name,
 		Epoch: t.epoch, Batch: t.batch, Steps: t.steps, Bad: t.bad,
 		Accumulator: t.acc,
+	}
+	if t.model.conv != nil {
+		m.ImageRows, m.ImageCols = t.model.rows, t.model.cols
 	}
 	for _, e := range t.history {
 		e.EpochSeconds, e.TrainSeconds, e.EvalSeconds = 0, 0, 0
@@ -166,7 +171,7 @@ func (t *Trainer) marshal() ([]byte, error) {
 
 // tensors passes the model's tensors to add in checkpoint order: the input
 // standardisation, then the trainable parameters (whose infos it returns,
-// in the order of the training graph's learnable nodes).
+// in the order of the optimiser's moments).
 func (m *Model) tensors(add func(name string, rows, cols int, x []float64) error) ([]tensorInfo, error) {
 	if m.Mean != nil {
 		if err := add("input.mean", 1, len(m.Mean), m.Mean); err != nil {
@@ -177,19 +182,11 @@ func (m *Model) tensors(add func(name string, rows, cols int, x []float64) error
 		}
 	}
 	var out []tensorInfo
-	for _, p := range m.own() {
+	for _, p := range m.params {
 		if err := add(p.name, p.rows, p.cols, p.data); err != nil {
 			return nil, err
 		}
 		out = append(out, tensorInfo{p.name, p.rows, p.cols})
-	}
-	for _, p := range m.cell.Params() {
-		r, c := p.Dims()
-		name := "cell." + p.Name()
-		if err := add(name, r, c, p.Data()); err != nil {
-			return nil, err
-		}
-		out = append(out, tensorInfo{name, r, c})
 	}
 	return out, nil
 }
@@ -381,7 +378,14 @@ func (ck *Checkpoint) build() error {
 	if need := cfg.Model.minParams(m.InputDim, m.Classes); need > stored {
 		return fmt.Errorf("%w: the model needs at least %.0f parameters, the file stores %.0f values", ErrCorrupt, need, stored)
 	}
-	model, err := newModel(cfg.Model, m.InputDim, m.Classes, norm, cfg.Seed)
+	rows, cols := 1, m.InputDim // the dense models do not use the image's shape
+	if cfg.Model.Cell == ConvCell {
+		rows, cols = m.ImageRows, m.ImageCols
+		if rows < 1 || cols < 1 || rows*cols != m.InputDim {
+			return fmt.Errorf("%w: image size %d×%d for %d pixels", ErrCorrupt, rows, cols, m.InputDim)
+		}
+	}
+	model, err := newModel(cfg.Model, rows, cols, m.Classes, norm, cfg.Seed)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -496,6 +500,10 @@ func (c ModelConfig) minParams(inputDim, classes int) float64 {
 		n += float64(c.Units) * (h + e)
 	case MixtureCell:
 		n += float64(c.Terms)*h*h + e*h
+	case ConvCell:
+		// The encoder's and the cell's kernels: 9·C per channel each.
+		ch := float64(c.Channels)
+		n = 9*ch + 9*ch*ch*float64(max(c.Kernels, 1)) + float64(classes)
 	}
 	return n
 }

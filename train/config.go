@@ -34,6 +34,22 @@ const (
 	DefaultAdamEps       = 1e-8
 )
 
+// Defaults of the conv model (Model.Cell = ConvCell) where they differ from
+// the others', chosen for 28×28 digit images (see DefaultsFor).
+const (
+	DefaultConvChannels     = 48
+	DefaultConvEpochs       = 12
+	DefaultConvBatchSize    = 64
+	DefaultConvLR           = 2e-3
+	DefaultConvForwardTol   = 1e-2
+	DefaultConvForwardIter  = 30
+	DefaultConvBackwardIter = 20
+	// DefaultConvCertifyEvery is the conv cell's default ExactEvery: every
+	// DefaultConvCertifyEvery-th projection enforces the Fourier bound on
+	// the kernels' operator norms (layers.ConvConfig.CertifyEvery).
+	DefaultConvCertifyEvery = 100
+)
+
 // Config configures a training run. The zero value of every field selects
 // the documented default (Defaults returns the filled-in copy); negative,
 // NaN and unknown values are errors naming the field (*FieldError).
@@ -51,12 +67,12 @@ type Config struct {
 	// batch's position).
 	Seed uint64
 	// Epochs is the number of passes over the training set. Zero means
-	// DefaultEpochs.
+	// DefaultEpochs (DefaultConvEpochs for the conv cell; see DefaultsFor).
 	Epochs int
 	// BatchSize is the number of images per training batch. Zero means
-	// DefaultBatchSize. The last partial batch of an epoch is dropped (the
-	// training graph has a fixed batch size); with shuffling, every image
-	// is seen in most epochs.
+	// DefaultBatchSize (DefaultConvBatchSize for the conv cell). The last
+	// partial batch of an epoch is dropped (training batches have a fixed
+	// size); with shuffling, every image is seen in most epochs.
 	BatchSize int
 	// EvalBatchSize is the number of test images per evaluation batch. Zero
 	// means DefaultEvalBatchSize.
@@ -65,7 +81,8 @@ type Config struct {
 	// (saved in the model); the zero value is NormalizeGlobal.
 	Normalize Normalization
 
-	// LR is the peak learning rate of Adam. Zero means DefaultLR.
+	// LR is the peak learning rate of Adam. Zero means DefaultLR
+	// (DefaultConvLR for the conv cell).
 	LR float64
 	// Schedule is the learning-rate schedule over the run's optimiser
 	// steps t = 0, …, T−1 (T = Epochs × batches per epoch):
@@ -95,7 +112,8 @@ type Config struct {
 	// Model describes the network.
 	Model ModelConfig
 	// Forward is the forward solver of training. Zero fields take the
-	// values of DefaultForward().
+	// values of DefaultForward() (DefaultsFor(ConvCell).Forward for the
+	// conv cell).
 	Forward SolverConfig
 	// Backward is the backward mode and its solver.
 	Backward BackwardConfig
@@ -112,7 +130,13 @@ type Config struct {
 //	logits = z*·Wr + br
 //
 // on images standardised as Config.Normalize says. Hidden states are
-// vectors (Rows = 1).
+// vectors (Rows = 1), except for the conv model:
+//
+//	e  = N(relu(We∗x + be))        (layers.ConvEncoder: C×⌈H/2⌉×⌈W/2⌉)
+//	z* = f(z*, e; θ)                (layers.Conv, the same shape)
+//	logits = pool(z*)·Wr + br       (2×2 average pooling)
+//
+// whose states are C×(H'·W') matrices (N is the optional GroupNorm).
 type ModelConfig struct {
 	// Cell is DenseCell (the zero value, deterministic), WideCell (a
 	// stochastic two-layer cell averaging Units hidden units) or
@@ -143,8 +167,28 @@ type ModelConfig struct {
 	Terms int
 	// ExactEvery makes every ExactEvery-th projection of an l2-constrained
 	// dense or mixture cell compute the exact spectral norm (an SVD);
-	// projections in between use power iteration. Zero means 1.
+	// projections in between use power iteration. Zero means 1. For the
+	// conv cell it is layers.ConvConfig.CertifyEvery: every ExactEvery-th
+	// projection also enforces the Fourier upper bound on the kernels'
+	// operator norms; zero means DefaultConvCertifyEvery.
 	ExactEvery int
+
+	// Channels is the conv model's number of channels C: the encoder maps
+	// an H×W image to C×⌈H/2⌉×⌈W/2⌉ features (a 3×3 convolution of stride
+	// 2), the cell's state has that shape, and the readout averages it over
+	// 2×2 blocks before its linear map. Zero means DefaultConvChannels.
+	// Only for ConvCell (whose Hidden and Encoder must be zero: the state
+	// has C·⌈H/2⌉·⌈W/2⌉ entries).
+	Channels int `json:",omitempty"`
+	// Groups, if positive, adds GroupNorm with Groups groups (dividing
+	// Channels) to the conv model's encoder and cell. The cell's Lipschitz
+	// bound is then not proven (see layers.Conv). Zero means none. Only for
+	// ConvCell.
+	Groups int `json:",omitempty"`
+	// Kernels is the conv cell's number of kernels M it averages: M > 1
+	// makes the cell stochastic (its oracle samples kernels). Zero means 1,
+	// the deterministic cell. Only for ConvCell.
+	Kernels int `json:",omitempty"`
 }
 
 // SolverConfig names a fixed-point method and its budget.
@@ -174,13 +218,7 @@ type SolverConfig struct {
 
 // defaultMethod returns the default method of the forward and adjoint
 // solves: Broyden's.
-func defaultMethod() Method {
-	m, err := MethodOf(solver.Broyden{})
-	if err != nil {
-		panic(err) // Broyden is in the registry
-	}
-	return m
-}
+func defaultMethod() Method { return method(solver.Broyden{}.String()) }
 
 // DefaultForward returns the forward solver used where Config.Forward's
 // fields are zero: Broyden, DefaultForwardTol, DefaultForwardIter
@@ -202,11 +240,12 @@ type BackwardConfig struct {
 	// adjoint fixed point with Solver).
 	Mode deq.Backward
 	// Solver is the adjoint solver of implicit mode. Zero fields take the
-	// values of DefaultBackwardSolver(). Its Tol is relative: the adjoint
-	// solve stops when its residual is at most Tol times its residual at
-	// the start point g = ∂L/∂z* (the cotangents of a mean loss are tiny,
-	// so an absolute tolerance would stop at once). Its certificate is
-	// skipped (the adjoint's status is still checked).
+	// values of DefaultBackwardSolver() (DefaultsFor(ConvCell)'s for the
+	// conv cell). Its Tol is relative: the adjoint solve stops when its
+	// residual is at most Tol times its residual at the start point
+	// g = ∂L/∂z* (the cotangents of a mean loss are tiny, so an absolute
+	// tolerance would stop at once). Its certificate is skipped (the
+	// adjoint's status is still checked).
 	Solver SolverConfig
 	// PhantomSteps is the number of unrolled steps of phantom mode. Zero
 	// means deq.DefaultPhantomSteps.
@@ -252,10 +291,14 @@ func (c Config) Defaults() (Config, error) {
 	case c.Backward.PhantomSteps < 0:
 		return d, fieldErr("Backward.PhantomSteps", c.Backward.PhantomSteps, "must not be negative")
 	}
-	d.Epochs = cmp.Or(c.Epochs, DefaultEpochs)
-	d.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	if !c.Model.Cell.valid() {
+		return d, fieldErr("Model.Cell", c.Model.Cell, "is not a cell kind")
+	}
+	base := DefaultsFor(c.Model.Cell)
+	d.Epochs = cmp.Or(c.Epochs, base.Epochs)
+	d.BatchSize = cmp.Or(c.BatchSize, base.BatchSize)
 	d.EvalBatchSize = cmp.Or(c.EvalBatchSize, DefaultEvalBatchSize)
-	d.LR = cmp.Or(c.LR, DefaultLR)
+	d.LR = cmp.Or(c.LR, base.LR)
 	d.ClipNorm = cmp.Or(c.ClipNorm, DefaultClipNorm)
 	d.Beta1 = cmp.Or(c.Beta1, DefaultBeta1)
 	d.Beta2 = cmp.Or(c.Beta2, DefaultBeta2)
@@ -265,11 +308,11 @@ func (c Config) Defaults() (Config, error) {
 	if d.Model, err = c.Model.defaults(); err != nil {
 		return d, err
 	}
-	if d.Forward, err = c.Forward.merge("Forward", DefaultForward()); err != nil {
+	if d.Forward, err = c.Forward.merge("Forward", base.Forward); err != nil {
 		return d, err
 	}
 	d.Backward.PhantomSteps = cmp.Or(c.Backward.PhantomSteps, deq.DefaultPhantomSteps)
-	if d.Backward.Solver, err = c.Backward.Solver.merge("Backward.Solver", DefaultBackwardSolver()); err != nil {
+	if d.Backward.Solver, err = c.Backward.Solver.merge("Backward.Solver", base.Backward.Solver); err != nil {
 		return d, err
 	}
 	evalBase := d.Forward
@@ -300,7 +343,17 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Terms", m.Terms, "must not be negative")
 	case m.ExactEvery < 0:
 		return d, fieldErr("Model.ExactEvery", m.ExactEvery, "must not be negative")
+	case m.Channels < 0:
+		return d, fieldErr("Model.Channels", m.Channels, "must not be negative")
+	case m.Groups < 0:
+		return d, fieldErr("Model.Groups", m.Groups, "must not be negative")
+	case m.Kernels < 0:
+		return d, fieldErr("Model.Kernels", m.Kernels, "must not be negative")
 	}
+	if m.Cell == ConvCell {
+		return m.convDefaults()
+	}
+	d.Channels, d.Groups, d.Kernels = 0, 0, 0
 	if _, err := m.Norm.Norm(1, 1); err != nil {
 		return d, fieldErr("Model.Norm", m.Norm, "is not a norm")
 	}
@@ -326,6 +379,66 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
 	}
 	return d, nil
+}
+
+// convDefaults fills the defaults of a conv model.
+func (m ModelConfig) convDefaults() (ModelConfig, error) {
+	d := m
+	switch {
+	case m.Hidden != 0:
+		return d, fieldErr("Model.Hidden", m.Hidden, "does not apply to the conv cell (its state has Channels·⌈H/2⌉·⌈W/2⌉ entries)")
+	case m.Encoder != 0:
+		return d, fieldErr("Model.Encoder", m.Encoder, "does not apply to the conv cell (its encoder has Channels channels)")
+	}
+	if _, err := m.Norm.Norm(1, 1); err != nil {
+		return d, fieldErr("Model.Norm", m.Norm, "is not a norm")
+	}
+	d.Units, d.Terms = 0, 0
+	d.Channels = cmp.Or(m.Channels, DefaultConvChannels)
+	d.Kernels = cmp.Or(m.Kernels, 1)
+	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
+	d.ExactEvery = cmp.Or(m.ExactEvery, DefaultConvCertifyEvery)
+	if d.Groups > 0 && d.Channels%d.Groups != 0 {
+		return d, fieldErr("Model.Groups", d.Groups, fmt.Sprintf("does not divide Channels = %d", d.Channels))
+	}
+	return d, nil
+}
+
+// DefaultsFor returns the defaults of a run with a cell of kind k: the
+// fields that Config.Defaults fills in where they are zero and whose
+// defaults depend on the cell (Epochs, BatchSize, LR, Forward and
+// Backward.Solver). They are DefaultEpochs, DefaultBatchSize, DefaultLR,
+// DefaultForward() and DefaultBackwardSolver(), except for the conv cell:
+// DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR and Anderson
+// acceleration forward (tol DefaultConvForwardTol, DefaultConvForwardIter
+// iterations) and backward (DefaultConvBackwardIter iterations). The conv
+// defaults follow the convolutional DEQs of the literature on digit images
+// (Anderson with a small iteration budget, batches of 64, Adam at 2e-3 with
+// a cosine schedule); the forward tolerance is absolute in the per-example
+// ℓ2 norm of a state with C·14·14 entries of order one, so 1e-2 is a
+// relative accuracy of about 1e-4.
+func DefaultsFor(k CellKind) Config {
+	c := Config{
+		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, LR: DefaultLR,
+		Forward:  DefaultForward(),
+		Backward: BackwardConfig{Solver: DefaultBackwardSolver()},
+	}
+	if k == ConvCell {
+		anderson := method("anderson")
+		c.Epochs, c.BatchSize, c.LR = DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR
+		c.Forward = SolverConfig{Method: anderson, Tol: DefaultConvForwardTol, MaxIter: DefaultConvForwardIter, Delta: DefaultDelta}
+		c.Backward.Solver = SolverConfig{Method: anderson, Tol: DefaultBackwardTol, MaxIter: DefaultConvBackwardIter, Delta: DefaultDelta}
+	}
+	return c
+}
+
+// method returns the registry method named name, which must exist.
+func method(name string) Method {
+	m, err := ParseMethod(name)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // validActivation reports whether a is one of layers' activations.

@@ -39,6 +39,23 @@ func TestConfigDefaults(t *testing.T) {
 	m, err := Config{Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, 12, m.Model.Encoder, "rounded up to a multiple of Terms")
+	cv, err := Config{Model: ModelConfig{Cell: ConvCell}}.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, ModelConfig{Cell: ConvCell, Channels: DefaultConvChannels, Kernels: 1, Activation: layers.ReLU, Gamma: DefaultGamma,
+		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery}, cv.Model)
+	require.Equal(t, DefaultConvEpochs, cv.Epochs)
+	require.Equal(t, DefaultConvBatchSize, cv.BatchSize)
+	require.Equal(t, DefaultConvLR, cv.LR)
+	require.Equal(t, DefaultsFor(ConvCell).Forward, cv.Forward)
+	require.Equal(t, DefaultsFor(ConvCell).Backward.Solver, cv.Backward.Solver)
+	require.Equal(t, method("anderson"), cv.Forward.Method)
+	cv2, err := cv.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, cv, cv2, "Defaults is idempotent")
+	// The conv fields are dropped for the other cells.
+	d, err := Config{Model: ModelConfig{Channels: 4, Groups: 2, Kernels: 3}}.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, c, d)
 	// The evaluation solver inherits the forward one.
 	e, err := Config{Forward: SolverConfig{Method: method("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
 	require.NoError(t, err)
@@ -70,7 +87,12 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{MaxBadBatches: -2}, "MaxBadBatches"},
 		{Config{Schedule: Schedule(3)}, "Schedule"},
 		{Config{Normalize: -1}, "Normalize"},
-		{Config{Model: ModelConfig{Cell: CellKind(3)}}, "Model.Cell"},
+		{Config{Model: ModelConfig{Cell: CellKind(4)}}, "Model.Cell"},
+		{Config{Model: ModelConfig{Cell: ConvCell, Hidden: 8}}, "Model.Hidden"},
+		{Config{Model: ModelConfig{Cell: ConvCell, Encoder: 8}}, "Model.Encoder"},
+		{Config{Model: ModelConfig{Cell: ConvCell, Channels: 6, Groups: 4}}, "Model.Groups"},
+		{Config{Model: ModelConfig{Cell: ConvCell, Kernels: -1}}, "Model.Kernels"},
+		{Config{Model: ModelConfig{Channels: -1}}, "Model.Channels"},
 		{Config{Model: ModelConfig{Gamma: 1}}, "Model.Gamma"},
 		{Config{Model: ModelConfig{Hidden: -4}}, "Model.Hidden"},
 		{Config{Model: ModelConfig{Activation: layers.Activation(5)}}, "Model.Activation"},
@@ -98,7 +120,7 @@ func TestParseNames(t *testing.T) {
 		good  []string
 		bad   []string
 	}{
-		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "wide", "mixture"}, []string{"conv", "", "Dense"}},
+		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "wide", "mixture", "conv"}, []string{"convolution", "", "Dense"}},
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
 		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
 		{"method", func(s string) (any, error) { return ParseMethod(s) }, []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}, []string{"newton", "minibatch-km", "page-halpern", "stochastic-halpern", ""}},
@@ -129,7 +151,7 @@ func TestParseNames(t *testing.T) {
 	}
 	require.Equal(t, want, names, "Methods are the registry's non-baselines")
 	// Unknown names are refused with ErrUnknownName.
-	_, err := ParseCellKind("conv")
+	_, err := ParseCellKind("convolution")
 	require.ErrorIs(t, err, ErrUnknownName)
 	_, err = ParseMethod("newton")
 	require.ErrorIs(t, err, ErrUnknownName)

@@ -7,7 +7,11 @@
 // encodes it with a ReLU layer, finds the fixed point z* = f(z*, e; θ) of a
 // Lipschitz-constrained cell of package layers (dense, wide or mixture) with
 // a deq.Layer, and classifies z* with a linear readout under the softmax
-// cross-entropy loss (see ModelConfig).
+// cross-entropy loss (see ModelConfig). The conv model (ConvCell) encodes
+// an image with a stride-2 convolution (layers.ConvEncoder) into a
+// C×⌈H/2⌉×⌈W/2⌉ state of the convolutional cell layers.Conv, and reads z*
+// out after 2×2 average pooling; its defaults (DefaultsFor) are chosen for
+// 28×28 digits.
 //
 // # Training
 //
@@ -16,13 +20,16 @@
 // Normalization, Method (an entry of the solver registry), NormSpec,
 // layers.Activation and deq.Backward — whose text forms, read by their
 // Parse functions and UnmarshalText, are the names used in checkpoints,
-// metrics and on the command line. Each batch runs one gorgonia graph — the DEQ is a gorgonia op
-// (deq.Layer.Apply) whose backward pass solves the adjoint fixed point in
-// implicit mode — and then: clips the gradient to Config.ClipNorm in global
-// norm, applies decoupled weight decay, takes an Adam step (Adam, a
-// gorgonia.Solver whose state can be saved) with the learning rate of
-// Config.Schedule (cosine by default), and projects the cell back onto its
-// Lipschitz bound γ̄. Every solve draws its randomness from seeds derived
+// metrics and on the command line. Each batch runs a hand-written step on
+// gonum BLAS: encoder, deq.Layer.Forward, readout and loss, then their
+// gradients in reverse, deq.Layer.Backward (which solves the adjoint fixed
+// point in implicit mode) in the middle; then it clips the gradient to
+// Config.ClipNorm in global norm, applies decoupled weight decay, takes an
+// Adam step (Adam.Update over the parameters' slices; its state can be
+// saved) with the learning rate of Config.Schedule (cosine by default), and
+// projects the cell back onto its Lipschitz bound γ̄. The step's scratch is
+// allocated once per batch size: in steady state only the solvers and the
+// DEQ layer allocate (their iterates and results). Every solve draws its randomness from seeds derived
 // from Config.Seed and its position in the run (deq.Layer.SetSeeds).
 //
 // BatchMetrics and EpochMetrics record the loss and accuracy, the oracle
@@ -58,10 +65,14 @@
 //
 // # Limitations
 //
-//   - Hidden states are vectors (Rows = 1); Schatten norms then coincide
-//     with ℓ2.
-//   - The training graph has a fixed batch size, so the last partial batch
-//     of each epoch is dropped (a different one each epoch, as the shuffle
+//   - Hidden states are vectors (Rows = 1), where Schatten norms coincide
+//     with ℓ2, except for the conv model's C×(H'·W') states. The conv cell
+//     proves its Lipschitz bound only in ℓ2 (Schatten-2) and only without
+//     GroupNorm (Model.Groups); otherwise the deterministic solvers still
+//     run, Model.Proven reports false, and the stochastic solver is
+//     refused.
+//   - Training batches have a fixed size, so the last partial batch of each
+//     epoch is dropped (a different one each epoch, as the shuffle
 //     changes).
 //   - gorgonia's own AdamSolver cannot be checkpointed or scheduled, so Adam
 //     reimplements it (bit for bit, TestAdamMatchesGorgonia).

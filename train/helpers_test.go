@@ -104,15 +104,6 @@ func withoutTimes(es []EpochMetrics) []EpochMetrics {
 	return out
 }
 
-// method returns the registry method named name.
-func method(name string) Method {
-	m, err := ParseMethod(name)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
 // normSpec returns the norm named name.
 func normSpec(name string) NormSpec {
 	n, err := ParseNormSpec(name)

@@ -6,34 +6,43 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gorgonia.org/tensor"
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
 )
 
-// param is a trainable matrix of the encoder or the readout, stored
-// row-major in a tensor that the training graph's nodes share.
+// param is a trainable matrix of the model, stored row-major, with its
+// gradient: the dense encoder's and the readout's own parameters, and views
+// of the conv encoder's and the cell's layers.Param.
 type param struct {
 	name       string
 	rows, cols int
-	data       []float64
-	t          *tensor.Dense
-	decay      bool // weight decay applies (matrices, not biases)
+	data, grad []float64
+	decay      bool // weight decay applies (matrices, not biases or normalisation)
 }
 
 func newParam(name string, rows, cols int, decay bool) *param {
-	d := make([]float64, rows*cols)
-	return &param{name: name, rows: rows, cols: cols, data: d, t: tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(d)), decay: decay}
+	return &param{name: name, rows: rows, cols: cols, data: make([]float64, rows*cols), grad: make([]float64, rows*cols), decay: decay}
 }
 
-// Model is an encoder → DEQ → linear readout classifier (see ModelConfig):
-// its input standardisation, parameters and DEQ cell.
+// viewParam returns a param over a layers.Param's storage, named prefix +
+// its name. Weight decay applies to its matrices: not to biases ("b") or
+// GroupNorm scales and shifts ("gn.*").
+func viewParam(prefix string, p *layers.Param) *param {
+	r, c := p.Dims()
+	decay := p.Name() != "b" && !strings.HasPrefix(p.Name(), "gn.")
+	return &param{name: prefix + p.Name(), rows: r, cols: c, data: p.Data(), grad: p.GradData(), decay: decay}
+}
+
+// Model is an encoder → DEQ → readout classifier (see ModelConfig): its
+// input standardisation, parameters and DEQ cell.
 //
 // A Model is not safe for concurrent use.
 type Model struct {
@@ -46,21 +55,109 @@ type Model struct {
 	// entry (global) or InputDim entries (per pixel); nil for none.
 	Mean, Std []float64
 
+	rows, cols int // image size (the conv model's encoder reads it)
 	cell       layers.Cell
-	encW, encB *param
+	encW, encB *param              // the dense encoder (nil for conv)
+	conv       *layers.ConvEncoder // the conv encoder (nil otherwise)
 	outW, outB *param
-	scratch    []float64
+	params     []*param // every trainable parameter, in checkpoint order
+	encLen     int      // encoder features per image: the cell's input
+	readLen    int      // readout features per image
+	pool       pool     // the conv readout's 2×2 average pooling
+	works      mru.Cache[int, *work]
 }
 
-// newModel builds a model with parameters drawn from seed: encoder and
-// readout weights have independent N(0, 2/fan-in) and N(0, 1/fan-in)
-// entries, biases are zero, and the cell initialises itself from a seed
-// derived from seed.
-func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer, seed uint64) (*Model, error) {
-	if inputDim < 1 || classes < 2 {
-		return nil, fmt.Errorf("train: model needs a positive input dimension and at least two classes, have %d and %d", inputDim, classes)
+// pool is 2×2 average pooling (stride 2, odd edges dropped) of C×H×W
+// images to C×(H/2)×(W/2).
+type pool struct {
+	c, h, w int
+}
+
+func (p pool) outLen() int { return p.c * (p.h / 2) * (p.w / 2) }
+
+// forward writes the pooled images of the n images z into dst.
+func (p pool) forward(dst, z []float64, n int) {
+	oh, ow := p.h/2, p.w/2
+	in, out := p.c*p.h*p.w, p.outLen()
+	for b := range n {
+		zb, db := z[b*in:(b+1)*in], dst[b*out:(b+1)*out]
+		for ch := range p.c {
+			zc, dc := zb[ch*p.h*p.w:], db[ch*oh*ow:]
+			for i := range oh {
+				r0, r1 := zc[2*i*p.w:], zc[(2*i+1)*p.w:]
+				for j := range ow {
+					dc[i*ow+j] = 0.25 * (r0[2*j] + r0[2*j+1] + r1[2*j] + r1[2*j+1])
+				}
+			}
+		}
 	}
-	m := &Model{Config: cfg, InputDim: inputDim, Classes: classes}
+}
+
+// backward writes into dz the cotangent of the n images for the cotangent
+// g of their pooled images.
+func (p pool) backward(dz, g []float64, n int) {
+	clear(dz)
+	oh, ow := p.h/2, p.w/2
+	in, out := p.c*p.h*p.w, p.outLen()
+	for b := range n {
+		zb, gb := dz[b*in:(b+1)*in], g[b*out:(b+1)*out]
+		for ch := range p.c {
+			zc, gc := zb[ch*p.h*p.w:], gb[ch*oh*ow:]
+			for i := range oh {
+				r0, r1 := zc[2*i*p.w:], zc[(2*i+1)*p.w:]
+				for j := range ow {
+					v := 0.25 * gc[i*ow+j]
+					r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1] = v, v, v, v
+				}
+			}
+		}
+	}
+}
+
+// work is the scratch of a batch size: everything a training step or an
+// evaluation batch writes, allocated once.
+type work struct {
+	n       int
+	xs      []float64 // standardised input, n·InputDim
+	e, de   []float64 // encoder features and their cotangent, n·encLen
+	h, dh   []float64 // readout features and their cotangent, n·readLen (conv only; the dense readout reads z)
+	logits  []float64 // n·Classes
+	dlogits []float64 // ∂L/∂logits, n·Classes
+	gz      []float64 // ∂L/∂z*, n·HiddenLen
+}
+
+// work returns the scratch for n images, allocating it on first use.
+func (m *Model) work(n int) *work {
+	w, _ := m.works.Get(n, func() (*work, error) {
+		w := &work{
+			n:       n,
+			xs:      make([]float64, n*m.InputDim),
+			e:       make([]float64, n*m.encLen),
+			de:      make([]float64, n*m.encLen),
+			logits:  make([]float64, n*m.Classes),
+			dlogits: make([]float64, n*m.Classes),
+			gz:      make([]float64, n*m.cell.Shape().HiddenLen()),
+		}
+		if m.conv != nil {
+			w.h = make([]float64, n*m.readLen)
+			w.dh = make([]float64, n*m.readLen)
+		}
+		return w, nil
+	})
+	return w
+}
+
+// newModel builds a model for rows×cols images with parameters drawn from
+// seed: the dense encoder and the readout weights have independent
+// N(0, 2/fan-in) and N(0, 1/fan-in) entries, biases are zero, and the conv
+// encoder and the cell initialise themselves from seeds derived from seed.
+func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalizer, seed uint64) (*Model, error) {
+	if rows < 1 || cols < 1 || classes < 2 {
+		return nil, fmt.Errorf("train: model needs a positive image size and at least two classes, have %d×%d and %d", rows, cols, classes)
+	}
+	inputDim := rows * cols
+	m := &Model{Config: cfg, InputDim: inputDim, Classes: classes, rows: rows, cols: cols,
+		works: mru.Cache[int, *work]{Max: layers.MaxCachedBatches}}
 	if norm != nil {
 		m.Mean, m.Std = slices.Clone(norm.Mean), slices.Clone(norm.Std)
 	}
@@ -68,29 +165,36 @@ func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer,
 	if err != nil {
 		return nil, fmt.Errorf("train: Config.Model.Norm: %w", err)
 	}
-	con, err := layers.ConstraintFor(fnorm)
-	if err != nil {
-		return nil, err
-	}
-	con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
 	act := cfg.Activation
 	cellSeed := numeric.Mix(seed, streamCell)
-	switch cfg.Cell {
-	case DenseCell:
-		m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Seed: cellSeed})
-	case WideCell:
-		m.cell, err = layers.NewWide(layers.WideConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
-	case MixtureCell:
-		m.cell, err = layers.NewMixture(layers.MixtureConfig{Hidden: cfg.Hidden, Terms: cfg.Terms, PatchLen: cfg.Encoder / cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
-	default:
-		err = fmt.Errorf("train: Config.Model.Cell = %v is not a cell kind", cfg.Cell)
+	if cfg.Cell == ConvCell {
+		if err := m.newConv(cfg, cellSeed, numeric.Mix(seed, streamEncoder)); err != nil {
+			return nil, err
+		}
+	} else {
+		con, err := layers.ConstraintFor(fnorm)
+		if err != nil {
+			return nil, err
+		}
+		con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
+		switch cfg.Cell {
+		case DenseCell:
+			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Seed: cellSeed})
+		case WideCell:
+			m.cell, err = layers.NewWide(layers.WideConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
+		case MixtureCell:
+			m.cell, err = layers.NewMixture(layers.MixtureConfig{Hidden: cfg.Hidden, Terms: cfg.Terms, PatchLen: cfg.Encoder / cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
+		default:
+			err = fmt.Errorf("train: Config.Model.Cell = %v is not a cell kind", cfg.Cell)
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.encW = newParam("encoder.W", inputDim, cfg.Encoder, true)
+		m.encB = newParam("encoder.b", 1, cfg.Encoder, false)
+		m.encLen, m.readLen = cfg.Encoder, cfg.Hidden
 	}
-	if err != nil {
-		return nil, err
-	}
-	m.encW = newParam("encoder.W", inputDim, cfg.Encoder, true)
-	m.encB = newParam("encoder.b", 1, cfg.Encoder, false)
-	m.outW = newParam("readout.W", cfg.Hidden, classes, true)
+	m.outW = newParam("readout.W", m.readLen, classes, true)
 	m.outB = newParam("readout.b", 1, classes, false)
 	rng := rand.New(rand.NewPCG(numeric.Mix(seed, streamInit), streamInit))
 	fill := func(x []float64, sd float64) {
@@ -98,25 +202,53 @@ func newModel(cfg ModelConfig, inputDim, classes int, norm *datasets.Normalizer,
 			x[i] = sd * rng.NormFloat64()
 		}
 	}
-	fill(m.encW.data, math.Sqrt(2/float64(inputDim)))
-	fill(m.outW.data, math.Sqrt(1/float64(cfg.Hidden)))
+	if m.encW != nil {
+		fill(m.encW.data, math.Sqrt(2/float64(inputDim)))
+		m.params = append(m.params, m.encW, m.encB)
+	} else {
+		for _, p := range m.conv.Params() {
+			m.params = append(m.params, viewParam("encoder.", p))
+		}
+	}
+	fill(m.outW.data, math.Sqrt(1/float64(m.readLen)))
+	m.params = append(m.params, m.outW, m.outB)
+	for _, p := range m.cell.Params() {
+		m.params = append(m.params, viewParam("cell.", p))
+	}
 	return m, nil
+}
+
+// newConv builds the conv model's encoder and cell.
+func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
+	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: cfg.Groups, Seed: encSeed})
+	if err != nil {
+		return fmt.Errorf("train: Config.Model: %w", err)
+	}
+	c, h, w := enc.OutShape()
+	if h < 2 || w < 2 {
+		return fmt.Errorf("train: Config.Model.Cell = conv needs images of at least 3×3 pixels, have %d×%d", m.rows, m.cols)
+	}
+	cell, err := layers.NewConv(layers.ConvConfig{
+		Channels: c, Height: h, Width: w, Kernels: cfg.Kernels, Activation: cfg.Activation,
+		Groups: cfg.Groups, Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery, Seed: cellSeed,
+	})
+	if err != nil {
+		return fmt.Errorf("train: Config.Model: %w", err)
+	}
+	m.conv, m.cell = enc, cell
+	m.pool = pool{c: c, h: h, w: w}
+	m.encLen, m.readLen = enc.OutputLen(), m.pool.outLen()
+	return nil
 }
 
 // Cell returns the model's DEQ cell.
 func (m *Model) Cell() layers.Cell { return m.cell }
 
-// own returns the encoder and readout parameters, in checkpoint order.
-func (m *Model) own() []*param { return []*param{m.encW, m.encB, m.outW, m.outB} }
-
 // NumParams returns the number of trainable scalars.
 func (m *Model) NumParams() int {
 	n := 0
-	for _, p := range m.own() {
+	for _, p := range m.params {
 		n += len(p.data)
-	}
-	for _, p := range m.cell.Params() {
-		n += len(p.Data())
 	}
 	return n
 }
@@ -140,56 +272,108 @@ func (m *Model) standardize(dst, x []float64) {
 	}
 }
 
-// affine writes y = x·W + b (n rows) into dst.
-func affine(dst []float64, n int, x []float64, w, b *param) {
-	for r := 0; r < n; r++ {
-		copy(dst[r*w.cols:(r+1)*w.cols], b.data)
-	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: n, Cols: w.rows, Stride: w.rows, Data: x},
-		blas64.General{Rows: w.rows, Cols: w.cols, Stride: w.cols, Data: w.data},
-		1, blas64.General{Rows: n, Cols: w.cols, Stride: w.cols, Data: dst})
+// general returns the rows×cols row-major matrix over data.
+func general(rows, cols int, data []float64) blas64.General {
+	return blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: data[:rows*cols]}
 }
 
-// encode returns the encoder features relu(std(x)·We + be) of n images.
-func (m *Model) encode(x []float64, n int) []float64 {
-	if cap(m.scratch) < len(x) {
-		m.scratch = make([]float64, len(x))
+// affine writes y = x·W + b (n rows) into dst.
+func affine(dst []float64, n int, x []float64, w, b *param) {
+	for r := range n {
+		copy(dst[r*w.cols:(r+1)*w.cols], b.data)
 	}
-	s := m.scratch[:len(x)]
-	m.standardize(s, x)
-	e := make([]float64, n*m.Config.Encoder)
-	affine(e, n, s, m.encW, m.encB)
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(n, w.rows, x), general(w.rows, w.cols, w.data), 1, general(n, w.cols, dst))
+}
+
+// affineBackward adds the gradients of ⟨g, x·W + b⟩ (n rows) to W and b
+// and, if dx is not nil, writes g·Wᵀ into dx.
+func affineBackward(dx []float64, n int, x, g []float64, w, b *param) {
+	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(n, w.rows, x), general(n, w.cols, g), 1, general(w.rows, w.cols, w.grad))
+	for r := range n {
+		for j, v := range g[r*w.cols : (r+1)*w.cols] {
+			b.grad[j] += v
+		}
+	}
+	if dx != nil {
+		blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(n, w.cols, g), general(w.rows, w.cols, w.data), 0, general(n, w.rows, dx))
+	}
+}
+
+// encode writes the encoder features of the n standardised images xs into
+// e: relu(xs·We + be), or the conv encoder's output.
+func (m *Model) encode(e, xs []float64, n int) error {
+	if m.conv != nil {
+		return m.conv.Forward(e, xs)
+	}
+	affine(e, n, xs, m.encW, m.encB)
 	for i, v := range e {
 		if v < 0 {
 			e[i] = 0
 		}
 	}
-	return e
+	return nil
 }
 
-// Encode returns the encoder features relu(std(x)·We + be) of the n raw
-// images x (row-major, n·InputDim pixels): the input of the model's DEQ
-// layer. Benchmarks use it to solve the trained cell's fixed points
+// encodeBackward adds the encoder's parameter gradients for the cotangent
+// de of the features e of the last encode of xs; it overwrites de.
+func (m *Model) encodeBackward(xs, e, de []float64, n int) error {
+	if m.conv != nil {
+		return m.conv.Backward(de)
+	}
+	for i, v := range e {
+		if v <= 0 {
+			de[i] = 0
+		}
+	}
+	affineBackward(nil, n, xs, de, m.encW, m.encB)
+	return nil
+}
+
+// readout writes the logits of the n fixed points z into w.logits: z·Wr +
+// br, or for the conv model the pooled z times Wr plus br.
+func (m *Model) readout(w *work, z []float64, n int) {
+	h := z
+	if m.conv != nil {
+		m.pool.forward(w.h, z, n)
+		h = w.h
+	}
+	affine(w.logits[:n*m.Classes], n, h, m.outW, m.outB)
+}
+
+// readoutBackward adds the readout's parameter gradients for w.dlogits and
+// writes ∂L/∂z* into w.gz.
+func (m *Model) readoutBackward(w *work, z []float64, n int) {
+	if m.conv == nil {
+		affineBackward(w.gz, n, z, w.dlogits, m.outW, m.outB)
+		return
+	}
+	affineBackward(w.dh, n, w.h, w.dlogits, m.outW, m.outB)
+	m.pool.backward(w.gz, w.dh, n)
+}
+
+// Encode returns the encoder features of the n raw images x (row-major,
+// n·InputDim pixels): the input of the model's DEQ layer, in the cell's
+// layout. Benchmarks use it to solve the trained cell's fixed points
 // directly.
 func (m *Model) Encode(x []float64, n int) ([]float64, error) {
 	if n < 1 || len(x) != n*m.InputDim {
 		return nil, fmt.Errorf("train: Encode: len(x) = %d, want n·InputDim = %d·%d", len(x), n, m.InputDim)
 	}
-	return m.encode(x, n), nil
-}
-
-// logits returns z·Wr + br for n hidden states.
-func (m *Model) logits(z []float64, n int) []float64 {
-	out := make([]float64, n*m.Classes)
-	affine(out, n, z, m.outW, m.outB)
-	return out
+	w := m.work(n)
+	m.standardize(w.xs, x)
+	e := make([]float64, n*m.encLen)
+	if err := m.encode(e, w.xs, n); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // crossEntropy returns the summed softmax cross-entropy of logits (n rows)
 // against labels and the number of rows whose largest logit is the label's
-// (the first maximum on ties).
-func crossEntropy(logits []float64, labels []int, classes int) (loss float64, correct int) {
+// (the first maximum on ties). If grad is not nil it receives the gradient
+// of the mean cross-entropy, (softmax(logits) − onehot(labels))/n.
+func crossEntropy(grad, logits []float64, labels []int, classes int) (loss float64, correct int) {
+	inv := 1 / float64(len(labels))
 	for r, y := range labels {
 		row := logits[r*classes : (r+1)*classes]
 		mx, arg := row[0], 0
@@ -205,6 +389,13 @@ func crossEntropy(logits []float64, labels []int, classes int) (loss float64, co
 		loss += mx + math.Log(s) - row[y]
 		if arg == y {
 			correct++
+		}
+		if grad != nil {
+			g := grad[r*classes : (r+1)*classes]
+			for j, v := range row {
+				g[j] = math.Exp(v-mx) / s * inv
+			}
+			g[y] -= inv
 		}
 	}
 	return loss, correct
@@ -271,6 +462,17 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
 	return deq.New(m.cell, &ds)
 }
 
+// Proven reports whether the model's cell proves its Lipschitz bound γ̄ in
+// the model's norm (see layers.Cell.Proven): when it does not, the
+// deterministic solvers still run, but a contraction, and the stochastic
+// solver's guarantees, are not proven. The conv cell proves its bound only
+// in ℓ2 (Schatten-2) and only without GroupNorm.
+func (m *Model) Proven() bool {
+	sh := m.cell.Shape()
+	norm, err := m.Config.Norm.Norm(sh.Rows, sh.Hidden)
+	return err == nil && m.cell.Proven(norm)
+}
+
 // evaluate runs l over d in batches; tol is the solver's tolerance and
 // seed derives the solvers' seeds.
 func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset, batch int, tol float64, seed uint64) (*EvalMetrics, error) {
@@ -296,13 +498,19 @@ func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 		}
 		b := bt.Batch()
 		n := b.Len()
+		w := m.work(n)
+		m.standardize(w.xs, b.X.RawMatrix().Data)
+		if err := m.encode(w.e, w.xs, n); err != nil {
+			return nil, err
+		}
 		l.SetSeeds(numeric.Mix(seed, uint64(i)), 0)
-		sol, err := l.Forward(ctx, m.encode(b.X.RawMatrix().Data, n))
+		sol, err := l.Forward(ctx, w.e)
 		if err != nil {
 			return nil, err
 		}
 		acc.add(sol.Result, tol)
-		lo, c := crossEntropy(m.logits(sol.Z, n), b.Labels, m.Classes)
+		m.readout(w, sol.Z, n)
+		lo, c := crossEntropy(nil, w.logits, b.Labels, m.Classes)
 		loss += lo
 		em.Correct += c
 		em.Examples += n

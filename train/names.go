@@ -63,15 +63,20 @@ const (
 	// MixtureCell is the stochastic layers.Mixture cell, averaging
 	// ModelConfig.Terms terms.
 	MixtureCell
+	// ConvCell is the convolutional layers.Conv cell on
+	// ModelConfig.Channels channels, behind a layers.ConvEncoder and read
+	// out through 2×2 average pooling; stochastic with ModelConfig.Kernels
+	// > 1.
+	ConvCell
 )
 
-func cellNames() []string { return []string{"dense", "wide", "mixture"} }
+func cellNames() []string { return []string{"dense", "wide", "mixture", "conv"} }
 
 // CellKinds returns the cell kinds, in the order of their values.
-func CellKinds() []CellKind { return []CellKind{DenseCell, WideCell, MixtureCell} }
+func CellKinds() []CellKind { return []CellKind{DenseCell, WideCell, MixtureCell, ConvCell} }
 
-// String returns the name ParseCellKind accepts: "dense", "wide" or
-// "mixture".
+// String returns the name ParseCellKind accepts: "dense", "wide",
+// "mixture" or "conv".
 func (k CellKind) String() string { return enumString("CellKind", k, cellNames()) }
 
 // ParseCellKind returns the cell kind named s.

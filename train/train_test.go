@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/internal/numeric"
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -21,7 +20,10 @@ func TestTrainLearnsBlobs(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Epochs = 4
 	var batches []*BatchMetrics
-	trn, err := New(cfg, tr, te, &Options{OnBatch: func(b *BatchMetrics) { batches = append(batches, b) }})
+	trn, err := New(cfg, tr, te, &Options{OnBatch: func(b *BatchMetrics) {
+		c := *b // OnBatch's argument is reused
+		batches = append(batches, &c)
+	}})
 	require.NoError(t, err)
 	res, err := trn.Run(context.Background())
 	require.NoError(t, err)
@@ -67,66 +69,6 @@ func TestTrainLearnsBlobs(t *testing.T) {
 		}
 		require.InDelta(t, res.Epochs[e].TrainLoss, loss, 1e-12)
 		require.InDelta(t, res.Epochs[e].TrainAcc, acc, 1e-12)
-	}
-}
-
-// TestGraphGradientMatchesFiniteDifferences checks the whole training
-// graph — standardisation, encoder, DEQ op with its implicit backward,
-// readout, softmax cross-entropy — against central differences of the
-// loss computed by the independent evaluation path.
-func TestGraphGradientMatchesFiniteDifferences(t *testing.T) {
-	for _, cell := range CellKinds() {
-		t.Run(cell.String(), func(t *testing.T) {
-			tr, te := blobData(64, 10)
-			cfg := tinyConfig()
-			cfg.BatchSize = 16
-			cfg.Model = ModelConfig{Cell: cell, Hidden: 5, Encoder: 6, Terms: 3, Units: 7, Activation: layers.Tanh, Gamma: 0.7}
-			cfg.Forward = SolverConfig{Method: method("picard"), Tol: 1e-13, MaxIter: 500}
-			cfg.Backward = BackwardConfig{Solver: SolverConfig{Method: method("picard"), Tol: 1e-13, MaxIter: 500}}
-			trn, err := New(cfg, tr, te, nil)
-			require.NoError(t, err)
-			m, g := trn.model, trn.graph
-			x := tr.X[:16*tr.Dim()]
-			labels := tr.Y[:16]
-			m.standardize(g.x, x)
-			clear(g.y)
-			for i, y := range labels {
-				g.y[i*m.Classes+y] = 1
-			}
-			g.vm.Reset()
-			require.NoError(t, g.vm.RunAll())
-			grads, err := g.grads()
-			require.NoError(t, err)
-			vals, err := g.values()
-			require.NoError(t, err)
-			l, err := m.layer(cfg.Forward, nil)
-			require.NoError(t, err)
-			loss := func() float64 {
-				sol, err := l.Forward(context.Background(), m.encode(x, 16))
-				require.NoError(t, err)
-				require.Equal(t, solver.Success, sol.Result.Status)
-				s, _ := crossEntropy(m.logits(sol.Z, 16), labels, m.Classes)
-				return s / 16
-			}
-			require.InDelta(t, g.loss.Data().(float64), loss(), 1e-12, "graph and evaluation path compute the same loss")
-			const h = 1e-5
-			checked := 0
-			for i, v := range vals {
-				name := g.learn[i].Name()
-				for _, j := range []int{0, len(v) / 2, len(v) - 1} {
-					old := v[j]
-					v[j] = old + h
-					lp := loss()
-					v[j] = old - h
-					lm := loss()
-					v[j] = old
-					fd := (lp - lm) / (2 * h)
-					require.InDelta(t, fd, grads[i][j], 1e-6+1e-5*math.Abs(fd), "%s[%d]", name, j)
-					checked++
-				}
-			}
-			require.GreaterOrEqual(t, checked, 3*7)
-		})
 	}
 }
 
@@ -283,11 +225,8 @@ func TestSkipsNonFiniteBatches(t *testing.T) {
 			require.NoError(t, err)
 			params := func() []float64 {
 				var all []float64
-				for _, p := range trn.model.own() {
+				for _, p := range trn.model.params {
 					all = append(all, p.data...)
-				}
-				for _, p := range trn.model.cell.Params() {
-					all = append(all, p.Data()...)
 				}
 				return all
 			}
@@ -296,7 +235,8 @@ func TestSkipsNonFiniteBatches(t *testing.T) {
 			trn.opts.OnBatch = func(b *BatchMetrics) {
 				now := params()
 				if b.Skipped {
-					skipped = append(skipped, b)
+					c := *b // OnBatch's argument is reused
+					skipped = append(skipped, &c)
 					require.Equal(t, before, now, "a skipped batch changes no parameter")
 				} else {
 					require.NotEqual(t, before, now)

@@ -9,8 +9,6 @@ import (
 	"math"
 	"time"
 
-	G "gorgonia.org/gorgonia"
-
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/numeric"
@@ -27,7 +25,8 @@ type Options struct {
 	// Checkpoint is the file written after every epoch and when Run stops
 	// on a done context. Empty means none.
 	Checkpoint string
-	// OnBatch, if not nil, is called after every training batch.
+	// OnBatch, if not nil, is called after every training batch. Its
+	// argument is reused for the next batch: copy it to keep it.
 	OnBatch func(*BatchMetrics)
 	// OnEpoch, if not nil, is called after every epoch's evaluation.
 	OnEpoch func(*EpochMetrics)
@@ -38,12 +37,17 @@ type Options struct {
 // Trainer trains a Model on a training set, evaluating it on a test set
 // after every epoch.
 //
-// Each training batch runs the model's gorgonia graph (encoder → DEQ op →
-// readout → softmax cross-entropy), whose DEQ op solves the forward fixed
-// point with Config.Forward and differentiates through it in
-// Config.Backward's mode; then the gradients are clipped by their global
-// norm, the weights decayed, Adam steps with the schedule's learning rate
-// and the cell is projected back onto its Lipschitz bound.
+// Each training batch runs a hand-written step: the encoder, the DEQ
+// layer's forward solve (Config.Forward), the readout and the mean softmax
+// cross-entropy, then their gradients in reverse — the readout's, the DEQ
+// layer's backward pass in Config.Backward's mode (deq.Layer.Backward,
+// which also gives the cotangent of the encoder's output) and the
+// encoder's. The gradients are clipped by their global norm, the weights
+// decayed, Adam steps with the schedule's learning rate and the cell is
+// projected back onto its Lipschitz bound. The step's own scratch is
+// allocated once per batch size, so that in steady state it allocates
+// nothing itself (the solvers and the DEQ layer allocate their iterates
+// and results).
 //
 // # Numerical faults
 //
@@ -89,8 +93,12 @@ type Trainer struct {
 	adam      *Adam
 	layer     *deq.Layer
 	evalLayer *deq.Layer
-	graph     *trainGraph
 	batcher   *datasets.Batcher
+	// The parameters' values and gradients in checkpoint order, and
+	// whether weight decay applies to each.
+	vals, grads [][]float64
+	decay       []bool
+	bm          BatchMetrics // the metrics of the last batch
 
 	epoch, batch int // position: the next batch to train
 	steps        int // optimiser steps taken
@@ -142,7 +150,7 @@ func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, er
 	if err != nil {
 		return nil, err
 	}
-	m, err := newModel(c.Model, train.Dim(), train.Classes, norm, c.Seed)
+	m, err := newModel(c.Model, train.Rows, train.Cols, train.Classes, norm, c.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +186,9 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	if c.BatchSize > train.Len() {
 		return nil, fmt.Errorf("train: Config.BatchSize = %d exceeds the %d training images", c.BatchSize, train.Len())
 	}
+	if err := checkProven(c, m); err != nil {
+		return nil, err
+	}
 	t.adam = &Adam{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.AdamEps}
 	var err error
 	if t.layer, err = m.layer(c.Forward, &c.Backward); err != nil {
@@ -186,16 +197,38 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	if t.evalLayer, err = m.layer(c.Eval, nil); err != nil {
 		return nil, err
 	}
-	// The graph's solves are not interrupted: Run checks its context
-	// between batches, so that a checkpoint sits on a batch boundary.
-	if t.graph, err = buildGraph(context.Background(), m, t.layer, c.BatchSize); err != nil {
-		return nil, err
+	for _, p := range m.params {
+		t.vals = append(t.vals, p.data)
+		t.grads = append(t.grads, p.grad)
+		t.decay = append(t.decay, p.decay)
 	}
 	t.batcher, err = datasets.NewBatcher(train, c.BatchSize, &datasets.BatchOptions{Shuffle: true, Seed: numeric.Mix(c.Seed, streamShuffle), DropLast: true})
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// checkProven refuses the stochastic solver for a conv cell whose Lipschitz
+// bound is not proven (with GroupNorm, or in a norm other than ℓ2 and
+// Schatten-2): its guarantees rest on that bound. The deterministic solvers
+// run either way.
+func checkProven(c Config, m *Model) error {
+	if c.Model.Cell != ConvCell || m.Proven() {
+		return nil
+	}
+	for _, s := range []struct {
+		field string
+		m     Method
+	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
+		if s.field == "Backward.Solver.Method" && c.Backward.Mode != deq.Implicit {
+			continue
+		}
+		if s.m.Info().Stochastic {
+			return fieldErr(s.field, s.m, fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2) and without GroupNorm (Model.Norm = %v, Model.Groups = %d)", c.Model.Norm, c.Model.Groups))
+		}
+	}
+	return nil
 }
 
 // Model returns the model being trained.
@@ -313,80 +346,42 @@ func (t *Trainer) lr() float64 {
 
 // trainBatch runs one batch and, unless it is skipped, one optimiser step.
 func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
-	g := t.graph
 	lr := t.lr()
-	bm := &BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
-	t.model.standardize(g.x, b.X.RawMatrix().Data)
-	copy(g.y, b.OneHot.RawMatrix().Data)
-	if !numeric.AllFinite(g.x) {
-		return bm, t.skip(bm, "non-finite input")
-	}
-	if t.beforeRun != nil {
-		t.beforeRun(t.epoch, t.batch, g.x)
-	}
-	t.layer.SetSeeds(mix3(t.cfg.Seed, streamForward, t.position()), mix3(t.cfg.Seed, streamBackward, t.position()))
-	g.vm.Reset()
-	runErr := g.vm.RunAll()
-	sol := g.applied.Solution()
-	if sol != nil {
-		bm.Forward = sol.Result
-	}
-	if bs := g.applied.BackwardStats(); bs != nil {
-		bm.Backward, bm.VJPs = bs.Adjoint, bs.VJPs
-	}
-	if runErr != nil {
-		if sol != nil && sol.Result.Status == solver.Diverged {
-			return bm, t.skip(bm, fmt.Sprintf("forward solve diverged (%v)", runErr))
-		}
-		return bm, fmt.Errorf("train: epoch %d batch %d: %w", t.epoch+1, t.batch, runErr)
-	}
-	grads, err := g.grads()
-	if err != nil {
+	bm := &t.bm
+	*bm = BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
+	sol, correct, reason, err := t.gradient(b.X.RawMatrix().Data, b.Labels, bm)
+	switch {
+	case err != nil:
 		return bm, err
+	case reason != "":
+		return bm, t.skip(bm, reason)
 	}
 	if t.afterBackward != nil {
-		t.afterBackward(t.epoch, t.batch, grads)
+		t.afterBackward(t.epoch, t.batch, t.grads)
 	}
-	bm.Loss = g.loss.Data().(float64)
-	logits, err := floats(g.logits)
-	if err != nil {
-		return bm, err
-	}
-	_, correct := crossEntropy(logits, b.Labels, t.model.Classes)
-	bm.Accuracy = float64(correct) / float64(b.Len())
-	bm.GradNorm = globalNorm(grads)
-	switch {
-	case sol.Result.Status == solver.Diverged:
-		return bm, t.skip(bm, "forward solve diverged")
-	case notFinite(bm.Loss):
-		return bm, t.skip(bm, "non-finite loss")
-	case bm.Backward != nil && bm.Backward.Status == solver.Diverged:
-		return bm, t.skip(bm, "adjoint solve diverged")
-	case notFinite(bm.GradNorm):
+	bm.GradNorm = globalNorm(t.grads)
+	if notFinite(bm.GradNorm) {
 		return bm, t.skip(bm, "non-finite gradient")
 	}
-	clipTo(grads, bm.GradNorm, t.cfg.ClipNorm)
+	clipTo(t.grads, bm.GradNorm, t.cfg.ClipNorm)
 	if wd := t.cfg.WeightDecay; wd > 0 {
-		vals, err := g.values()
-		if err != nil {
-			return bm, err
-		}
-		decay(vals, g.decay, 1-lr*wd)
+		decay(t.vals, t.decay, 1-lr*wd)
 	}
 	t.adam.LR = lr
-	if err := t.adam.Step(G.NodesToValueGrads(g.learn)); err != nil {
+	if err := t.adam.Update(t.vals, t.grads); err != nil {
 		return bm, err
 	}
 	if err := t.model.cell.Project(); err != nil {
 		return bm, err
 	}
+	n := b.Len()
 	t.steps++
 	t.bad = 0
 	t.acc.Batches++
 	t.acc.LR = lr
-	t.acc.Examples += b.Len()
+	t.acc.Examples += n
 	t.acc.Correct += correct
-	t.acc.LossSum += bm.Loss * float64(b.Len())
+	t.acc.LossSum += bm.Loss * float64(n)
 	t.acc.Forward.add(sol.Result, t.cfg.Forward.Tol)
 	if bm.Backward != nil {
 		t.acc.Backward.add(bm.Backward, t.cfg.Backward.Solver.Tol)
@@ -397,6 +392,72 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	return bm, nil
 }
 
+// gradient computes the mean cross-entropy of the raw images x with their
+// labels into bm (with the solves' results) and its gradient into t.grads:
+// standardisation, encoder, the DEQ layer's forward solve, readout and
+// loss, then the readout's, the layer's and the encoder's backward passes.
+// It returns the forward solution and the number of images classified
+// correctly, or the reason to skip the batch, or an error.
+func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *deq.Solution, correct int, skip string, err error) {
+	m := t.model
+	n := len(labels)
+	w := m.work(n)
+	t.zeroGrads()
+	m.standardize(w.xs, x)
+	if !numeric.AllFinite(w.xs) {
+		return nil, 0, "non-finite input", nil
+	}
+	if t.beforeRun != nil {
+		t.beforeRun(t.epoch, t.batch, w.xs)
+	}
+	if err := m.encode(w.e, w.xs, n); err != nil {
+		return nil, 0, "", err
+	}
+	t.layer.SetSeeds(mix3(t.cfg.Seed, streamForward, t.position()), mix3(t.cfg.Seed, streamBackward, t.position()))
+	// The solves are not interrupted: Run checks its context between
+	// batches, so that a checkpoint sits on a batch boundary.
+	ctx := context.Background()
+	sol, err = t.layer.Forward(ctx, w.e)
+	if sol != nil {
+		bm.Forward = sol.Result
+	}
+	switch {
+	case err != nil && sol != nil && sol.Result.Status == solver.Diverged:
+		return sol, 0, fmt.Sprintf("forward solve diverged (%v)", err), nil
+	case err != nil:
+		return sol, 0, "", fmt.Errorf("train: epoch %d batch %d: %w", t.epoch+1, t.batch, err)
+	}
+	m.readout(w, sol.Z, n)
+	loss, correct := crossEntropy(w.dlogits, w.logits, labels, m.Classes)
+	bm.Loss = loss / float64(n)
+	bm.Accuracy = float64(correct) / float64(n)
+	switch {
+	case sol.Result.Status == solver.Diverged:
+		return sol, correct, "forward solve diverged", nil
+	case notFinite(bm.Loss):
+		return sol, correct, "non-finite loss", nil
+	}
+	m.readoutBackward(w, sol.Z, n)
+	bs, err := t.layer.Backward(ctx, sol, w.gz, w.de)
+	if bs != nil {
+		bm.Backward, bm.VJPs = bs.Adjoint, bs.VJPs
+	}
+	switch {
+	case err != nil:
+		return sol, correct, "", fmt.Errorf("train: epoch %d batch %d: %w", t.epoch+1, t.batch, err)
+	case bm.Backward != nil && bm.Backward.Status == solver.Diverged:
+		return sol, correct, "adjoint solve diverged", nil
+	}
+	return sol, correct, "", m.encodeBackward(w.xs, w.e, w.de, n)
+}
+
+// zeroGrads zeroes the gradients of every parameter.
+func (t *Trainer) zeroGrads() {
+	for _, g := range t.grads {
+		clear(g)
+	}
+}
+
 // skip records a skipped batch and discards its gradients.
 func (t *Trainer) skip(bm *BatchMetrics, reason string) error {
 	bm.Skipped, bm.SkipReason = true, reason
@@ -404,13 +465,7 @@ func (t *Trainer) skip(bm *BatchMetrics, reason string) error {
 	t.acc.LR = bm.LR
 	t.acc.Skipped++
 	t.bad++
-	if grads, err := t.graph.grads(); err == nil {
-		for _, g := range grads {
-			clear(g)
-		}
-	} else {
-		return err
-	}
+	t.zeroGrads()
 	if t.opts.Logf != nil {
 		t.opts.Logf("epoch %d batch %d skipped: %s", bm.Epoch+1, bm.Batch, reason)
 	}
@@ -471,6 +526,7 @@ const (
 	streamForward  = 0x1a2b_3c4d_0000_0004
 	streamBackward = 0x1a2b_3c4d_0000_0005
 	streamEval     = 0x1a2b_3c4d_0000_0006
+	streamEncoder  = 0x1a2b_3c4d_0000_0007
 )
 
 // mix3 hashes three words into one.

@@ -44,8 +44,16 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 	nb := tr.BatchesPerEpoch()
 	p.total = c.Epochs * nb
 	p.done = epoch*nb + batch
-	fmt.Fprintf(p.w, "training on %s (%d training, %d test images): %s cell, %d hidden, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",
-		data.Name, data.Train.Len(), data.Test.Len(), c.Model.Cell, c.Model.Hidden, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)
+	size := fmt.Sprintf("%d hidden", c.Model.Hidden)
+	if c.Model.Cell == train.ConvCell {
+		sh := tr.Model().Cell().Shape()
+		size = fmt.Sprintf("%d channels × %d pixels", sh.Rows, sh.Hidden)
+		if !tr.Model().Proven() {
+			size += ", Lipschitz bound not proven"
+		}
+	}
+	fmt.Fprintf(p.w, "training on %s (%d training, %d test images): %s cell, %s, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",
+		data.Name, data.Train.Len(), data.Test.Len(), c.Model.Cell, size, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)
 	if epoch > 0 || batch > 0 {
 		fmt.Fprintf(p.w, "resuming at epoch %d batch %d\n", epoch+1, batch)
 	}

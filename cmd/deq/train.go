@@ -69,7 +69,7 @@ func (e interruptedError) Unwrap() error { return e.err }
 func (f *trainFlags) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	cfg, err := f.config()
+	cfg, err := f.config(cmd.Flags().Changed)
 	if err != nil {
 		return err
 	}
@@ -133,6 +133,10 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		}
 	} else {
 		tr, err = train.New(cfg, data.Train, data.Test, opts)
+		var fe *train.FieldError
+		if errors.As(err, &fe) && f.flagOf(fe.Field) != "" {
+			return usagef("--%s = %v %s", f.flagOf(fe.Field), fe.Value, fe.Reason)
+		}
 	}
 	if err != nil {
 		return runtimeError{err}
@@ -174,12 +178,20 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 
 // trainSummary is the final report of `deq train`.
 type trainSummary struct {
-	Data       string `json:"data"`
-	TrainSize  int    `json:"train_size"`
-	TestSize   int    `json:"test_size"`
-	BLAS       string `json:"blas"`
-	Cell       string `json:"cell"`
-	Hidden     int    `json:"hidden"`
+	Data      string `json:"data"`
+	TrainSize int    `json:"train_size"`
+	TestSize  int    `json:"test_size"`
+	BLAS      string `json:"blas"`
+	Cell      string `json:"cell"`
+	Hidden    int    `json:"hidden"`
+	// Channels, Groups and Kernels describe the conv cell.
+	Channels int `json:"channels,omitempty"`
+	Groups   int `json:"groups,omitempty"`
+	Kernels  int `json:"kernels,omitempty"`
+	// Proven reports whether the cell proves its Lipschitz bound γ̄ in
+	// Norm; when it does not, the certificates still bound the residuals,
+	// but a contraction is not proven.
+	Proven     bool   `json:"proven"`
 	Norm       string `json:"norm"`
 	Gamma      number `json:"gamma"`
 	Params     int    `json:"params"`
@@ -204,7 +216,11 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Cell: c.Model.Cell.String(), Hidden: c.Model.Hidden, Norm: c.Model.Norm.String(), Gamma: number(c.Model.Gamma),
 		Params: tr.Model().NumParams(), Solver: c.Forward.Method.String(), Tol: number(c.Forward.Tol),
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
-		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(),
+		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
+	}
+	if c.Model.Cell == train.ConvCell {
+		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
+		s.Channels, s.Groups, s.Kernels = c.Model.Channels, c.Model.Groups, c.Model.Kernels
 	}
 	if c.Backward.Mode == deq.Implicit {
 		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"
@@ -230,7 +246,18 @@ func (s *trainSummary) write(w io.Writer) error {
 	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d test images) after %d epochs; train accuracy %.2f%%, loss %.4f\n",
 		100*e.TestAcc, s.TestSize, s.Epochs, 100*e.TrainAcc, e.TrainLoss)
 	fmt.Fprintf(tw, "data\t%s: %d training, %d test images; BLAS %s\n", s.Data, s.TrainSize, s.TestSize, s.BLAS)
-	fmt.Fprintf(tw, "model\t%s cell, %d hidden, γ̄ %g in %s; %d parameters\n", s.Cell, s.Hidden, float64(s.Gamma), s.Norm, s.Params)
+	proof := "proven"
+	if !s.Proven {
+		proof = "not proven"
+		if s.Groups > 0 {
+			proof += " (GroupNorm)"
+		}
+	}
+	conv := ""
+	if s.Channels > 0 {
+		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, s.Groups, s.Kernels)
+	}
+	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden, γ̄ %g in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, float64(s.Gamma), s.Norm, proof, s.Params)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
 		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -32,13 +33,15 @@ type boundFlag struct {
 	fields []string
 }
 
-// flagDefaults returns the configuration the flags start from: train's
-// defaults, except for the fields whose defaults derive from other flags
-// (left zero so that Defaults derives them) and Seed 1.
-func flagDefaults() train.Config {
-	c, err := train.Config{Seed: 1}.Defaults()
+// flagDefaults returns the configuration the flags start from for a cell
+// kind: train's defaults, except for the fields whose defaults derive from
+// other flags (left zero so that Defaults derives them) and Seed 1. The
+// help shows the dense cell's; config replaces the values of the flags
+// not given by those of the chosen cell.
+func flagDefaults(cell train.CellKind) train.Config {
+	c, err := train.Config{Seed: 1, Model: train.ModelConfig{Cell: cell}}.Defaults()
 	if err != nil {
-		panic(err) // the zero Config is valid
+		panic(err) // the zero Config of every cell is valid
 	}
 	c.Model.Encoder, c.Model.Units, c.Model.Terms = 0, 0, 0
 	c.Forward.SampleScale = 1
@@ -49,7 +52,7 @@ func flagDefaults() train.Config {
 // bindConfig registers the flags that set f.cfg.
 func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	c := &f.cfg
-	*c = flagDefaults()
+	*c = flagDefaults(train.DenseCell)
 	bind := func(name string, nonzero bool, fields ...string) {
 		if nonzero {
 			v := fl.Lookup(name)
@@ -76,9 +79,12 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.Encoder, "encoder", "encoder features (0: --hidden, for mixture rounded up to a multiple of --terms)", false, "Model.Encoder")
 	ints(&c.Model.Units, "units", fmt.Sprintf("wide: hidden units M (0: %d·--hidden)", train.DefaultUnitsPerDim), false, "Model.Units")
 	ints(&c.Model.Terms, "terms", fmt.Sprintf("mixture: terms M (0: %d)", train.DefaultTerms), false, "Model.Terms")
+	ints(&c.Model.Channels, "channels", fmt.Sprintf("conv: channels C of the encoder and the cell (0: %d)", train.DefaultConvChannels), false, "Model.Channels")
+	ints(&c.Model.Groups, "groups", "conv: GroupNorm groups of the encoder and the cell, dividing --channels (0: none; the cell's Lipschitz bound is then unproven)", false, "Model.Groups")
+	ints(&c.Model.Kernels, "kernels", "conv: kernels M the cell averages (0 or 1: deterministic; M > 1: sampled by the stochastic solver)", false, "Model.Kernels")
 	text(&c.Model.Activation, "activation", "cell activation: relu or tanh", "Model.Activation")
 	floats(&c.Model.Gamma, "gamma", "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z", true, "Model.Gamma")
-	ints(&c.Model.ExactEvery, "exact-every", "l2 constraint: exact spectral norm every N projections (power iteration in between)", true, "Model.ExactEvery")
+	ints(&c.Model.ExactEvery, "exact-every", fmt.Sprintf("l2 constraint: exact spectral norm every N projections (power iteration in between); conv: Fourier bound every N (default %d)", train.DefaultConvCertifyEvery), true, "Model.ExactEvery")
 	text(&c.Model.Norm, "norm", "norm of the hidden state: l2, lp:P, linf or schatten:P", "Model.Norm")
 	text(&c.Forward.Method, "solver", "forward solver: "+methods, "Forward.Method")
 	floats(&c.Forward.Tol, "tol", "forward residual tolerance: a solve succeeds when its certified residual bound is at most tol", true, "Forward.Tol")
@@ -107,16 +113,27 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 }
 
 // config returns the validated train.Config of the flags; errors name the
-// flag.
-func (f *trainFlags) config() (train.Config, error) {
+// flag. changed reports whether a flag was given: the flags that were not
+// take the defaults of the chosen cell.
+func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 	c := f.cfg
+	if c.Model.Cell != train.DenseCell {
+		f.cellDefaults(&c, changed)
+	}
 	c.Backward.Solver.Delta, c.Backward.Solver.Memory = c.Forward.Delta, c.Forward.Memory
 	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
+	conv := c.Model.Cell == train.ConvCell
 	switch {
 	case c.Model.Terms != 0 && c.Model.Cell != train.MixtureCell:
 		return c, usagef("--terms applies to --cell mixture only")
 	case c.Model.Units != 0 && c.Model.Cell != train.WideCell:
 		return c, usagef("--units applies to --cell wide only")
+	case !conv && c.Model.Channels != 0:
+		return c, usagef("--channels applies to --cell conv only")
+	case !conv && c.Model.Groups != 0:
+		return c, usagef("--groups applies to --cell conv only")
+	case !conv && c.Model.Kernels != 0:
+		return c, usagef("--kernels applies to --cell conv only")
 	case c.Forward.SampleScale != 1 && !stochastic(c.Forward.Method) && !stochastic(c.Backward.Solver.Method) && !stochastic(c.Eval.Method):
 		return c, usagef("--sample-scale applies to the stochastic solvers only")
 	}
@@ -131,6 +148,25 @@ func (f *trainFlags) config() (train.Config, error) {
 		return d, usagef("%v", err)
 	}
 	return d, nil
+}
+
+// cellDefaults sets the fields of the flags not given to the defaults of
+// c's cell (flagDefaults(c.Model.Cell)).
+func (f *trainFlags) cellDefaults(c *train.Config, changed func(string) bool) {
+	base := flagDefaults(c.Model.Cell)
+	dst, src := reflect.ValueOf(c).Elem(), reflect.ValueOf(base)
+	for _, b := range f.bound {
+		if changed(b.name) {
+			continue
+		}
+		for _, path := range b.fields {
+			d, s := dst, src
+			for _, name := range strings.Split(path, ".") {
+				d, s = d.FieldByName(name), s.FieldByName(name)
+			}
+			d.Set(s)
+		}
+	}
 }
 
 // flagOf returns the name of the flag that sets the Config field, or "".

@@ -113,7 +113,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		args []string
 		flag string
 	}{
-		{base("--cell", "conv"), "--cell"},
+		{base("--cell", "convolution"), "--cell"},
 		{base("--solver", "newton"), "--solver"},
 		{base("--backward", "unrolled"), "--backward"},
 		{base("--backward-solver", "x"), "--backward-solver"},
@@ -139,6 +139,14 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--terms", "3"), "--terms"},
 		{base("--cell", "mixture", "--units", "3"), "--units"},
 		{base("--sample-scale", "0.1"), "--sample-scale"},
+		{base("--channels", "8"), "--channels"},
+		{base("--groups", "2"), "--groups"},
+		{base("--cell", "wide", "--kernels", "2"), "--kernels"},
+		{base("--cell", "conv", "--hidden", "32"), "--hidden"},
+		{base("--cell", "conv", "--encoder", "32"), "--encoder"},
+		{base("--cell", "conv", "--groups", "5"), "--groups"},
+		{base("--cell", "conv", "--channels", "4", "--groups", "2", "--solver", "vrghal"), "--solver"},
+		{base("--cell", "conv", "--channels", "4", "--norm", "linf", "--eval-solver", "vrghal"), "--eval-solver"},
 		{base("--data", "/no/such/dir"), "--data"},
 		{base("--resume"), "--resume"},
 		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
@@ -295,6 +303,44 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Equal(t, 0.0, final["skipped"])
 			require.Positive(t, final["fwd_calls_mean"])
 			require.Positive(t, final["test"].(map[string]any)["certified"])
+		})
+	}
+}
+
+// TestTrainConvCell runs `deq train --cell conv` with every solver,
+// backward mode and norm, GroupNorm and sampled kernels; the summary says
+// whether the cell's bound is proven (only in l2 and schatten:2, without
+// GroupNorm).
+func TestTrainConvCell(t *testing.T) {
+	type run struct {
+		extra  []string
+		proven bool
+	}
+	var runs []run
+	for _, s := range train.Methods() {
+		runs = append(runs, run{[]string{"--solver", s.String(), "--backward-solver", s.String(), "--kernels", "2"}, true})
+	}
+	for _, b := range train.BackwardModes() {
+		runs = append(runs, run{[]string{"--backward", b.String()}, true})
+	}
+	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
+		runs = append(runs, run{[]string{"--norm", n}, false})
+	}
+	runs = append(runs, run{[]string{"--norm", "schatten:2"}, true}, run{[]string{"--groups", "2"}, false})
+	for _, r := range runs {
+		t.Run(strings.Join(r.extra, " "), func(t *testing.T) {
+			args := append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20",
+				"--cell", "conv", "--channels", "2", "--batch", "32", "--epochs", "1", "--max-iter", "10", "--quiet", "--json"}, r.extra...)
+			code, out, errOut := runCmd(args...)
+			require.Equal(t, 0, code, errOut)
+			m := decodeOne(t, out)
+			require.Equal(t, "conv", m["cell"])
+			require.Equal(t, 2.0, m["channels"])
+			require.Equal(t, r.proven, m["proven"])
+			final := m["final"].(map[string]any)
+			require.Equal(t, 2.0, final["batches"])
+			require.Equal(t, 0.0, final["skipped"])
+			require.Positive(t, final["fwd_calls_mean"])
 		})
 	}
 }

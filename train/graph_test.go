@@ -12,7 +12,9 @@ import (
 
 // trainGraph is the gorgonia graph of one training batch of fixed size:
 // the mean softmax cross-entropy of the model's logits, with gradients for
-// every parameter.
+// every parameter. It was the training step of the vector models before
+// the hand-written step (step.go) replaced it, and stays here as the
+// reference that step is checked against.
 type trainGraph struct {
 	n       int
 	vm      G.VM
@@ -38,7 +40,7 @@ func buildGraph(ctx context.Context, m *Model, l *deq.Layer, n int) (tg *trainGr
 		return G.NewMatrix(g, tensor.Float64, G.WithShape(rows, cols), G.WithName(name), G.WithValue(t))
 	}
 	bind := func(p *param) *G.Node {
-		node := matrix(p.name, p.rows, p.cols, p.t)
+		node := matrix(p.name, p.rows, p.cols, tensor.New(tensor.WithShape(p.rows, p.cols), tensor.WithBacking(p.data)))
 		tg.learn = append(tg.learn, node)
 		tg.decay = append(tg.decay, p.decay)
 		return node
