@@ -11,16 +11,22 @@ import (
 	"github.com/deqgo/deq/solver"
 )
 
-// biasedCell adds bias to every sampled evaluation (Size below Terms);
-// its exact map is correct.
-type biasedCell struct {
+// wrappedCell is a cell whose evaluators are the wrapped cell's, passed
+// through wrap.
+type wrappedCell struct {
 	layers.Cell
-	bias float64
+	wrap func(layers.Evaluator) layers.Evaluator
 }
 
-func (c biasedCell) Evaluator(n int) (layers.Evaluator, error) {
+func (c wrappedCell) Evaluator(n int) (layers.Evaluator, error) {
 	e, err := c.Cell.Evaluator(n)
-	return biasedEval{e, c.bias}, err
+	return c.wrap(e), err
+}
+
+// biasedCell adds bias to every sampled evaluation (Size below Terms);
+// its exact map is correct.
+func biasedCell(c layers.Cell, bias float64) layers.Cell {
+	return wrappedCell{c, func(e layers.Evaluator) layers.Evaluator { return biasedEval{e, bias} }}
 }
 
 type biasedEval struct {
@@ -39,14 +45,8 @@ func (e biasedEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 }
 
 // wrongVJPCell scales VJP's (∂f/∂z)ᵀg by factor.
-type wrongVJPCell struct {
-	layers.Cell
-	factor float64
-}
-
-func (c wrongVJPCell) Evaluator(n int) (layers.Evaluator, error) {
-	e, err := c.Cell.Evaluator(n)
-	return wrongVJPEval{e, c.factor}, err
+func wrongVJPCell(c layers.Cell, factor float64) layers.Cell {
+	return wrappedCell{c, func(e layers.Evaluator) layers.Evaluator { return wrongVJPEval{e, factor} }}
 }
 
 type wrongVJPEval struct {
@@ -68,9 +68,8 @@ type understatedCell struct{ layers.Cell }
 func (c understatedCell) Gamma() float64 { return c.Cell.Gamma() / 2 }
 
 var (
-	_ layers.Cell      = biasedCell{}
+	_ layers.Cell      = wrappedCell{}
 	_ layers.Evaluator = biasedEval{}
-	_ layers.Cell      = wrongVJPCell{}
 	_ layers.Evaluator = wrongVJPEval{}
 	_ layers.Cell      = understatedCell{}
 )
@@ -87,7 +86,7 @@ func TestBrokenCellsAreCaught(t *testing.T) {
 		t.Run("biased-oracle", func(t *testing.T) {
 			// A bias of 0.01 on a sampled oracle whose draws spread by
 			// about 0.3: 5 standard errors of a mean of 20000 draws.
-			c := biasedCell{mixture(seed), 0.01}
+			c := biasedCell(mixture(seed), 0.01)
 			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, c, o) }, "CheckUnbiased", "standard errors")
 			// CheckFixedPoint cannot see this bias, and need not: every
 			// cell is a finite sum, so the solver certifies the stochastic
@@ -96,11 +95,11 @@ func TestBrokenCellsAreCaught(t *testing.T) {
 			// sampled oracle's bias is CheckUnbiased's to catch.
 			many := must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 1024, PatchLen: 1, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: seed}))
 			rec := &recorder{TB: t}
-			deqtest.CheckFixedPoint(rec, biasedCell{many, 0.5}, o)
+			deqtest.CheckFixedPoint(rec, biasedCell(many, 0.5), o)
 			require.Empty(t, rec.errs, "the exact certificate holds for the biased cell too")
 		})
 		t.Run("wrong-vjp", func(t *testing.T) {
-			c := wrongVJPCell{dense(seed), 1.001}
+			c := wrongVJPCell(dense(seed), 1.001)
 			caught(t, func(tb testing.TB) { deqtest.CheckVJP(tb, c, o) }, "CheckVJP", "∂⟨g, f⟩/∂z", "central difference")
 		})
 		t.Run("understated-lipschitz", func(t *testing.T) {
@@ -109,7 +108,7 @@ func TestBrokenCellsAreCaught(t *testing.T) {
 			}
 		})
 		t.Run("nan", func(t *testing.T) {
-			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, biasedCell{mixture(seed), math.NaN()}, o) }, "CheckUnbiased")
+			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, biasedCell(mixture(seed), math.NaN()), o) }, "CheckUnbiased")
 		})
 	}
 }

@@ -58,6 +58,20 @@ func newKit(t testing.TB, check string, c layers.Cell, o *Options, salt uint64) 
 	return &kit{t: t, check: check, c: c, o: opts, ev: ev, rng: rand.New(rand.NewPCG(opts.Seed, salt))}
 }
 
+// runCheck runs one check: it builds the check's kit (returning at once if
+// that fails), runs body with it and then reports how many mismatches were
+// not shown. body should call t.Helper, as the check itself does, so that
+// failures point at the test that called the check.
+func runCheck(t testing.TB, check string, c layers.Cell, o *Options, salt uint64, body func(k *kit)) {
+	t.Helper()
+	k := newKit(t, check, c, o, salt)
+	if k == nil {
+		return
+	}
+	defer k.summary()
+	body(k)
+}
+
 // errorf reports a failure prefixed by the check's name.
 func (k *kit) errorf(format string, args ...any) {
 	k.t.Helper()

@@ -36,42 +36,40 @@ import (
 // parameters and their gradients are restored on return.
 func CheckVJP(t testing.TB, c layers.Cell, o *Options) {
 	t.Helper()
-	k := newKit(t, "CheckVJP", c, o, 0x3c6ef372fe94f82b)
-	if k == nil {
-		return
-	}
-	defer k.summary()
-	sv := save(c)
-	defer sv.restore()
-	for p := range k.o.Points {
-		var first []string
-		failed := 0
-		for attempt := 0; attempt <= k.o.Retries; attempt++ {
-			x, z, err := k.point(p + attempt*k.o.Points)
-			if err != nil {
-				k.errorf("point %d: %v", p, err)
-				return
+	runCheck(t, "CheckVJP", c, o, 0x3c6ef372fe94f82b, func(k *kit) {
+		t.Helper()
+		sv := save(c)
+		defer sv.restore()
+		for p := range k.o.Points {
+			var first []string
+			failed := 0
+			for attempt := 0; attempt <= k.o.Retries; attempt++ {
+				x, z, err := k.point(p + attempt*k.o.Points)
+				if err != nil {
+					k.errorf("point %d: %v", p, err)
+					return
+				}
+				ms, err := k.vjpAt(sv, x, z)
+				if err != nil {
+					k.errorf("point %d: %v", p, err)
+					return
+				}
+				if len(ms) == 0 {
+					break
+				}
+				failed++
+				if first == nil {
+					first = ms
+				}
 			}
-			ms, err := k.vjpAt(sv, x, z)
-			if err != nil {
-				k.errorf("point %d: %v", p, err)
-				return
+			if failed <= k.o.Retries {
+				continue
 			}
-			if len(ms) == 0 {
-				break
-			}
-			failed++
-			if first == nil {
-				first = ms
+			for _, m := range first {
+				k.mismatch("point %d: %s (and %d further points failed too)", p, m, k.o.Retries)
 			}
 		}
-		if failed <= k.o.Retries {
-			continue
-		}
-		for _, m := range first {
-			k.mismatch("point %d: %s (and %d further points failed too)", p, m, k.o.Retries)
-		}
-	}
+	})
 }
 
 // vjpAt compares the VJPs at (z, x) with finite differences and returns a

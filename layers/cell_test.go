@@ -254,30 +254,43 @@ func TestOracleUnbiased(t *testing.T) {
 	for _, tc := range smallCells()[2:] {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _, z, _ := setup(t, tc, 6)
-			exact := make([]float64, len(z))
-			require.NoError(t, e.EvalExact(exact, z))
-			sum := make([]float64, len(z))
-			sq := make([]float64, len(z))
-			tau := make([]float64, len(z))
-			for k := range K {
-				_, err := e.Eval(tau, z, solver.Sample{Seed: uint64(1000 + k), Size: 2})
-				require.NoError(t, err)
-				for i, v := range tau {
-					sum[i] += v
-					sq[i] += v * v
-				}
-			}
-			worst := 0.0
-			for i := range sum {
-				mean := sum[i] / K
-				se := math.Sqrt(math.Max(sq[i]/K-mean*mean, 0) * K / (K - 1) / K)
-				worst = math.Max(worst, se)
-				require.LessOrEqual(t, math.Abs(mean-exact[i]), 5*se+1e-15, "coordinate %d", i)
-			}
-			require.Less(t, worst, 0.01*floats.Norm(exact, math.Inf(1)))
-			require.Greater(t, worst, 0.0, "the oracle must be random")
+			requireUnbiased(t, e, z, K, 2)
 		})
 	}
+}
+
+// requireUnbiased draws K evaluations τ(z; ξ_k) of e with Samples of size
+// unit samples (seeds 1000, 1001, …) and requires each to report size unit
+// samples, each coordinate's mean to lie within 5 standard errors
+// (estimated from the draws) of the exact map T(z), and the standard errors
+// to be positive (the oracle is random) and below 1% of ‖T(z)‖∞, so that a
+// bias of 5% would fail.
+func requireUnbiased(t *testing.T, e Evaluator, z []float64, K, size int) {
+	t.Helper()
+	exact := make([]float64, len(z))
+	require.NoError(t, e.EvalExact(exact, z))
+	sum := make([]float64, len(z))
+	sq := make([]float64, len(z))
+	tau := make([]float64, len(z))
+	for k := range K {
+		n, err := e.Eval(tau, z, solver.Sample{Seed: uint64(1000 + k), Size: size})
+		require.NoError(t, err)
+		require.Equal(t, size, n)
+		for i, v := range tau {
+			sum[i] += v
+			sq[i] += v * v
+		}
+	}
+	worst := 0.0
+	fk := float64(K)
+	for i := range sum {
+		mean := sum[i] / fk
+		se := math.Sqrt(math.Max(sq[i]/fk-mean*mean, 0) / (fk - 1))
+		worst = math.Max(worst, se)
+		require.LessOrEqual(t, math.Abs(mean-exact[i]), 5*se+1e-15, "coordinate %d", i)
+	}
+	require.Less(t, worst, 0.01*floats.Norm(exact, math.Inf(1)))
+	require.Greater(t, worst, 0.0, "the oracle must be random")
 }
 
 // pairRatio returns the largest ratio ‖f(z₁) − f(z₂)‖/‖z₁ − z₂‖ over random

@@ -248,6 +248,11 @@ func (e *convEval) adjoint(wk *convWork, dzb, w, delta []float64, rows int) {
 func (e *convEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 	checkLen("dst", len(dst), e.Len())
 	checkLen("z", len(z), e.Len())
+	return e.runSampled(convCall{op: convOpEval, dst: dst, z: z}, s)
+}
+
+// runSampled runs call on the kernels drawn for s and returns their number.
+func (e *convEval) runSampled(call convCall, s solver.Sample) (int, error) {
 	if err := e.ready(); err != nil {
 		return 0, err
 	}
@@ -255,7 +260,8 @@ func (e *convEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	e.run(convCall{op: convOpEval, dst: dst, z: z, idx: idx})
+	call.idx = idx
+	e.run(call)
 	return k, nil
 }
 
@@ -373,15 +379,7 @@ func (e *convEval) VJPHidden(dst, z, g []float64, s solver.Sample) (int, error) 
 	checkLen("dst", len(dst), e.Len())
 	checkLen("z", len(z), e.Len())
 	checkLen("g", len(g), e.Len())
-	if err := e.ready(); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.smp.terms(s, e.c.m)
-	if err != nil {
-		return 0, err
-	}
-	e.run(convCall{op: convOpVJPHidden, dst: dst, z: z, g: g, idx: idx})
-	return k, nil
+	return e.runSampled(convCall{op: convOpVJPHidden, dst: dst, z: z, g: g}, s)
 }
 
 func (e *convEval) VJP(dz, dx, z, g []float64) error {

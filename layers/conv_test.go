@@ -235,29 +235,7 @@ func TestConvOracleUnbiased(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			_, e, _, z, _ := convSetup(t, tc, 5)
-			exact := make([]float64, len(z))
-			require.NoError(t, e.EvalExact(exact, z))
-			sum := make([]float64, len(z))
-			sq := make([]float64, len(z))
-			tau := make([]float64, len(z))
-			for k := range K {
-				n, err := e.Eval(tau, z, solver.Sample{Seed: uint64(1000 + k), Size: 1})
-				require.NoError(t, err)
-				require.Equal(t, 1, n)
-				for i, v := range tau {
-					sum[i] += v
-					sq[i] += v * v
-				}
-			}
-			worst := 0.0
-			for i := range sum {
-				mean := sum[i] / K
-				se := math.Sqrt(math.Max(sq[i]/K-mean*mean, 0) / (K - 1))
-				worst = math.Max(worst, se)
-				require.LessOrEqual(t, math.Abs(mean-exact[i]), 5*se+1e-15, "coordinate %d", i)
-			}
-			require.Less(t, worst, 0.01*floats.Norm(exact, math.Inf(1)))
-			require.Greater(t, worst, 0.0, "the oracle must be random")
+			requireUnbiased(t, e, z, K, 1)
 		})
 	}
 }
@@ -265,14 +243,19 @@ func TestConvOracleUnbiased(t *testing.T) {
 // convOperatorMatrix returns the explicit (C·H·W)×(C·H·W) matrix of
 // z ↦ W_m∗z.
 func convOperatorMatrix(c *Conv, m int) *mat.Dense {
-	d := c.c * c.hw
+	return operatorMatrix(c.c*c.hw, func(dst, z []float64) { c.apply(dst, c.kernel(m), z) })
+}
+
+// operatorMatrix returns the explicit d×d matrix of the linear map f, whose
+// column j is f(e_j).
+func operatorMatrix(d int, f func(dst, z []float64)) *mat.Dense {
 	a := mat.NewDense(d, d, nil)
 	e := make([]float64, d)
 	col := make([]float64, d)
 	for j := range d {
 		clear(e)
 		e[j] = 1
-		c.apply(col, c.kernel(m), e)
+		f(col, e)
 		a.SetCol(j, col)
 	}
 	return a
@@ -296,13 +279,9 @@ func TestConvOperatorNormMatchesExact(t *testing.T) {
 				a := convOperatorMatrix(c, m)
 				// The transposed convolution is the adjoint: its matrix is aᵀ.
 				d := c.c * c.hw
-				e := make([]float64, d)
-				row := make([]float64, d)
+				adj := operatorMatrix(d, func(dst, z []float64) { c.applyAdjoint(dst, c.kernel(m), z) })
 				for i := range d {
-					clear(e)
-					e[i] = 1
-					c.applyAdjoint(row, c.kernel(m), e)
-					require.InDeltaSlice(t, mat.Row(nil, i, a), row, 1e-14)
+					require.InDeltaSlice(t, mat.Row(nil, i, a), mat.Col(nil, i, adj), 1e-14)
 				}
 				want := exactNorm(a)
 				got := c.powerStep(m, 2000)

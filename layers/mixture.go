@@ -3,7 +3,6 @@ package layers
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -90,9 +89,7 @@ func NewMixture(cfg MixtureConfig) (*Mixture, error) {
 		b:     newParam("b", m, h),
 		evals: mru.Cache[int, *mixEval]{Max: MaxCachedBatches},
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
-	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
-	fillNormal(c.u.Data(), rng, 1/math.Sqrt(float64(pl)))
+	initNormal(cfg.Seed, 0x9e3779b97f4a7c15, normalInit{c.w, h}, normalInit{c.u, pl})
 	if err := c.Project(); err != nil {
 		return nil, err
 	}
@@ -202,14 +199,7 @@ func (e *mixEval) SetInput(x []float64) error {
 	h, d, pl := e.c.shape.Hidden, e.c.shape.Input, e.c.pl
 	u, b := e.c.u.Data(), e.c.b.Data()
 	for m := 0; m < e.c.m; m++ {
-		cm := e.cm(m)
-		for r := 0; r < e.rows; r++ {
-			copy(cm[r*h:(r+1)*h], b[m*h:(m+1)*h])
-		}
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-			blas64.General{Rows: e.rows, Cols: pl, Stride: d, Data: e.x[m*pl:]},
-			blas64.General{Rows: pl, Cols: h, Stride: h, Data: u[m*pl*h : (m+1)*pl*h]},
-			1, blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: cm})
+		inputTerm(e.cm(m), general(e.rows, pl, d, e.x[m*pl:]), u[m*pl*h:(m+1)*pl*h], b[m*h:(m+1)*h])
 	}
 	e.hasX = true
 	return nil

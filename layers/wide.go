@@ -3,7 +3,6 @@ package layers
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -99,10 +98,7 @@ func NewWide(cfg WideConfig) (*Wide, error) {
 		v:     newParam("V", m, h),
 		evals: mru.Cache[int, *wideEval]{Max: MaxCachedBatches},
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d))
-	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
-	fillNormal(c.u.Data(), rng, 1/math.Sqrt(float64(d)))
-	fillNormal(c.v.Data(), rng, 1/math.Sqrt(float64(h)))
+	initNormal(cfg.Seed, 0x2545f4914f6cdd1d, normalInit{c.w, h}, normalInit{c.u, d}, normalInit{c.v, h})
 	if err := c.Project(); err != nil {
 		return nil, err
 	}
@@ -236,15 +232,7 @@ func (e *wideEval) Model() solver.Model { return solver.LipschitzInExpectation }
 
 func (e *wideEval) SetInput(x []float64) error {
 	e.setInput(x)
-	d, m := e.c.shape.Input, e.c.m
-	b := e.c.b.Data()
-	for r := 0; r < e.rows; r++ {
-		copy(e.xu[r*m:(r+1)*m], b)
-	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: e.rows, Cols: d, Stride: d, Data: e.x},
-		blas64.General{Rows: d, Cols: m, Stride: m, Data: e.c.u.Data()},
-		1, blas64.General{Rows: e.rows, Cols: m, Stride: m, Data: e.xu})
+	inputTerm(e.xu, dense(e.rows, e.c.shape.Input, e.x), e.c.u.Data(), e.c.b.Data())
 	e.hasX = true
 	return nil
 }
@@ -333,18 +321,9 @@ func (e *wideEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 // and (1/M) Aᵀg.
 func (e *wideEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	h, d, m := c.shape.Hidden, c.shape.Input, c.m
+	h, m := c.shape.Hidden, c.m
 	e.delta(z, g, c.w.Data(), c.v.Data(), e.xu, m)
-	dm := dense(e.rows, m, e.da)
-	if dz != nil {
-		mulABt(1, dm, dense(h, m, c.w.Data()), 0, dense(e.rows, h, dz))
-	}
-	if dx != nil {
-		mulABt(1, dm, dense(d, m, c.u.Data()), 0, dense(e.rows, d, dx))
-	}
-	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, m, c.w.GradData()))
-	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, m, c.u.GradData()))
-	addColSums(c.b.GradData(), e.da, e.rows, m)
+	affineVJP(dz, dx, z, e.x, e.da, c.w, c.u, c.b, e.rows)
 	mulAtB(1/float64(m), dense(e.rows, m, e.pre), dense(e.rows, h, g), 1, dense(m, h, c.v.GradData()))
 }
 
@@ -391,8 +370,7 @@ func (e *wideEval) graph(full bool, k int) (*wideGraph, error) {
 				u := gr.bound("U", c.u.value)
 				b := gr.bound("b", c.b.value)
 				v = gr.bound("V", c.v.value)
-				pre = G.Must(G.Add(G.Must(G.Mul(z, w)), G.Must(G.Mul(x, u))))
-				pre = G.Must(G.BroadcastAdd(pre, b, nil, []byte{0}))
+				pre = affineNode(z, w, x, u, b)
 				wrt = G.Nodes{z, x, w, u, b, v}
 			} else {
 				var cn *G.Node

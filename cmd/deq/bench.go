@@ -28,10 +28,9 @@ type benchFlags struct {
 
 func newBenchCmd() *cobra.Command {
 	var f benchFlags
-	cmd := &cobra.Command{
-		Use:   "bench [flags]",
-		Short: "Run the benchmarks and write JSON, PNG plots and a Markdown report",
-		Long: `Bench runs the benchmark sections of internal/bench: samples the stochastic
+	cmd := newCommand("bench [flags]",
+		"Run the benchmarks and write JSON, PNG plots and a Markdown report",
+		`Bench runs the benchmark sections of internal/bench: samples the stochastic
 solvers need to reach a true residual ε (stochastic), VR-GHAL's overhead
 against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic
@@ -41,24 +40,7 @@ solvers on a trained DEQ (forward; the model is trained once and cached in
 text after the report's end marker in an existing Markdown file is kept.
 Sample counts are reproducible from the flags; timings depend on the machine.
 --quick is a smoke run that finishes in under a minute.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config(cmd)
-			if err != nil {
-				return err
-			}
-			cfg.Progress = cmd.ErrOrStderr()
-			rep, err := bench.Run(cmd.Context(), cfg)
-			if err != nil {
-				return runtimeError{err}
-			}
-			files, err := report.Write(rep, f.out, f.markdown)
-			if err != nil {
-				return runtimeError{err}
-			}
-			return printBenchSummary(cmd.OutOrStdout(), rep, files)
-		},
-	}
+		f.run)
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "bench-results", "directory for bench.json and the plots")
 	fl.StringVar(&f.markdown, "markdown", "", "path of the Markdown report (default: --out/BENCHMARKS.md)")
@@ -71,6 +53,24 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.StringVar(&f.data, "data", "", "data set of the forward and training sections (default: fashion-mnist if installed, else synthetic)")
 	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")
 	return cmd
+}
+
+// run runs `deq bench` with the flags.
+func (f *benchFlags) run(cmd *cobra.Command) error {
+	cfg, err := f.config(cmd)
+	if err != nil {
+		return err
+	}
+	cfg.Progress = cmd.ErrOrStderr()
+	rep, err := bench.Run(cmd.Context(), cfg)
+	if err != nil {
+		return runtimeError{err}
+	}
+	files, err := report.Write(rep, f.out, f.markdown)
+	if err != nil {
+		return runtimeError{err}
+	}
+	return printBenchSummary(cmd.OutOrStdout(), rep, files)
 }
 
 // config checks the flags and returns the bench configuration. Its errors

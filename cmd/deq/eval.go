@@ -27,18 +27,13 @@ type evalFlags struct {
 
 func newEvalCmd() *cobra.Command {
 	var f evalFlags
-	cmd := &cobra.Command{
-		Use:   "eval --checkpoint F [flags]",
-		Short: "Evaluate a trained DEQ classifier on a test set and report solver statistics",
-		Long: `Eval loads a checkpoint written by deq train and classifies the test set of
+	cmd := newCommand("eval --checkpoint F [flags]",
+		"Evaluate a trained DEQ classifier on a test set and report solver statistics",
+		`Eval loads a checkpoint written by deq train and classifies the test set of
 --data with the forward solver --solver (by default the run's evaluation
 solver, with its tolerance and iteration limit), reporting accuracy, loss,
 solver work and the residual certificates of the solves.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd)
-		},
-	}
+		f.run)
 	fl := cmd.Flags()
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
 	f.data.bind(fl, "(default: the run's)", false)

@@ -207,15 +207,23 @@ func TestSolveUsageErrors(t *testing.T) {
 		{[]string{"solve", "--problem", "mdp", "--solver", "picard", "--noise", "1"}, "--noise"},
 		{[]string{"solve", "--problem", "mdp", "--solver", "picard", "--norm", "l2"}, "--norm"},
 	} {
-		code, out, errOut := runCmd(tc.args...)
-		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
-		require.Empty(t, out, tc.args)
-		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
-		require.True(t, strings.HasPrefix(errOut, "deq: "), errOut)
-		require.Contains(t, errOut, tc.flag, tc.args)
-		require.NotContains(t, errOut, "goroutine", "no panic trace")
+		requireUsageError(t, tc.args, tc.flag)
 	}
 	code, _, errOut := runCmd("solve", "stray")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "stray")
+}
+
+// requireUsageError runs the command line args and requires a usage
+// error: exit status exitUsage, nothing on standard output and one line
+// "deq: …" naming want on standard error, without a panic trace.
+func requireUsageError(t *testing.T, args []string, want string) {
+	t.Helper()
+	code, out, errOut := runCmd(args...)
+	require.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+	require.Empty(t, out, args)
+	require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	require.True(t, strings.HasPrefix(errOut, "deq: "), errOut)
+	require.Contains(t, errOut, want, args)
+	require.NotContains(t, errOut, "goroutine", "no panic trace")
 }

@@ -159,12 +159,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"eval", "--checkpoint", ck, "--tol", "-1"}, "--tol"},
 		{[]string{"eval", "--checkpoint", ck, "--delta", "2"}, "--delta"},
 	} {
-		code, out, errOut := runCmd(tc.args...)
-		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
-		require.Empty(t, out, tc.args)
-		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
-		require.True(t, strings.HasPrefix(errOut, "deq: "), errOut)
-		require.Contains(t, errOut, tc.flag, tc.args)
+		requireUsageError(t, tc.args, tc.flag)
 	}
 	// A damaged checkpoint is refused by name.
 	b, err := os.ReadFile(ck)

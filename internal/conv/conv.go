@@ -43,6 +43,31 @@ func (g Geom) ColCols() int { return g.OutH() * g.OutW() }
 // ImageLen returns In·H·W.
 func (g Geom) ImageLen() int { return g.In * g.H * g.W }
 
+// blocks calls fn for every row (c, ky, kx) of the column matrix col, in
+// order, with that row (OutH·OutW entries) and channel c of the image x, so
+// that Im2Col and its adjoint walk the same geometry.
+func (g Geom) blocks(col, x []float64, fn func(row, img []float64, ky, kx int)) {
+	n := g.OutH() * g.OutW()
+	hw := g.H * g.W
+	r := 0
+	for c := 0; c < g.In; c++ {
+		img := x[c*hw : (c+1)*hw]
+		for ky := 0; ky < g.K; ky++ {
+			for kx := 0; kx < g.K; kx++ {
+				fn(col[r*n:(r+1)*n], img, ky, kx)
+				r++
+			}
+		}
+	}
+}
+
+// unitSpan returns, for Stride 1 and kernel column kx, the output columns
+// [lo, hi) among the ow = OutW() that read inside the image (ix = ox + kx − Pad); hi ≤ lo when
+// none do.
+func (g Geom) unitSpan(kx, ow int) (lo, hi int) {
+	return max(0, g.Pad-kx), min(ow, g.W+g.Pad-kx)
+}
+
 // Im2Col writes the column matrix of the image x into col, a row-major
 // ColRows×ColCols matrix: row (c, ky, kx), column (oy, ox) holds
 // x[c, oy·Stride + ky − Pad, ox·Stride + kx − Pad], or 0 outside the image.
@@ -50,46 +75,37 @@ func (g Geom) ImageLen() int { return g.In * g.H * g.W }
 // convolution, Out×(OutH·OutW).
 func (g Geom) Im2Col(col, x []float64) {
 	oh, ow := g.OutH(), g.OutW()
-	hw := g.H * g.W
-	r := 0
-	for c := 0; c < g.In; c++ {
-		img := x[c*hw : (c+1)*hw]
-		for ky := 0; ky < g.K; ky++ {
-			for kx := 0; kx < g.K; kx++ {
-				dst := col[r*oh*ow : (r+1)*oh*ow]
-				r++
-				for oy := 0; oy < oh; oy++ {
-					row := dst[oy*ow : (oy+1)*ow]
-					iy := oy*g.Stride + ky - g.Pad
-					if iy < 0 || iy >= g.H {
-						clear(row)
-						continue
-					}
-					src := img[iy*g.W : (iy+1)*g.W]
-					if g.Stride == 1 {
-						// ix = ox + kx − Pad: a shifted copy with zero ends.
-						lo, hi := max(0, g.Pad-kx), min(ow, g.W+g.Pad-kx)
-						clear(row[:lo])
-						if hi > lo {
-							copy(row[lo:hi], src[lo+kx-g.Pad:hi+kx-g.Pad])
-						} else {
-							hi = lo
-						}
-						clear(row[hi:])
-						continue
-					}
-					for ox := range row {
-						ix := ox*g.Stride + kx - g.Pad
-						if ix < 0 || ix >= g.W {
-							row[ox] = 0
-						} else {
-							row[ox] = src[ix]
-						}
-					}
+	g.blocks(col, x, func(dst, img []float64, ky, kx int) {
+		for oy := 0; oy < oh; oy++ {
+			row := dst[oy*ow : (oy+1)*ow]
+			iy := oy*g.Stride + ky - g.Pad
+			if iy < 0 || iy >= g.H {
+				clear(row)
+				continue
+			}
+			src := img[iy*g.W : (iy+1)*g.W]
+			if g.Stride == 1 {
+				// ix = ox + kx − Pad: a shifted copy with zero ends.
+				lo, hi := g.unitSpan(kx, ow)
+				clear(row[:lo])
+				if hi > lo {
+					copy(row[lo:hi], src[lo+kx-g.Pad:hi+kx-g.Pad])
+				} else {
+					hi = lo
+				}
+				clear(row[hi:])
+				continue
+			}
+			for ox := range row {
+				ix := ox*g.Stride + kx - g.Pad
+				if ix < 0 || ix >= g.W {
+					row[ox] = 0
+				} else {
+					row[ox] = src[ix]
 				}
 			}
 		}
-	}
+	})
 }
 
 // Col2ImAdd adds the adjoint of Im2Col applied to col into x: every entry of
@@ -97,41 +113,31 @@ func (g Geom) Im2Col(col, x []float64) {
 // dropped).
 func (g Geom) Col2ImAdd(x, col []float64) {
 	oh, ow := g.OutH(), g.OutW()
-	hw := g.H * g.W
-	r := 0
-	for c := 0; c < g.In; c++ {
-		img := x[c*hw : (c+1)*hw]
-		for ky := 0; ky < g.K; ky++ {
-			for kx := 0; kx < g.K; kx++ {
-				src := col[r*oh*ow : (r+1)*oh*ow]
-				r++
-				for oy := 0; oy < oh; oy++ {
-					iy := oy*g.Stride + ky - g.Pad
-					if iy < 0 || iy >= g.H {
-						continue
+	g.blocks(col, x, func(src, img []float64, ky, kx int) {
+		for oy := 0; oy < oh; oy++ {
+			iy := oy*g.Stride + ky - g.Pad
+			if iy < 0 || iy >= g.H {
+				continue
+			}
+			row := src[oy*ow : (oy+1)*ow]
+			dst := img[iy*g.W : (iy+1)*g.W]
+			if g.Stride == 1 {
+				if lo, hi := g.unitSpan(kx, ow); hi > lo {
+					d := dst[lo+kx-g.Pad : hi+kx-g.Pad]
+					for i, v := range row[lo:hi] {
+						d[i] += v
 					}
-					row := src[oy*ow : (oy+1)*ow]
-					dst := img[iy*g.W : (iy+1)*g.W]
-					if g.Stride == 1 {
-						lo, hi := max(0, g.Pad-kx), min(ow, g.W+g.Pad-kx)
-						if hi > lo {
-							d := dst[lo+kx-g.Pad : hi+kx-g.Pad]
-							for i, v := range row[lo:hi] {
-								d[i] += v
-							}
-						}
-						continue
-					}
-					for ox, v := range row {
-						ix := ox*g.Stride + kx - g.Pad
-						if ix >= 0 && ix < g.W {
-							dst[ix] += v
-						}
-					}
+				}
+				continue
+			}
+			for ox, v := range row {
+				ix := ox*g.Stride + kx - g.Pad
+				if ix >= 0 && ix < g.W {
+					dst[ix] += v
 				}
 			}
 		}
-	}
+	})
 }
 
 // Block size of Gemm: gonum's Dgemm multiplies serially (and allocates
