@@ -65,7 +65,7 @@ func (g Geom) blocks(col, x []float64, fn func(row, img []float64, ky, kx int)) 
 // [lo, hi) among the ow = OutW() that read inside the image (ix = ox + kx − Pad); hi ≤ lo when
 // none do.
 func (g Geom) unitSpan(kx, ow int) (lo, hi int) {
-	return max(0, g.Pad-kx), min(ow, g.W+g.Pad-kx)
+	return min(ow, max(0, g.Pad-kx)), min(ow, g.W+g.Pad-kx)
 }
 
 // Im2Col writes the column matrix of the image x into col, a row-major

@@ -48,6 +48,7 @@ func geoms() []Geom {
 		{In: 2, H: 2, W: 3, K: 3, Stride: 1, Pad: 1},
 		{In: 2, H: 6, W: 5, K: 5, Stride: 1, Pad: 2},
 		{In: 1, H: 4, W: 4, K: 3, Stride: 1, Pad: 0},
+		{In: 1, H: 1, W: 1, K: 5, Stride: 1, Pad: 2}, // padding wider than the image
 	}
 }
 
