@@ -94,9 +94,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		b:     newParam("b", 1, h),
 		evals: mru.Cache[int, *denseEval]{Max: MaxCachedBatches},
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1b54a32d192ed03))
-	fillNormal(c.w.Data(), rng, 1/math.Sqrt(float64(h)))
-	fillNormal(c.u.Data(), rng, 1/math.Sqrt(float64(d)))
+	initNormal(cfg.Seed, 0xd1b54a32d192ed03, normalInit{c.w, h}, normalInit{c.u, d})
 	c.params = []*Param{c.w, c.u, c.b}
 	if cfg.Normalization != Projection {
 		// Start from the projected initial W: under SpectralNorm with V the
@@ -269,15 +267,7 @@ func (e *denseEval) SetInput(x []float64) error {
 		}
 	}
 	e.setInput(x)
-	h, d := e.c.shape.Hidden, e.c.shape.Input
-	b := e.c.b.Data()
-	for r := 0; r < e.rows; r++ {
-		copy(e.cst[r*h:(r+1)*h], b)
-	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: e.rows, Cols: d, Stride: d, Data: e.x},
-		blas64.General{Rows: d, Cols: h, Stride: h, Data: e.c.u.Data()},
-		1, blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: e.cst})
+	inputTerm(e.cst, dense(e.rows, e.c.shape.Input, e.x), e.c.u.Data(), e.c.b.Data())
 	e.hasX = true
 	return nil
 }
@@ -384,8 +374,7 @@ func (e *denseEval) graph(full bool, k int) (*denseGraph, error) {
 				x, dg.x = gr.input("x", e.rows, d)
 				u := gr.bound("U", c.u.value)
 				b := gr.bound("b", c.b.value)
-				pre = G.Must(G.Add(G.Must(G.Mul(z, w)), G.Must(G.Mul(x, u))))
-				pre = G.Must(G.BroadcastAdd(pre, b, nil, []byte{0}))
+				pre = affineNode(z, w, x, u, b)
 				wrt = G.Nodes{z, x, w, u, b}
 			} else {
 				var cn *G.Node
