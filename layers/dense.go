@@ -303,18 +303,7 @@ func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
 // and W, U, b gain zᵀδ, xᵀδ and the column sums of δ.
 func (e *denseEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	h, d := c.shape.Hidden, c.shape.Input
-	delta := e.delta(z, g)
-	dm := dense(e.rows, h, delta)
-	if dz != nil {
-		mulABt(1, dm, dense(h, h, c.w.Data()), 0, dense(e.rows, h, dz))
-	}
-	if dx != nil {
-		mulABt(1, dm, dense(d, h, c.u.Data()), 0, dense(e.rows, d, dx))
-	}
-	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, h, c.w.GradData()))
-	mulAtB(1, dense(e.rows, d, e.x), dm, 1, dense(d, h, c.u.GradData()))
-	addColSums(c.b.GradData(), delta, e.rows, h)
+	affineVJP(dz, dx, z, e.x, e.delta(z, g), c.w, c.u, c.b, e.rows)
 	c.chainW()
 }
 
