@@ -68,7 +68,7 @@ func ExampleVRGHAL() {
 	fmt.Printf("certified residual below 0.02 with probability %.2f (rule %v): %v\n", 1-res.Certificate.Delta, res.Certificate.Rule, res.Certificate.Bound < 0.02)
 	// Output:
 	// Success after 6 epochs
-	// x = (0.59, -2.35); the fixed point is (0.59, -2.35)
+	// x = (0.58, -2.35); the fixed point is (0.59, -2.35)
 	// true residual below 0.01: true
 	// certified residual below 0.02 with probability 0.95 (rule variance-mom): true
 }

@@ -119,9 +119,38 @@ type VRGHAL struct {
 	// oracle declares is an error, a weaker one is allowed.
 	Model Model
 	// SampleScale multiplies every unit-sample size (bucket sizes and
-	// minibatches m_{k,j}). Zero means DefaultVRGHALSampleScale, the
-	// paper's constants.
+	// minibatches m_{k,j}) under PaperConstants, and only the inner
+	// minibatches m_{k,j} under TunedConstants. Zero means
+	// DefaultVRGHALSampleScale, the paper's constants.
 	SampleScale float64
+	// Constants selects the constants of the schedules: TunedConstants
+	// (the zero value, efficient) or PaperConstants (the reference paper's
+	// exactly, for reproducing the Master Theorem). See the Constants
+	// section.
+	Constants VRConstants
+}
+
+// VRConstants selects the constants of VR-GHAL's schedules.
+type VRConstants int
+
+const (
+	// TunedConstants is the default: the estimators, δ allocation, ε₀ and
+	// regime of the Constants section of VRGHAL.
+	TunedConstants VRConstants = iota
+	// PaperConstants are the reference paper's constants of Algorithm 1,
+	// exactly as the Master Theorem states them.
+	PaperConstants
+)
+
+// String returns "tuned" or "paper".
+func (c VRConstants) String() string {
+	switch c {
+	case TunedConstants:
+		return "tuned"
+	case PaperConstants:
+		return "paper"
+	}
+	return fmt.Sprintf("VRConstants(%d)", int(c))
 }
 
 var (
@@ -160,6 +189,7 @@ func (v VRGHAL) Validate(p Problem) error {
 type vrConfig struct {
 	beta, delta, gamma, eps0, lambda0, scale float64
 	model                                    Model
+	constants                                VRConstants
 }
 
 // config validates v and resolves it against an oracle of model om.
@@ -168,7 +198,10 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 		beta: cmp.Or(v.Beta, DefaultVRGHALBeta), delta: cmp.Or(v.Delta, DefaultVRGHALDelta),
 		gamma: cmp.Or(v.Gamma, DefaultVRGHALGamma), eps0: cmp.Or(v.Eps0, DefaultVRGHALEps0),
 		lambda0: cmp.Or(v.Lambda0, DefaultVRGHALLambda0), scale: cmp.Or(v.SampleScale, DefaultVRGHALSampleScale),
-		model: om,
+		model: om, constants: v.Constants,
+	}
+	if v.Constants != TunedConstants && v.Constants != PaperConstants {
+		return c, fmt.Errorf("solver: VRGHAL.Constants = %v is not TunedConstants or PaperConstants", v.Constants)
 	}
 	if err := checkRange("VRGHAL.Beta", c.beta, 0, 1, true); err != nil {
 		return c, err
@@ -305,6 +338,9 @@ func (v VRGHAL) Run(e *Env) error {
 	c, err := v.config(e.Oracle().Model())
 	if err != nil {
 		return err
+	}
+	if c.constants == TunedConstants {
+		return newTunedRun(e, c).run()
 	}
 	return newVRRun(e, c).run()
 }
