@@ -179,8 +179,8 @@ func (r *tunedRun) exactInto(dst, x []float64) error {
 //     N the smallest size at which the Banach-space concentration radius
 //     √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N) is at most a (RuleBoundedNoise);
 //   - a variance bound σ² (VarianceBound): k buckets of m unit samples with
-//     (k, p) = MoMChebyshevBuckets(δ) and m = ⌈κσ²/(p(a/2)²)⌉, so that each
-//     bucket is within ε = a/2 of T(x) with probability at least 1 − p
+//     (k, p) = MoMChebyshevBuckets(δ) and m = ⌈κσ²/(p a²)⌉, so that each
+//     bucket is within ε = a of T(x) with probability at least 1 − p
 //     (Chebyshev and the paper's minibatch-variance lemma); the estimate is
 //     the Hsu–Sabato selection, or the geometric median in a Hilbert norm
 //     when its majority radius r is smaller, and the radius is r + ε
@@ -257,8 +257,7 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 	case math.IsNaN(a) || vv == 0 || math.IsNaN(vv):
 		size = 16 // pilot without a declaration
 	default:
-		eb := a / 2
-		m := kappa * vv / (p * eb * eb)
+		m := kappa * vv / (p * a * a)
 		if float64(buckets)*m >= terms {
 			return exact()
 		}
