@@ -67,7 +67,7 @@ func ExampleVRGHAL() {
 	fmt.Printf("true residual below 0.01: %v\n", math.Max(math.Abs(tx[0]-res.X[0]), math.Abs(tx[1]-res.X[1])) < 0.01)
 	fmt.Printf("certified residual below 0.02 with probability %.2f (rule %v): %v\n", 1-res.Certificate.Delta, res.Certificate.Rule, res.Certificate.Bound < 0.02)
 	// Output:
-	// Success after 6 epochs
+	// Success after 8 epochs
 	// x = (0.59, -2.35); the fixed point is (0.59, -2.35)
 	// true residual below 0.01: true
 	// certified residual below 0.02 with probability 0.95 (rule variance-mom): true

@@ -82,6 +82,77 @@ import (
 // whatever interrupts the epoch after it. It suggests the last bucket size to
 // the certificate.
 //
+// # Constants
+//
+// Everything above describes PaperConstants, the reference paper's
+// Algorithm 1 with its constants, kept for reproducing the Master Theorem.
+// The default, TunedConstants, keeps the algorithm (anchored inner steps,
+// clipped recursive differences, the Master Theorem's n_k and the model's
+// m_{k,j} formulas) and changes the following; each change keeps a
+// guarantee that is proven, as argued here.
+//
+//   - Epoch-start estimator. The paper's proof of the Master Theorem needs
+//     at x̂_k "any high-probability estimator" of T(x̂_k) with error at most
+//     a_k = ε_{k+1}/2 (times a fixed constant) with probability 1 − δ'_k;
+//     median of means with 18 ln(1/δ) buckets of 27/ε² samples is one. The
+//     tuned estimator is the rigorous certificate rule of the oracle's
+//     declaration, sized for radius a_k: for a NoiseBound the mean of the
+//     smallest N whose Banach-space concentration radius √(2κ ln(2/δ)σ²/N)
+//   - C ln(2/δ)b/(3N) is at most a_k (the paper's concentration
+//     proposition); for a VarianceBound the median of means with the
+//     exact-binomial bucket count of MoMChebyshevBuckets (about 2 ln(1/δ)
+//     buckets at failure p ≈ 0.1 instead of 18 ln(1/δ) at 1/3, by the same
+//     Chebyshev and minibatch-variance lemma argument), whose selection is
+//     the Hsu–Sabato one or, in a Hilbert norm, the geometric median
+//     (Minsker 2015) when its majority radius is smaller — any point z with
+//     more than half the bucket means within r of it is within r + ε of
+//     T(x̂_k) on the event (GeometricMedian); for a FiniteSum, a single
+//     exact evaluation (Terms() samples) once the estimate would need as
+//     many, and likewise every inner step whose 2·n_k·m_{k,j} reaches
+//     Terms(). The estimate's radius ρ_k is known, so B_k = R̃_k + ρ_k is a
+//     rigorous bound at every epoch. Without a declaration the buckets are
+//     sized with a plug-in variance and the estimate has no guarantee
+//     (Success then needs a rigorous Certificate, as before).
+//   - ε₀ from a pilot. The first estimate, at x0, aims at radius √(κσ²)/2
+//     (σ² declared); ε₀ is then the larger of its residual R̃₀ and 2ρ₀/β,
+//     so the pilot meets the theorem's first requirement; the Master
+//     Theorem holds for any ε₀ (it enters only the constants A_p). With a
+//     tolerance in force, ε₀ is raised (by less than 1/β) so that a_{K*} =
+//     0.4·Tol for an integer K*: the run then meets Tol with the epoch
+//     whose estimate was sized for it, instead of overshooting by up to
+//     1/β² in samples. ε₀ is in the problem's units (the paper's ε₀ = 1 is
+//     relative to σ√κ); this only rescales the constants A_p.
+//   - δ reallocation. The estimate at x̂_k gets δ'_k = 0.9δ·w_k and the
+//     inner martingale events of epoch k get 0.1δ·w_k, with w_k =
+//     2^{−(K*−k+2)} up to K* and 3/(π²(k − K*)²) after, so Σ_k w_k ≤ 1 and
+//     the union of all events still fails with probability at most δ (the
+//     summability the proof uses, with more of δ on the large final
+//     estimates). Every B_k holds on the estimates' events alone, so a
+//     Success is a bound with probability at least 1 − δ whatever the inner
+//     steps do.
+//   - Contractive regime. With a known γ̄ < 1 every epoch uses λ_k = 0 (no
+//     anchoring, a restart from x̂_{k−1}): J_k = ⌈ln β/ln γ̄⌉ steps of the
+//     γ̄-contraction give the basic GHAL lemma's first inequality with
+//     λ̄_k = 0, so the terms 2λ̄_k(‖x0 − x*‖ + Σε̃_i) of the Master Theorem's
+//     recursion vanish and m_{k,j} ∝ R̃²/(ε_k²(1 − γ̄)^q) gives the
+//     (1 − γ)^{-3}ε^{-2} rate of the paper's contractive corollaries.
+//   - Adaptive restart. An epoch ends at the first inner step j whose
+//     running estimate already satisfies the lemma's conclusion,
+//     ‖T̃_{k−1,j} − y_j‖ ≤ βR̃_{k−1} + λ̄_k‖y_j − y₀‖, which is all the
+//     induction of the Master Theorem uses from the epoch (J_k is a cap).
+//     This exploits contraction the run was not told of.
+//   - Balanced inner steps. Under LipschitzInExpectation and
+//     SamplewiseLipschitz, m_{k,j} is the lemma's value times SampleScale,
+//     enlarged so that the epoch's inner steps draw about half the samples
+//     of its closing estimate: the variance–minibatch assumption is
+//     monotone in m, so enlarging keeps it; a SampleScale below 1 changes
+//     only its constants a_0, a_1, hence the A_p of the theorem. Under
+//     BoundedVariance no enlargement is made.
+//
+// A start point close to a fixed point (a warm start from a previous
+// solve) gives a small pilot residual and so a small ε₀: the run does not
+// pay the cold epochs of the default ε₀ = 1.
+//
 // # Limitations
 //
 // The paper's constants are conservative and its sample sizes grow
@@ -119,9 +190,38 @@ type VRGHAL struct {
 	// oracle declares is an error, a weaker one is allowed.
 	Model Model
 	// SampleScale multiplies every unit-sample size (bucket sizes and
-	// minibatches m_{k,j}). Zero means DefaultVRGHALSampleScale, the
-	// paper's constants.
+	// minibatches m_{k,j}) under PaperConstants, and only the inner
+	// minibatches m_{k,j} under TunedConstants. Zero means
+	// DefaultVRGHALSampleScale, the paper's constants.
 	SampleScale float64
+	// Constants selects the constants of the schedules: TunedConstants
+	// (the zero value, efficient) or PaperConstants (the reference paper's
+	// exactly, for reproducing the Master Theorem). See the Constants
+	// section.
+	Constants VRConstants
+}
+
+// VRConstants selects the constants of VR-GHAL's schedules.
+type VRConstants int
+
+const (
+	// TunedConstants is the default: the estimators, δ allocation, ε₀ and
+	// regime of the Constants section of VRGHAL.
+	TunedConstants VRConstants = iota
+	// PaperConstants are the reference paper's constants of Algorithm 1,
+	// exactly as the Master Theorem states them.
+	PaperConstants
+)
+
+// String returns "tuned" or "paper".
+func (c VRConstants) String() string {
+	switch c {
+	case TunedConstants:
+		return "tuned"
+	case PaperConstants:
+		return "paper"
+	}
+	return fmt.Sprintf("VRConstants(%d)", int(c))
 }
 
 var (
@@ -160,6 +260,7 @@ func (v VRGHAL) Validate(p Problem) error {
 type vrConfig struct {
 	beta, delta, gamma, eps0, lambda0, scale float64
 	model                                    Model
+	constants                                VRConstants
 }
 
 // config validates v and resolves it against an oracle of model om.
@@ -168,7 +269,10 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 		beta: cmp.Or(v.Beta, DefaultVRGHALBeta), delta: cmp.Or(v.Delta, DefaultVRGHALDelta),
 		gamma: cmp.Or(v.Gamma, DefaultVRGHALGamma), eps0: cmp.Or(v.Eps0, DefaultVRGHALEps0),
 		lambda0: cmp.Or(v.Lambda0, DefaultVRGHALLambda0), scale: cmp.Or(v.SampleScale, DefaultVRGHALSampleScale),
-		model: om,
+		model: om, constants: v.Constants,
+	}
+	if v.Constants != TunedConstants && v.Constants != PaperConstants {
+		return c, fmt.Errorf("solver: VRGHAL.Constants = %v is not TunedConstants or PaperConstants", v.Constants)
 	}
 	if err := checkRange("VRGHAL.Beta", c.beta, 0, 1, true); err != nil {
 		return c, err
@@ -305,6 +409,9 @@ func (v VRGHAL) Run(e *Env) error {
 	c, err := v.config(e.Oracle().Model())
 	if err != nil {
 		return err
+	}
+	if c.constants == TunedConstants {
+		return newTunedRun(e, c).run()
 	}
 	return newVRRun(e, c).run()
 }

@@ -417,7 +417,7 @@ func TestVRGHALSamplesFollowSchedule(t *testing.T) {
 	for _, model := range []Model{BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz} {
 		var total [2]int64
 		for i, scale := range []float64{1, 0.1} {
-			m := VRGHAL{Gamma: 0.9, Model: model, SampleScale: scale}
+			m := VRGHAL{Gamma: 0.9, Model: model, SampleScale: scale, Constants: PaperConstants}
 			res, err := Solve(context.Background(), p, make([]float64, vrDim), &Settings{Tol: 1e-12, MaxIter: 4, Seed: 5}, m)
 			require.NoError(t, err)
 			require.Equal(t, IterationLimit, res.Status)
@@ -455,7 +455,7 @@ func TestVRGHALAnytimeStops(t *testing.T) {
 	o := newVRShift(7, vrDim, 0.1, 0.3)
 	p := Problem{Oracle: o, Norm: vrNorm(t, true, vrDim)}
 	x0 := make([]float64, vrDim)
-	m := VRGHAL{SampleScale: 0.05}
+	m := VRGHAL{SampleScale: 0.05, Constants: PaperConstants}
 	solve := func(ctx context.Context, s Settings) *Result {
 		s.Seed, s.Tol = 11, 1e-12
 		s.Certify.Skip = true
@@ -528,7 +528,7 @@ func TestVRGHALDeterministic(t *testing.T) {
 	norm := vrNorm(t, false, vrDim)
 	x0 := []float64{1, -1, 2, 0, 0.5}
 	const epochs = 6
-	res, err := Solve(context.Background(), Problem{Oracle: f, Norm: norm}, x0, &Settings{Tol: 1e-14, MaxIter: epochs}, VRGHAL{})
+	res, err := Solve(context.Background(), Problem{Oracle: f, Norm: norm}, x0, &Settings{Tol: 1e-14, MaxIter: epochs}, VRGHAL{Constants: PaperConstants})
 	require.NoError(t, err)
 	require.Equal(t, IterationLimit, res.Status)
 
@@ -559,7 +559,7 @@ func TestVRGHALDeterministic(t *testing.T) {
 
 	// Assuming a weaker model spends the stochastic sample sizes.
 	weak, err := Solve(context.Background(), Problem{Oracle: a, Norm: norm}, x0, &Settings{MaxIter: 1, Certify: CertifySettings{Skip: true}},
-		VRGHAL{Model: BoundedVariance})
+		VRGHAL{Model: BoundedVariance, Constants: PaperConstants})
 	require.NoError(t, err)
 	require.Greater(t, weak.Stats.Calls, int64(79))
 }
@@ -662,7 +662,7 @@ func TestVRGHALSamplesGrowAsTolShrinks(t *testing.T) {
 		var prev *Result
 		for i, eps := range epsilons {
 			tol := eps / 2
-			res, err := Solve(context.Background(), p, make([]float64, o.Len()), &Settings{Tol: tol, MaxIter: 16, Seed: seed}, VRGHAL{})
+			res, err := Solve(context.Background(), p, make([]float64, o.Len()), &Settings{Tol: tol, MaxIter: 16, Seed: seed}, VRGHAL{Constants: PaperConstants})
 			require.NoError(t, err)
 			// vrShift declares no variance, so the stop is on the
 			// estimate, and its certificate is an estimate too.

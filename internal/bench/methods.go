@@ -61,7 +61,9 @@ func methodSpecs() []methodSpec {
 		default:
 			for _, m := range []solver.Model{solver.BoundedVariance, solver.LipschitzInExpectation, solver.SamplewiseLipschitz} {
 				out = append(out, methodSpec{
-					name: report.VRGHALName(m), vr: true, needs: m,
+					// VR-GHAL runs once per ε, with Tol = ε, so that
+					// its own rigorous bound can stop it (see runTask).
+					name: report.VRGHALName(m), vr: true, perEps: true, needs: m,
 					make: func(c *calibration, s *settings, _ float64) solver.Method {
 						return withModel(info.New(methodOptions(c, s)), m)
 					},
@@ -99,7 +101,10 @@ func withModel(m solver.Method, model solver.Model) solver.Method {
 func describe(m solver.Method) string {
 	switch m := m.(type) {
 	case solver.VRGHAL:
-		return fmt.Sprintf("γ̄ = %g, δ = %g, β = 1/2, ε₀ = 1, λ̄₀ = 1, SampleScale = %g, model %v", m.Gamma, m.Delta, m.SampleScale, m.Model)
+		if m.Constants == solver.PaperConstants {
+			return fmt.Sprintf("paper constants, γ̄ = %g, δ = %g, β = 1/2, ε₀ = 1, λ̄₀ = 1, SampleScale = %g, model %v", m.Gamma, m.Delta, m.SampleScale, m.Model)
+		}
+		return fmt.Sprintf("tuned constants, γ̄ = %g, δ = %g, β = 1/2, ε₀ from a pilot estimate, Tol = ε, inner SampleScale = %g, model %v", m.Gamma, m.Delta, m.SampleScale, m.Model)
 	case solver.MinibatchKM:
 		return "α = 0.5, batch (k+1)²"
 	case solver.StochasticHalpern:

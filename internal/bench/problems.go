@@ -74,6 +74,11 @@ func problemSpecs() []problemSpec {
 			summary: "layers.Mixture DEQ cell, random untrained weights: 4 examples × 16 hidden, 256 terms of 4 inputs, γ̄ = 0.9, batched ℓ2",
 			build:   mixtureInstance,
 		},
+		{
+			name:    "mdp-large",
+			summary: "ℓ∞ Bellman operator of a random MDP (50 states × 4 actions = 200 state–action pairs, γ = 0.95), generative model",
+			build:   suite(problems.Config{Name: "mdp-large"}),
+		},
 	}
 }
 

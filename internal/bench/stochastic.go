@@ -120,7 +120,10 @@ type task struct {
 
 // outcome is what one run measured.
 type outcome struct {
-	hits    []float64
+	hits []float64
+	// cert holds the samples to a certified ε (see certRecorder); +Inf if
+	// never certified.
+	cert    []float64
 	curve   []float64
 	status  string
 	seconds float64
@@ -179,10 +182,21 @@ func stochastic(ctx context.Context, s *settings) (*report.StochasticReport, err
 		return nil, err
 	}
 	rep := &report.StochasticReport{}
+	certOuts := make([]outcome, len(outs))
+	for i, o := range outs {
+		certOuts[i] = o
+		certOuts[i].hits = o.cert
+	}
 	for p, c := range cals {
 		pr := problemResult(s, c, budget)
 		for m, ms := range methods {
 			pr.Methods = append(pr.Methods, methodResult(s, c, ms, p, m, tasks, outs, grid))
+		}
+		// The same runs, counted to a certified ε (see certRecorder).
+		for m, ms := range methods {
+			cs := ms
+			cs.name = certifiedName(ms.name)
+			pr.Methods = append(pr.Methods, methodResult(s, c, cs, p, m, tasks, certOuts, grid))
 		}
 		rep.Problems = append(rep.Problems, pr)
 	}
@@ -202,22 +216,33 @@ func runTask(ctx context.Context, s *settings, c *calibration, ms methodSpec, t 
 		return outcome{}, err
 	}
 	target := s.Eps[t.eps]
-	rec, err := newHitRecorder(o, in.norm, in.x0, s.Eps, target, grid)
+	do := declaring(o)
+	hr, err := newHitRecorder(do, in.norm, in.x0, s.Eps, target, grid)
 	if err != nil {
 		return outcome{}, err
 	}
 	st := runSettings(s, t, budget)
+	rec := newCertRecorder(ctx, hr, solver.Problem{Oracle: do, Norm: in.norm}, s, t, ms.perEps)
 	st.Recorder = rec
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: in.norm}, in.x0, st, ms.make(c, s, target))
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: do, Norm: in.norm}, in.x0, st, ms.make(c, s, target))
 	if err != nil {
 		return outcome{}, err
 	}
-	if rec.err != nil {
-		return outcome{}, fmt.Errorf("exact operator: %w", rec.err)
+	if hr.err != nil {
+		return outcome{}, fmt.Errorf("exact operator: %w", hr.err)
 	}
-	rec.finish()
-	out := outcome{hits: rec.hits, curve: rec.curve, status: res.Status.String(), seconds: res.Stats.Wall.Seconds()}
-	if rec.reached {
+	if rec.err != nil {
+		return outcome{}, fmt.Errorf("certificate: %w", rec.err)
+	}
+	if res.Status == solver.Success {
+		// Success is a rigorous bound ≤ Tol = target at the last point.
+		rec.cert[t.eps] = math.Min(rec.cert[t.eps], float64(res.Stats.Samples))
+	}
+	hr.finish()
+	out := outcome{hits: hr.hits, cert: rec.cert, curve: hr.curve, status: res.Status.String(), seconds: res.Stats.Wall.Seconds()}
+	if rec.done() {
+		out.status = "certified"
+	} else if hr.reached {
 		out.status = "reached"
 	}
 	if res.Status == solver.Canceled {
@@ -227,11 +252,17 @@ func runTask(ctx context.Context, s *settings, c *calibration, ms methodSpec, t 
 }
 
 // runSettings returns the solver settings of task t, without a recorder.
+// VR-GHAL gets Tol = its target ε, so that its own rigorous bound stops
+// it with Success (see certRecorder).
 func runSettings(s *settings, t task, budget int64) *solver.Settings {
+	tol := s.epsMin() * 1e-6
+	if methodSpecs()[t.method].vr {
+		tol = s.Eps[t.eps]
+	}
 	return &solver.Settings{
-		// The methods' own stopping rules compare estimates with Tol; keep
-		// them out of the way so that the true residual decides.
-		Tol:        s.epsMin() * 1e-6,
+		// The baselines' own stopping rules compare estimates with Tol;
+		// keep them out of the way so that the true residual decides.
+		Tol:        tol,
 		MaxIter:    1 << 20,
 		MaxSamples: budget,
 		MaxTime:    s.MaxRunTime,
@@ -392,4 +423,128 @@ loop:
 		first = ctx.Err()
 	}
 	return first
+}
+
+// certifiedName names the certified-count row of a method.
+func certifiedName(method string) string { return method + " (certified)" }
+
+// declScaled is a scaledOracle that also forwards the oracle's noise
+// declarations in the new units: b_c(x) = c·b(x/c), σ²_c(x) = c²·σ²(x/c)
+// (+Inf when the oracle declares none), so that certificates and VR-GHAL's
+// estimators see what the problem knows.
+type declScaled struct {
+	*scaledOracle
+}
+
+var (
+	_ solver.NoiseBound    = declScaled{}
+	_ solver.VarianceBound = declScaled{}
+	_ solver.FiniteSum     = declScaledSum{}
+)
+
+// NoiseBound implements solver.NoiseBound.
+func (d declScaled) NoiseBound(x []float64, norm solver.Norm) float64 {
+	nb, ok := d.o.(solver.NoiseBound)
+	if !ok {
+		return math.Inf(1)
+	}
+	d.unscale(x)
+	return d.c * nb.NoiseBound(d.buf, norm)
+}
+
+// NoiseVariance implements solver.VarianceBound.
+func (d declScaled) NoiseVariance(x []float64, norm solver.Norm) float64 {
+	vb, ok := d.o.(solver.VarianceBound)
+	if !ok {
+		return math.Inf(1)
+	}
+	d.unscale(x)
+	return d.c * d.c * vb.NoiseVariance(d.buf, norm)
+}
+
+// declScaledSum is declScaled for a finite-sum oracle.
+type declScaledSum struct {
+	declScaled
+	terms int
+}
+
+// Terms implements solver.FiniteSum.
+func (d declScaledSum) Terms() int { return d.terms }
+
+// declaring returns o with the declarations of the oracle it scales.
+func declaring(o *scaledOracle) exactOracle {
+	d := declScaled{o}
+	if fs, ok := o.o.(solver.FiniteSum); ok {
+		return declScaledSum{declScaled: d, terms: fs.Terms()}
+	}
+	return d
+}
+
+// certRecorder counts samples to a certified ε, the same way for every
+// method: at each recorded point x whose true residual is at most ε (a
+// certificate claiming ≤ ε at a point whose residual exceeds ε would be one
+// of its failures, not a success), it certifies x with
+// solver.CertifyRadius at radius ε/2, fresh samples and δ = Config.Delta;
+// the count is the method's samples so far plus that certificate's, the
+// first time a rigorous certificate's Bound is at most ε. Certificates that
+// fail are not charged (in the baselines' favour), and VR-GHAL's own
+// rigorous bound (Status Success with Tol = ε) counts its samples alone.
+// The run stops once its target is certified.
+type certRecorder struct {
+	ctx     context.Context
+	hit     *hitRecorder
+	prob    solver.Problem
+	s       *settings
+	seed    uint64
+	anytime bool
+	target  int
+	cert    []float64
+	checks  uint64
+	err     error
+}
+
+var _ solver.PointRecorder = (*certRecorder)(nil)
+
+func newCertRecorder(ctx context.Context, hit *hitRecorder, p solver.Problem, s *settings, t task, perEps bool) *certRecorder {
+	r := &certRecorder{ctx: ctx, hit: hit, prob: p, s: s, seed: deriveSeed(s.Seed, 3, uint64(t.seed)), anytime: !perEps, target: t.eps, cert: make([]float64, len(s.Eps))}
+	for i := range r.cert {
+		r.cert[i] = math.Inf(1)
+	}
+	return r
+}
+
+// done reports whether the target accuracy is certified.
+func (r *certRecorder) done() bool { return !math.IsInf(r.cert[r.target], 1) }
+
+// Record implements solver.Recorder; Solve calls RecordPoint instead.
+func (r *certRecorder) Record(solver.TracePoint) error {
+	return errors.New("bench: certRecorder needs the recorded point")
+}
+
+// RecordPoint implements solver.PointRecorder.
+func (r *certRecorder) RecordPoint(p solver.TracePoint, x []float64) error {
+	err := r.hit.RecordPoint(p, x)
+	if err != nil && !errors.Is(err, errReached) {
+		return err
+	}
+	res := r.hit.last
+	for i, eps := range r.s.Eps {
+		if !math.IsInf(r.cert[i], 1) || res > eps || (!r.anytime && i != r.target) {
+			continue
+		}
+		r.checks++
+		st := &solver.Settings{Seed: r.seed, Certify: solver.CertifySettings{Delta: r.s.Delta, Seed: r.checks}}
+		c, cerr := solver.CertifyRadius(r.ctx, r.prob, x, eps/2, 1, st)
+		if cerr != nil {
+			r.err = cerr
+			return cerr
+		}
+		if c.Rigorous() && c.Bound <= eps {
+			r.cert[i] = float64(p.Samples + c.Samples)
+		}
+	}
+	if r.done() {
+		return errReached
+	}
+	return nil
 }

@@ -35,6 +35,10 @@
 //     point, plus Gaussian noise; Picard iteration does not converge on it.
 //   - "mdp": the ℓ∞ Bellman optimality operator on Q-functions of a random
 //     discounted Markov decision process, accessed through a generative model.
+//   - "mdp-large": the same Bellman operator at scale, by default 50 states ×
+//     4 actions (200 state–action pairs) with γ = 0.95; one unit
+//     sample draws one successor for every state–action pair, Q* comes from
+//     policy iteration and the oracle declares its NoiseBound.
 //
 // # Norms and γ
 //

@@ -43,4 +43,5 @@ func ExampleList() {
 	// averaged      samplewise-lipschitz  l2 lp:P linf
 	// shift         samplewise-lipschitz  l2 lp:P linf
 	// mdp           samplewise-lipschitz  linf
+	// mdp-large     samplewise-lipschitz  linf
 }

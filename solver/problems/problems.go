@@ -45,8 +45,8 @@ type Config struct {
 	// Seed makes the problem: the same Config gives the same problem and the
 	// same oracle answers.
 	Seed uint64
-	// Actions is the number of actions of "mdp"; zero means DefaultActions.
-	// Other problems reject a non-zero value.
+	// Actions is the number of actions of "mdp" and "mdp-large"; zero
+	// means DefaultActions. Other problems reject a non-zero value.
 	Actions int
 	// Terms is the number of maps of the "averaged" family; zero means
 	// DefaultTerms. Other problems reject a non-zero value.
@@ -156,6 +156,10 @@ func specs() []spec {
 		{Info: Info{Name: "mdp", Summary: "ℓ∞ Bellman optimality operator on Q-functions of a random discounted MDP, generative model",
 			Norms: []string{"linf"}, Model: solver.SamplewiseLipschitz, DefaultDim: 20, MinDim: 2, MaxDim: 500,
 			DefaultNorm: "linf", DefaultGamma: 0.9},
+			build: newMDP, shape: func(c Config) (int, int) { return c.Dim, c.Actions }},
+		{Info: Info{Name: "mdp-large", Summary: "the mdp Bellman operator at scale: 50 states × 4 actions (200 state–action pairs), γ = 0.95, generative model on Q-functions",
+			Norms: []string{"linf"}, Model: solver.SamplewiseLipschitz, DefaultDim: 50, MinDim: 2, MaxDim: 500,
+			DefaultNorm: "linf", DefaultGamma: 0.95},
 			build: newMDP, shape: func(c Config) (int, int) { return c.Dim, c.Actions }},
 	}
 }
@@ -316,7 +320,7 @@ func resolve(c Config) (Config, spec, error) {
 		return c, sp, configErr("Noise", "%v must be positive and finite", c.Noise)
 	}
 	c.Noise = cmp.Or(c.Noise, sp.DefaultNoise)
-	if c.Name == "mdp" {
+	if c.Name == "mdp" || c.Name == "mdp-large" {
 		c.Actions = cmp.Or(c.Actions, DefaultActions)
 		if c.Actions < 1 || c.Actions > 64 {
 			return c, sp, configErr("Actions", "%d outside [1, 64]", c.Actions)

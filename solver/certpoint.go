@@ -1,0 +1,49 @@
+package solver
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// CertifyRadius certifies the residual ‖T(x) − x‖ of a given point x by the
+// rule the oracle's declarations allow (see CertRule), with the rule's
+// sample size chosen so that its radius — the amount its Bound may exceed
+// the residual estimate — is at most radius: the smallest N for which the
+// Banach-space concentration radius of RuleBoundedNoise is at most radius,
+// or for RuleVarianceMoM the Chebyshev buckets of MoMChebyshevBuckets(δ)
+// whose radius r* + ε has ε = radius/2. A deterministic or FiniteSum
+// oracle gets its exact certificate whatever radius says; an oracle that
+// declares nothing gets RuleEstimate with the empirical scale, from
+// buckets of fallback unit samples (its radius is not known in advance).
+// δ is s.Certify.Delta and the samples are drawn as Solve's certificate
+// draws them, from s.Seed and s.Certify.Seed. Benchmarks use it to charge
+// every method the same certificate.
+func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, fallback int, settings *Settings) (*Certificate, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if len(x) != p.Norm.Len() {
+		return nil, fmt.Errorf("solver: CertifyRadius: x has length %d, want %d", len(x), p.Norm.Len())
+	}
+	if !(radius > 0) {
+		return nil, fmt.Errorf("solver: CertifyRadius: radius = %v must be positive", radius)
+	}
+	s, err := settings.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o, norm := p.Oracle, p.Norm
+	delta := s.Certify.Delta
+	s.Certify.Calls, s.Certify.Samples = 0, max(fallback, 1)
+	if b := declaredBound(o, x, norm); !math.IsInf(b, 1) {
+		n := boundedNoiseSize(norm.Kappa(), norm.C(), delta, b, declaredVariance(o, x, norm), radius)
+		s.Certify.Calls, s.Certify.Samples = 1, int(math.Min(math.Ceil(n), maxDraw))
+	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
+		k, pf := MoMChebyshevBuckets(delta)
+		eb := radius / 2
+		s.Certify.Samples = int(math.Min(math.Ceil(norm.Kappa()*v/(pf*eb*eb)), maxDraw))
+		s.Certify.Calls = k
+	}
+	return certify(ctx, p, &Result{X: x}, &s, 0)
+}

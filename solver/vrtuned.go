@@ -1,0 +1,395 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+)
+
+// Tuned constants of VR-GHAL (see VRGHAL, Constants).
+const (
+	// vrTolShare is η: with a tolerance in force, the schedule is aligned
+	// so that the epoch-start estimate of some epoch K has radius η·Tol.
+	vrTolShare = 0.4
+	// vrInnerShare is ω: under the Lipschitz-in-expectation and samplewise
+	// models the inner minibatches are enlarged until the inner steps of
+	// an epoch draw about ω times the samples of its closing estimate.
+	vrInnerShare = 0.5
+	// vrInnerDelta is the share of δ given to the inner steps' martingale
+	// events; the rest goes to the epoch-start estimates.
+	vrInnerDelta = 0.1
+	// vrMaxPlan is the largest planned number of epochs; a tolerance
+	// further away leaves the schedule unaligned.
+	vrMaxPlan = 40
+	// vrWeiszfeld is the number of Weiszfeld steps of the geometric median.
+	vrWeiszfeld = 50
+)
+
+// tunedRun is the state of a VR-GHAL run with TunedConstants.
+type tunedRun struct {
+	*vrRun
+	fs      FiniteSum // nil unless the oracle declares a finite sum
+	eps0    float64   // ε₀, from the pilot estimate
+	lbar0   float64   // λ̄₀
+	plan    int       // K*, the epoch whose estimate the δ allocation favours
+	contr   bool      // contractive regime: γ̄ < 1, λ_k = 0
+	vhat    float64   // plug-in unit variance when the oracle declares none
+	lastEst float64   // samples of the last epoch-start estimate
+	gm      []float64 // geometric median candidate
+	diff    []float64
+	row     []float64
+}
+
+func newTunedRun(e *Env, c vrConfig) *tunedRun {
+	r := &tunedRun{vrRun: newVRRun(e, c), lbar0: c.lambda0}
+	r.fs, _ = e.Oracle().(FiniteSum)
+	r.contr = c.gamma < 1
+	n := e.Len()
+	r.gm, r.diff = make([]float64, n), make([]float64, n)
+	return r
+}
+
+// deltaEst returns the failure probability of the estimate at x̂_k (k ≥ 0)
+// and deltaIn that of the inner steps of epoch k ≥ 1. Both are shares of
+// weights w_k summing to at most 1 over all k: w_k = 2^{−(K*−k+2)} for
+// k ≤ K* (at most 1/2 in all, most of it on the planned last epochs, whose
+// estimates are the largest) and w_k = 3/(π²(k−K*)²) after it (1/2 in
+// all), so that Σ_k δ_k ≤ δ for every run length (the reference paper's
+// summable δ_k, reallocated).
+func (r *tunedRun) weight(k int) float64 {
+	if k <= r.plan {
+		return math.Ldexp(1, -(r.plan - k + 2))
+	}
+	d := float64(k - r.plan)
+	return 3 / (math.Pi * math.Pi * d * d)
+}
+
+func (r *tunedRun) deltaEst(k int) float64 { return (1 - vrInnerDelta) * r.c.delta * r.weight(k) }
+func (r *tunedRun) deltaIn(k int) float64  { return vrInnerDelta * r.c.delta * r.weight(k) }
+
+// accuracy returns a_k = ε_{k+1}/2, the radius the estimate at x̂_k aims
+// at (the paper's median-of-means accuracy, in absolute units).
+func (r *tunedRun) accuracy(k int) float64 {
+	return r.eps0 * math.Pow(r.c.beta, float64(k+1)) / 2
+}
+
+func (r *tunedRun) run() error {
+	e := r.e
+	e.KeepLast()
+	copy(r.xhat, e.X0())
+	// Pilot: the first estimate, at an accuracy of half the unit noise
+	// scale (one unit sample's standard deviation when declared), with the
+	// largest δ share it could get.
+	r.plan = 0
+	pilot, err := r.pilotAccuracy()
+	if err != nil {
+		return err
+	}
+	est, err := r.estimate(r.t0, r.xhat, pilot, r.deltaEst(0), 0)
+	if err != nil {
+		return err
+	}
+	r.residual = e.Dist(r.t0, r.xhat)
+	// ε₀ from the pilot: the residual scale, and at least what makes the
+	// pilot's radius the paper's ε₁/2 (the Master Theorem holds for any ε₀).
+	r.eps0 = r.residual
+	if est.rigorous && r.c.beta*r.eps0/2 < est.radius {
+		r.eps0 = 2 * est.radius / r.c.beta
+	}
+	if !(r.eps0 > 0) || math.IsInf(r.eps0, 0) {
+		r.eps0 = r.c.eps0
+	}
+	r.align()
+	if err := r.recordEst(est); err != nil {
+		return err
+	}
+	for k := 1; ; k++ {
+		if err := r.tunedEpoch(k); err != nil {
+			return err
+		}
+	}
+}
+
+// align sets K* and rescales ε₀ upwards so that the estimate at x̂_{K*} has
+// radius a_{K*} = η·Tol exactly, when a tolerance below the pilot's scale is
+// in force; otherwise K* is 0.
+func (r *tunedRun) align() {
+	tol := r.e.Tol()
+	r.plan = 0
+	if !(tol > 0) || math.IsNaN(tol) {
+		return
+	}
+	target := vrTolShare * tol
+	a0 := r.accuracy(0)
+	if a0 <= target {
+		return
+	}
+	k := int(math.Ceil(math.Log(a0/target) / math.Log(1/r.c.beta)))
+	if k > vrMaxPlan {
+		return // out of reach of a plan: δ_k ∝ 1/k² from the start
+	}
+	r.plan = k
+	r.eps0 = target / (math.Pow(r.c.beta, float64(k+1)) / 2)
+}
+
+// pilotAccuracy returns the radius the pilot estimate aims at: half of
+// √κ times the declared unit noise scale at x0, or 0 (a single exact or
+// plug-in estimate) when nothing is declared.
+func (r *tunedRun) pilotAccuracy() (float64, error) {
+	o, x := r.e.Oracle(), r.xhat
+	if r.det {
+		return 0, nil
+	}
+	v := declaredVariance(o, x, r.norm)
+	if math.IsInf(v, 1) {
+		return math.NaN(), nil
+	}
+	return math.Sqrt(r.norm.Kappa()*v) / 2, nil
+}
+
+// recordEst records x̂ with R̃ and its rigorous bound R̃ + ρ (see the
+// Stopping section of VRGHAL).
+func (r *tunedRun) recordEst(est vrEstimate) error {
+	bound := math.Inf(1)
+	if est.rigorous {
+		bound = r.residual + est.radius
+	}
+	return r.e.RecordBound(r.xhat, r.residual, bound)
+}
+
+// exactInto evaluates T(x) exactly into dst: one oracle call for a
+// deterministic model, else a call of Terms() unit samples (so that the Env
+// counts them) overwritten by the finite sum's EvalExact.
+func (r *tunedRun) exactInto(dst, x []float64) error {
+	if r.det {
+		return r.e.Eval(dst, x, Sample{Size: 1})
+	}
+	if err := r.e.Eval(dst, x, Sample{Seed: r.e.Seed(), Size: r.fs.Terms()}); err != nil {
+		return err
+	}
+	return r.fs.EvalExact(dst, x)
+}
+
+// estimate writes into dst an estimate of T(x) whose radius aims at a with
+// failure probability delta, by the rule of the oracle's declaration at x
+// (see the Constants section of VRGHAL):
+//
+//   - deterministic model, or a finite sum once the estimate would need
+//     Terms() samples or more: one exact evaluation, radius 0;
+//   - an almost-sure bound b (NoiseBound): the mean of N unit samples with
+//     N the smallest size at which the Banach-space concentration radius
+//     √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N) is at most a (RuleBoundedNoise);
+//   - a variance bound σ² (VarianceBound): k buckets of m unit samples with
+//     (k, p) = MoMChebyshevBuckets(δ) and m = ⌈κσ²/(p a²)⌉, so that each
+//     bucket is within ε = a of T(x) with probability at least 1 − p
+//     (Chebyshev and the paper's minibatch-variance lemma); the estimate is
+//     the Hsu–Sabato selection, or the geometric median in a Hilbert norm
+//     when its majority radius r is smaller, and the radius is r + ε
+//     (RuleVarianceMoM; ≤ 3ε on the event, the paper's median-of-means
+//     proposition with its constants sharpened);
+//   - nothing: the same median of means sized with a plug-in variance
+//     estimated from the buckets of the previous estimate, radius unknown.
+func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstimate, error) {
+	e := r.e
+	before := e.Stats().Samples
+	defer func() { r.lastEst = float64(e.Stats().Samples - before) }()
+	if r.det {
+		return vrEstimate{radius: 0, rigorous: true}, r.exactInto(dst, x)
+	}
+	o, norm := e.Oracle(), r.norm
+	kappa := norm.Kappa()
+	b := declaredBound(o, x, norm)
+	v := declaredVariance(o, x, norm)
+	terms := math.Inf(1)
+	if r.fs != nil {
+		terms = float64(r.fs.Terms())
+	}
+	exact := func() (vrEstimate, error) {
+		if r.fs == nil {
+			return vrEstimate{}, e.Stop(SampleLimit, fmt.Errorf("epoch %d: estimate needs more samples than VR-GHAL can request", k))
+		}
+		if !e.CanDraw(int64(terms)) {
+			return vrEstimate{}, e.Stop(SampleLimit, nil)
+		}
+		return vrEstimate{radius: 0, rigorous: true}, r.exactInto(dst, x)
+	}
+	if !math.IsInf(b, 1) {
+		if v == 0 || b == 0 {
+			if err := e.Eval(dst, x, Sample{Seed: e.Seed(), Size: 1}); err != nil {
+				return vrEstimate{}, err
+			}
+			return vrEstimate{radius: 0, rigorous: true}, nil
+		}
+		n := boundedNoiseSize(kappa, norm.C(), delta, b, v, a)
+		if n >= terms {
+			return exact()
+		}
+		size, err := drawCount(n, "an estimate's sample size", k)
+		if err != nil {
+			return vrEstimate{}, e.Stop(SampleLimit, err)
+		}
+		if !r.fits(float64(size)) {
+			return vrEstimate{}, e.Stop(SampleLimit, nil)
+		}
+		s0 := e.Stats().Samples
+		if err := e.Eval(dst, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
+			return vrEstimate{}, err
+		}
+		used := float64(max(e.Stats().Samples-s0, 1))
+		return vrEstimate{radius: boundedNoiseRadius(kappa, norm.C(), delta, b, v, used), rigorous: true}, nil
+	}
+	buckets, p := MoMChebyshevBuckets(delta)
+	rigorous := !math.IsInf(v, 1)
+	if !rigorous && buckets < 3 {
+		buckets = 3
+		p = MoMBucketFailure(buckets, delta)
+	}
+	vv := v
+	if !rigorous {
+		vv = r.vhat
+		if math.IsNaN(vv) || math.IsInf(vv, 0) {
+			return vrEstimate{}, e.Stop(Diverged, fmt.Errorf("epoch %d: the bucket means' spread overflows", k))
+		}
+	}
+	var size int
+	switch {
+	case vv == 0 && rigorous:
+		size = 1
+	case math.IsNaN(a) || vv == 0 || math.IsNaN(vv):
+		size = 16 // pilot without a declaration
+	default:
+		m := kappa * vv / (p * a * a)
+		if float64(buckets)*m >= terms {
+			return exact()
+		}
+		var err error
+		if size, err = drawCount(m, "a bucket size", k); err != nil {
+			return vrEstimate{}, e.Stop(SampleLimit, err)
+		}
+	}
+	if float64(buckets)*float64(size) >= terms {
+		return exact()
+	}
+	if !r.fits(float64(buckets) * float64(size)) {
+		return vrEstimate{}, e.Stop(SampleLimit, nil)
+	}
+	r.growBuckets(buckets)
+	means := r.means[:buckets]
+	for _, m := range means {
+		if err := e.Eval(m, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
+			return vrEstimate{}, err
+		}
+	}
+	_, rad := MedianOfMeans(dst, means, norm, r.momWork)
+	if len(r.row) < buckets {
+		r.row = make([]float64, buckets)
+	}
+	if hilbertNorm(norm) {
+		GeometricMedian(r.gm, means, vrWeiszfeld)
+		if rg := majorityRadius(r.gm, means, norm, r.diff, r.row); rg < rad {
+			rad = rg
+			copy(dst, r.gm)
+		}
+	}
+	// Plug-in unit variance for the next estimate: E‖τ_i − τ_j‖² ≈ 2κσ²/m
+	// in a Hilbert norm; an estimate, used only to size undeclared buckets.
+	if buckets > 1 {
+		_, _, scale := momScale(means, norm, r.diff)
+		r.vhat = scale * scale / 3 * float64(size) / 2 / kappa
+	}
+	if !rigorous {
+		return vrEstimate{radius: math.Inf(1)}, nil
+	}
+	eps := math.Sqrt(kappa * v / (float64(size) * p))
+	return vrEstimate{radius: rad + eps, rigorous: true}, nil
+}
+
+// tunedEpoch runs epoch k from x̂_{k−1} = r.xhat with T̃_{k−1,0} = r.t0
+// (see the Constants section of VRGHAL) and records x̂_k.
+func (r *tunedRun) tunedEpoch(k int) error {
+	e, c := r.e, &r.c
+	bk := math.Pow(c.beta, float64(k))
+	epsK := r.eps0 * bk
+	lbar := r.lbar0 * bk
+	if r.contr {
+		lbar = 0
+	}
+	lam := lbar / (1 + lbar)
+	rho := c.gamma * (1 - lam)
+	rate := math.Log1p(-lam) + math.Log(c.gamma)
+	if rate == 0 {
+		return e.Stop(SampleLimit, fmt.Errorf("epoch %d needs infinitely many inner steps (λ_k underflows)", k))
+	}
+	steps, err := drawCount(math.Log(c.beta)/rate, "J_k inner steps", k)
+	if err != nil {
+		return e.Stop(SampleLimit, err)
+	}
+	// Sizes of the inner steps: the Master Theorem's n_k, and m_{k,j} of the
+	// model's lemma times SampleScale, enlarged (never shrunk) under the
+	// multi-query models until the inner steps draw about ω times the
+	// closing estimate's samples.
+	din := r.deltaIn(k)
+	rPrev := r.residual
+	copies, batch := 1, 1
+	if !r.det {
+		if copies, err = drawCount(2*(1-lam)*c.gamma*rPrev*math.Log(4/din)/(3*epsK), "n_k copies", k); err != nil {
+			return e.Stop(SampleLimit, err)
+		}
+		var m float64
+		switch c.model {
+		case BoundedVariance:
+			j := float64(steps)
+			m = 4 * j * j / (epsK * epsK)
+		case LipschitzInExpectation:
+			m = 4 * rPrev * rPrev / (epsK * epsK * (1 - rho) * (1 - rho))
+		default:
+			m = 4 * rPrev * rPrev / (epsK * epsK * (1 - rho))
+		}
+		m *= c.scale
+		if r.multi {
+			m = max(m, vrInnerShare*r.lastEst/(c.beta*c.beta)/(2*float64(copies)*float64(steps)))
+		}
+		if batch, err = drawCount(m, "a minibatch m_{k,j}", k); err != nil {
+			return e.Stop(SampleLimit, err)
+		}
+	}
+	exactSteps := r.det || (r.fs != nil && 2*float64(copies)*float64(batch) >= float64(r.fs.Terms()))
+	copy(r.y0, r.xhat)
+	copy(r.tt, r.t0)
+	copy(r.yPrev, r.y0)
+	r0 := r.residual
+	p := vrEpoch{k: k, steps: steps, copies: copies, batch: batch, lambda: lam}
+	for j := 1; ; j++ {
+		for i, a := range r.y0 {
+			r.yCur[i] = lam*a + (1-lam)*r.tt[i]
+		}
+		if j == steps {
+			break
+		}
+		if exactSteps {
+			if err := r.exactInto(r.tt, r.yCur); err != nil {
+				return err
+			}
+		} else {
+			if !r.fits(2 * float64(copies) * float64(batch)) {
+				return e.Stop(SampleLimit, nil)
+			}
+			if err := r.step(&p, c.gamma*e.Dist(r.yCur, r.yPrev)); err != nil {
+				return err
+			}
+		}
+		r.yPrev, r.yCur = r.yCur, r.yPrev
+		// Adaptive restart: the first inequality of the paper's basic GHAL
+		// lemma, checked on the running estimate, ends the epoch early.
+		if e.Dist(r.tt, r.yPrev) <= c.beta*r0+lbar*e.Dist(r.yPrev, r.y0) {
+			r.yCur, r.yPrev = r.yPrev, r.yCur
+			break
+		}
+	}
+	est, err := r.estimate(r.t0, r.yCur, r.accuracy(k), r.deltaEst(k), k)
+	if err != nil {
+		return err
+	}
+	r.xhat, r.yCur = r.yCur, r.xhat
+	r.residual = e.Dist(r.t0, r.xhat)
+	return r.recordEst(est)
+}
