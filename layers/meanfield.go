@@ -243,6 +243,16 @@ func TermRelVar(e Evaluator, z []float64, draws int, seed uint64) (float64, erro
 	return v / (nz * nz), nil
 }
 
+// Injector is implemented by the evaluators whose cell adds an injection
+// computed once per batch outside the sampled average (MeanField and
+// Experts): the natural common start point of every forward solver,
+// sampled or exact.
+type Injector interface {
+	// Injection writes xU + b for the input of the last SetInput into dst
+	// (length Len()). It returns an error if SetInput has not been called.
+	Injection(dst []float64) error
+}
+
 // injection is the input part xU + b of the mean-field cells, computed
 // once per SetInput, with its share of the VJPs.
 type injection struct {
@@ -324,6 +334,13 @@ func (e *mfEval) SetInput(x []float64) error {
 	e.set(e.x, e.rows, e.c.shape.Input, e.c.shape.Hidden)
 	e.hasX = true
 	return nil
+}
+
+// Injection implements Injector.
+func (e *mfEval) Injection(dst []float64) error {
+	checkLen("dst", len(dst), e.Len())
+	copy(dst, e.inj)
+	return e.ready()
 }
 
 // gather fills ws (Hidden×k), vs (k×Hidden) and cs (k) with the columns,

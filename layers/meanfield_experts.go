@@ -171,6 +171,7 @@ var (
 	_ Evaluator        = (*expEval)(nil)
 	_ fusedVJP         = (*expEval)(nil)
 	_ TermVariancer    = (*expEval)(nil)
+	_ Injector         = (*expEval)(nil)
 	_ solver.FiniteSum = (*expEval)(nil)
 )
 
@@ -199,6 +200,13 @@ func (e *expEval) SetInput(x []float64) error {
 	e.set(e.x, e.rows, e.c.shape.Input, e.c.shape.Hidden)
 	e.hasX = true
 	return nil
+}
+
+// Injection implements Injector.
+func (e *expEval) Injection(dst []float64) error {
+	checkLen("dst", len(dst), e.Len())
+	copy(dst, e.inj)
+	return e.ready()
 }
 
 // expert leaves σ(zW_m + c_m) in e.act.
