@@ -39,6 +39,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		func() error { return runSection(ctx, s, sectionThroughput, throughput, &rep.Throughput) },
 		func() error { return runSection(ctx, s, sectionForward, forward, &rep.Forward) },
 		func() error { return runSection(ctx, s, sectionTraining, training, &rep.Training) },
+		func() error { return runSection(ctx, s, sectionRegime, regime, &rep.Regime) },
 	} {
 		if err := section(); err != nil {
 			return nil, err

@@ -35,6 +35,7 @@ type Report struct {
 	Throughput *ThroughputReport `json:"throughput,omitempty"`
 	Forward    *ForwardReport    `json:"forward,omitempty"`
 	Training   *TrainingReport   `json:"training,omitempty"`
+	Regime     *RegimeReport     `json:"regime,omitempty"`
 	// Targets are the project's performance targets with their verdicts,
 	// for the sections that ran.
 	Targets []Target `json:"targets"`

@@ -172,6 +172,9 @@ func writeMarkdown(w io.Writer, rep *Report, plots string) error {
 	if tr := rep.Training; tr != nil {
 		writeTraining(&b, rep, tr)
 	}
+	if rg := rep.Regime; rg != nil {
+		writeRegime(&b, rg)
+	}
 	p("%s\n", EndOfGenerated)
 	_, err := io.WriteString(w, b.String())
 	return err

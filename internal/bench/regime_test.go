@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/internal/bench/report"
+)
+
+// TestRegimeQuick runs the quick regime section and checks its shape and
+// accounting: every exact method pays whole exact calls, every method's
+// exact-call count is at least one (the certifying call), the rows cover
+// the grid, and the Markdown report has the section's table.
+func TestRegimeQuick(t *testing.T) {
+	rep, err := Run(context.Background(), Config{Quick: true, Sections: []string{sectionRegime}})
+	require.NoError(t, err)
+	rg := rep.Regime
+	require.NotNil(t, rg)
+	s, err := Config{Quick: true}.withDefaults()
+	require.NoError(t, err)
+	g := s.regimeGrid()
+	require.Len(t, rg.Rows, len(regimeCells)*len(g.units)*len(g.eps))
+	for _, r := range rg.Rows {
+		require.Positive(t, r.TermRelVar)
+		require.Len(t, r.Methods, len(regimeMethods(s)))
+		for _, m := range r.Methods {
+			require.GreaterOrEqual(t, m.Exact, 1.0, "%s: a certified solve pays at least one exact call", m.Method)
+			if m.Method == "broyden" || m.Method == "anderson" {
+				require.Equal(t, float64(int(m.Exact)), m.Exact, "%s pays whole exact calls", m.Method)
+				require.Equal(t, m.Runs, m.Certified, "%s on the exact cell certifies", m.Method)
+			}
+			if m.Method == "growing-batch" {
+				require.Equal(t, m.Runs, m.Certified, "the growing batch's stop is certified")
+			}
+		}
+	}
+	dir := t.TempDir()
+	_, err = report.Write(rep, dir, "")
+	require.NoError(t, err)
+	md, err := os.ReadFile(filepath.Join(dir, "BENCHMARKS.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "## Sampled vs exact forward")
+	require.Contains(t, string(md), "| redundant | 1024 |")
+}

@@ -1,0 +1,213 @@
+package solver
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+)
+
+// Defaults of GrowingBatch, used where its fields are zero.
+const (
+	DefaultGrowingBatch  = 8
+	DefaultGrowingGrowth = 8
+	DefaultGrowingZ      = 2
+)
+
+// GrowingBatch is minibatch Picard (Alpha = 1, the default) or
+// Krasnoselskii–Mann iteration with a minibatch that grows geometrically,
+// and a certified stop:
+//
+//	x_{k+1} = x_k + α(τ(x_k; B_k) − x_k),  |B_k| = min{MaxBatch, ⌈Batch·Growth^k⌉}.
+//
+// It is the baseline a sampled DEQ forward must beat: on a contraction the
+// error of x_{k+1} is about γ times that of x_k plus the minibatch noise
+// σ/√|B_k|, so a batch growing by a constant factor per step keeps the two
+// balanced, and the work is dominated by the last step.
+//
+// # The sampled bound and the certified stop
+//
+// Each minibatch is drawn as two independent halves τ_a, τ_b (|B_k|/2
+// unit samples each) whose mean is τ_k, so that s_k = ‖τ_a − τ_b‖/2
+// estimates the standard error ‖τ_k − T(x_k)‖ without extra samples. With
+// r̂_k = ‖τ_k − x_k‖ and the contraction factor of a step, ρ_k =
+// min{1 − α(1 − γ̄), r̂_k/r̂_{k−1}} (γ̄ = Gamma; the observed ratio of
+// successive residual estimates once there are two), the residual of the
+// next point satisfies, up to the estimate's noise,
+//
+//	‖T(x_{k+1}) − x_{k+1}‖ ≤ (1 − α)r̂_k + αγ r̂_k + ‖T(x_k) − τ_k‖ ≲ ρ_k r̂_k + Z·s_k,
+//
+// the sampled bound. When it meets the tolerance, the method steps to
+// x_{k+1} and, if the oracle is a FiniteSum, evaluates T(x_{k+1}) exactly
+// (one call, Terms() unit samples): an exact residual at most the
+// tolerance stops the run with Success, a larger one is recorded and the
+// iteration continues from that exact evaluation. Without a FiniteSum the
+// run stops with ToleranceEstimated at x_{k+1} and Solve's Certificate
+// decides. Once |B_k| reaches Terms() every evaluation is the exact
+// average (one call, Terms() unit samples), the residual is exact and the
+// method is exact Picard or Krasnoselskii–Mann.
+//
+// With a FiniteSum oracle, Success is therefore proven by an exact
+// evaluation the method paid for, and Solve's own Certificate repeats it:
+// callers that count work may set Settings.Certify.Skip.
+//
+// The recorded residual of x_k is r̂_k + Z·s_k (exact residuals are
+// recorded as such); the method keeps its last recorded point. On a
+// Deterministic oracle every step is one exact evaluation. The
+// certificate's suggested minibatch is the last |B_k|.
+type GrowingBatch struct {
+	// Alpha is the step α ∈ (0, 1]. Zero means 1: Picard iteration.
+	Alpha float64
+	// Batch is the first minibatch size m₀ ≥ 1. Zero means
+	// DefaultGrowingBatch.
+	Batch int
+	// Growth is the factor g > 1 by which the minibatch grows per step.
+	// Zero means DefaultGrowingGrowth.
+	Growth float64
+	// Gamma is the Lipschitz bound γ̄ ∈ (0, 1] used by the sampled bound
+	// before the contraction has been observed. Zero means 1.
+	Gamma float64
+	// Z multiplies the standard-error estimate in the sampled bound. Zero
+	// means DefaultGrowingZ.
+	Z float64
+	// MaxBatch caps |B_k|. Zero means DefaultMaxBatch.
+	MaxBatch int
+}
+
+var (
+	_ Method    = GrowingBatch{}
+	_ Validator = GrowingBatch{}
+)
+
+// String implements Method.
+func (GrowingBatch) String() string { return "growing-batch" }
+
+// Validate implements Validator: it checks the settings and that p is well
+// formed.
+func (m GrowingBatch) Validate(p Problem) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Alpha", m.Alpha}, {"Gamma", m.Gamma}} {
+		if f.v != 0 {
+			if err := checkRange("GrowingBatch."+f.name, f.v, 0, 1, false); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case m.Batch < 0:
+		return fmt.Errorf("solver: GrowingBatch.Batch = %d must not be negative", m.Batch)
+	case m.Growth != 0 && !(m.Growth > 1 && !math.IsInf(m.Growth, 1)):
+		return fmt.Errorf("solver: GrowingBatch.Growth = %v must exceed 1 and be finite", m.Growth)
+	case math.IsNaN(m.Z) || m.Z < 0 || math.IsInf(m.Z, 1):
+		return fmt.Errorf("solver: GrowingBatch.Z = %v must be finite and not negative", m.Z)
+	case m.MaxBatch < 0:
+		return fmt.Errorf("solver: GrowingBatch.MaxBatch = %d must not be negative", m.MaxBatch)
+	}
+	return p.check()
+}
+
+// Run implements Method.
+func (m GrowingBatch) Run(e *Env) error {
+	alpha, gamma := cmp.Or(m.Alpha, 1), cmp.Or(m.Gamma, 1)
+	m0, g := cmp.Or(m.Batch, DefaultGrowingBatch), cmp.Or(m.Growth, DefaultGrowingGrowth)
+	z, maxB := cmp.Or(m.Z, DefaultGrowingZ), cmp.Or(m.MaxBatch, DefaultMaxBatch)
+	o := e.Oracle()
+	det := o.Model() == Deterministic
+	fs, finite := o.(FiniteSum)
+	n := e.Len()
+	x := append([]float64(nil), e.X0()...)
+	tx, ta, tb := make([]float64, n), make([]float64, n), make([]float64, n)
+	e.KeepLast()
+	step := func() {
+		for i := range x {
+			x[i] += alpha * (tx[i] - x[i])
+		}
+	}
+	// exact evaluates T(x) into tx with one exact call and records x with
+	// its exact residual.
+	exact := func() error {
+		if det {
+			if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
+				return err
+			}
+		} else if err := e.evalFiniteSum(tx, x, fs); err != nil {
+			return err
+		}
+		r := e.Dist(tx, x)
+		return e.RecordBound(x, r, r)
+	}
+	prev := math.NaN()
+	for k := 0; ; k++ {
+		size := blBatch(float64(m0)*math.Pow(g, float64(k)), 0, 0, maxB)
+		if det || (finite && size >= fs.Terms()) {
+			if err := exact(); err != nil {
+				return err
+			}
+			step()
+			continue
+		}
+		half := max(1, size/2)
+		if !e.CanDraw(2 * int64(half)) {
+			return e.Stop(SampleLimit, nil)
+		}
+		if err := e.Eval(ta, x, Sample{Seed: e.Seed(), Size: half}); err != nil {
+			return err
+		}
+		if err := e.Eval(tb, x, Sample{Seed: e.Seed(), Size: half}); err != nil {
+			return err
+		}
+		for i := range tx {
+			tx[i] = (ta[i] + tb[i]) / 2
+			ta[i] -= tb[i]
+		}
+		e.SuggestCertSamples(2 * half)
+		se := e.norm.Norm(ta) / 2
+		r := e.Dist(tx, x)
+		rho := 1 - alpha*(1-gamma)
+		if prev > 0 {
+			rho = math.Min(rho, r/prev)
+		}
+		prev = r
+		bound := rho*r + z*se
+		if bound > e.Tol() || math.IsNaN(e.Tol()) {
+			if err := e.Record(x, r+z*se); err != nil {
+				return err
+			}
+			step()
+			continue
+		}
+		// The sampled bound meets the tolerance at the next point: step,
+		// then certify.
+		step()
+		if !finite {
+			return e.Record(x, bound)
+		}
+		if err := exact(); err != nil {
+			return err
+		}
+		step()
+	}
+}
+
+// evalFiniteSum evaluates the exact average of a FiniteSum oracle at x
+// into dst, counting one call of fs.Terms() unit samples, with the checks
+// of Eval.
+func (e *Env) evalFiniteSum(dst, x []float64, fs FiniteSum) error {
+	m := int64(fs.Terms())
+	if err := e.checkLimits(m); err != nil {
+		return err
+	}
+	err := fs.EvalExact(dst, x)
+	e.stats.Calls++
+	e.stats.Samples += m
+	if err != nil {
+		return fmt.Errorf("solver: exact evaluation %d: %w", e.stats.Calls, err)
+	}
+	for i, v := range dst {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &stopError{status: Diverged, cause: fmt.Errorf("exact evaluation %d returned %v at coordinate %d", e.stats.Calls, v, i)}
+		}
+	}
+	return nil
+}
