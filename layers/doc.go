@@ -18,8 +18,33 @@
 //     units; its oracle samples units (LipschitzInExpectation).
 //   - Mixture: z ↦ (1/M) Σ_m σ(zW_m + x_m U_m + b_m) over M input patches or
 //     heads x_m; its oracle samples terms (SamplewiseLipschitz).
+//   - MeanField: z ↦ xU + b + (1/M) Σ_m v_m σ(w_mᵀz + c_m), the injection
+//     xU + b computed once per batch and only the z-dependent average
+//     sampled, with mean-field scaling (each unit O(1) whatever M); its
+//     oracle samples units (LipschitzInExpectation, the mean-square
+//     constant projected to γ̄).
+//   - Experts: z ↦ xU + b + (1/M) Σ_m σ(zW_m + c_m), a mixture of M dense
+//     experts each projected to γ̄ (SamplewiseLipschitz).
+//   - Conv: z ↦ (1/M) Σ_m N(σ(W_m∗z + u + b_m)) on C×H·W states (Rows = C
+//     channels, Hidden = H·W pixels), 3×3 convolutions with padding 1,
+//     u = x or U∗x, an optional GroupNorm N; deterministic for M = 1, its
+//     oracle samples kernels otherwise. Its projection uses power iteration
+//     on the convolution operator and, every CertifyEvery projections, the
+//     Fourier upper bound; the bound is proven in ℓ2 and Schatten-2 only,
+//     and not at all with GroupNorm. ConvEncoder is its stride-2 input
+//     encoder.
 //   - GraphCell: any f(z, x; θ) the user writes as a gorgonia expression
 //     (GraphCellConfig.Build), deterministic; see below.
+//
+// Every cell is a finite sum of its terms: its evaluators implement
+// solver.FiniteSum (Terms and EvalExact), so a solver certifies a forward
+// solve on any cell with one exact evaluation. The built-in cells'
+// vector–Jacobian products are hand-written gonum BLAS code, allocation
+// free per call; their gorgonia graphs remain as the tests' reference
+// (EvalGraph) and run a GraphCell. Wide and Mixture are the first stochastic
+// cells, kept for their tests and checkpoints: they put the input inside
+// the sampled average (scaled by 1/M), which trains badly; MeanField and
+// Experts are the design that samples only what must be sampled.
 //
 // σ is ReLU or tanh. Each cell's Project rescales its weights after an
 // optimiser step so that the cell is γ̄-Lipschitz in z in a chosen ℓp norm
