@@ -115,10 +115,10 @@ type regimeMethod struct {
 
 func regimeMethods(s *settings) []regimeMethod {
 	return []regimeMethod{
-		{"broyden", false, func(float64) solver.Method { return solver.Broyden{} }},
-		{"anderson", false, func(float64) solver.Method { return solver.Anderson{} }},
-		{"growing-batch", true, func(g float64) solver.Method { return solver.GrowingBatch{Gamma: g} }},
-		{"vrghal", true, func(g float64) solver.Method { return solver.VRGHAL{Gamma: g, SampleScale: s.SampleScale} }},
+		{solver.Broyden{}.String(), false, func(float64) solver.Method { return solver.Broyden{} }},
+		{solver.Anderson{}.String(), false, func(float64) solver.Method { return solver.Anderson{} }},
+		{solver.GrowingBatch{}.String(), true, func(g float64) solver.Method { return solver.GrowingBatch{Gamma: g} }},
+		{solver.VRGHAL{}.String(), true, func(g float64) solver.Method { return solver.VRGHAL{Gamma: g, SampleScale: s.SampleScale} }},
 	}
 }
 
@@ -194,7 +194,7 @@ func regimeCell(ctx context.Context, s *settings, g regimeGrid, kind string, m i
 				}
 				st := &solver.Settings{Tol: tol, MaxIter: 200, Seed: seed + uint64(r)*0x9e37, NoTrace: true}
 				switch rm.name {
-				case "vrghal":
+				case solver.VRGHAL{}.String():
 					st.MaxIter = 60
 					st.MaxSamples = regimeBudget * int64(m)
 				default:
@@ -221,7 +221,7 @@ func regimeCell(ctx context.Context, s *settings, g regimeGrid, kind string, m i
 			}
 			mt := median(terms)
 			row.Methods = append(row.Methods, report.RegimeMethod{
-				Method: rm.name, TermEvals: mt, Exact: mt / float64(m), Seconds: median(secs), Certified: certified, Runs: runs,
+				Method: rm.name, Sampled: rm.sampled, TermEvals: mt, Exact: mt / float64(m), Seconds: median(secs), Certified: certified, Runs: runs,
 			})
 		}
 		s.logf("regime: %s cell, M = %d, ε = %g, σ²/‖z*‖² = %.3g: %s", kind, m, eps, rv, regimeLine(row))

@@ -40,6 +40,9 @@ type RegimeRow struct {
 // ‖f(z) − z‖ ≤ ε‖z*‖, proven by an exact evaluation.
 type RegimeMethod struct {
 	Method string `json:"method"`
+	// Sampled methods run on the sampled oracle, the others on the exact
+	// cell.
+	Sampled bool `json:"sampled"`
 	// TermEvals is the median over seeds of the term evaluations (unit
 	// samples: one unit on the whole batch) of the solve and its exact
 	// certificate; Exact is TermEvals/M, in exact calls.
@@ -93,7 +96,7 @@ func regimeRatio(r RegimeRow) string {
 			continue
 		}
 		best := &bestE
-		if m.Method == "growing-batch" || m.Method == "vrghal" {
+		if m.Sampled {
 			best = &bestS
 		}
 		if *best < 0 || m.TermEvals < *best {
