@@ -115,7 +115,7 @@ func TestStepGradientMatchesFiniteDifferences(t *testing.T) {
 			for i, g := range trn.grads {
 				grads[i] = append([]float64(nil), g...)
 			}
-			l, err := m.layer(trn.cfg.Forward, nil)
+			l, err := m.layer(trn.cfg.Forward, nil, nil)
 			require.NoError(t, err)
 			require.InDelta(t, trn.bm.Loss, evalLoss(t, m, l, x, labels), 1e-12, "training and evaluation paths compute the same loss")
 			const h = 1e-5
