@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/plots"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -147,6 +149,19 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--cell", "conv", "--groups", "5"), "--groups"},
 		{base("--cell", "conv", "--channels", "4", "--groups", "2", "--solver", "vrghal"), "--solver"},
 		{base("--cell", "conv", "--channels", "4", "--norm", "linf", "--eval-solver", "vrghal"), "--eval-solver"},
+		{base("--jac-weight", "-1"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "wide", "--batch", "32"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "conv", "--channels", "2", "--batch", "32"), "--jac-weight"},
+		{base("--jac-freq", "2"), "--jac-freq"},
+		{base("--correction-states", "-1"), "--correction-states"},
+		{base("--correction-gamma", "0.5"), "--correction-gamma"},
+		{base("--correction-states", "2", "--correction-gamma", "1.5"), "--correction-gamma"},
+		{base("--dropout", "1"), "--dropout"},
+		{base("--dropout", "0.2", "--solver", "ghal", "--batch", "32"), "--dropout"},
+		{base("--normalization", "batch"), "--normalization"},
+		{base("--normalization", "weight", "--cell", "mixture"), "--normalization"},
+		{base("--normalization", "weight", "--solver", "ghal", "--batch", "32"), "--normalization"},
+		{base("--normalization", "weight", "--eval-solver", "vrghal", "--batch", "32"), "--normalization"},
 		{base("--data", "/no/such/dir"), "--data"},
 		{base("--resume"), "--resume"},
 		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
@@ -291,6 +306,13 @@ func TestTrainEveryOption(t *testing.T) {
 		runs = append(runs, []string{"--norm", n})
 	}
 	runs = append(runs, []string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden"})
+	// The training aids, alone and together, and on the stochastic cells
+	// (the Jacobian regularisation is dense-only).
+	runs = append(runs, []string{"--jac-weight", "0.1", "--jac-freq", "2"}, []string{"--correction-states", "3"},
+		[]string{"--dropout", "0.1"}, []string{"--normalization", "weight"}, []string{"--normalization", "spectral"},
+		[]string{"--normalization", "weight", "--jac-weight", "0.1", "--correction-states", "2", "--dropout", "0.1", "--backward", "phantom"},
+		[]string{"--cell", "wide", "--units", "16", "--correction-states", "2", "--dropout", "0.1"},
+		[]string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden", "--correction-states", "2"})
 	for _, extra := range runs {
 		t.Run(strings.Join(extra, " "), func(t *testing.T) {
 			args := append([]string{"train", "--data", "synthetic", "--train-limit", "128", "--test-limit", "40",
@@ -303,6 +325,14 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Equal(t, 0.0, final["skipped"])
 			require.Positive(t, final["fwd_calls_mean"])
 			require.Positive(t, final["test"].(map[string]any)["certified"])
+			require.Positive(t, final["spectral_radius"])
+			require.Positive(t, final["spectral_norm"])
+			if slices.Contains(extra, "--jac-weight") {
+				require.Positive(t, final["jac_frob_mean"])
+			}
+			if slices.Contains(extra, "--correction-states") {
+				require.Positive(t, final["correction_loss"])
+			}
 		})
 	}
 }
@@ -404,4 +434,43 @@ func TestTrainFlagsNameConfigFields(t *testing.T) {
 			require.Equal(t, b.name, f.flagOf(field), "one flag per field")
 		}
 	}
+}
+
+// TestTrainAidFlagsSetConfig: the training aids' flags set their Config
+// fields, with the defaults that derive from them (--jac-freq 1,
+// --correction-gamma 0.8), and map back to their flags.
+func TestTrainAidFlagsSetConfig(t *testing.T) {
+	var f trainFlags
+	fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	require.NoError(t, fl.Parse([]string{"--jac-weight", "0.25", "--correction-states", "3", "--dropout", "0.1", "--normalization", "weight"}))
+	c, err := f.config(fl.Changed)
+	require.NoError(t, err)
+	require.Equal(t, train.AidsConfig{JacWeight: 0.25, JacFreq: 1, CorrectionStates: 3, CorrectionGamma: train.DefaultCorrectionGamma, Dropout: 0.1}, c.Aids)
+	require.Equal(t, layers.WeightNorm, c.Model.Normalization)
+
+	f = trainFlags{}
+	fl = pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	require.NoError(t, fl.Parse([]string{"--jac-weight", "1", "--jac-freq", "4", "--correction-states", "2", "--correction-gamma", "0.5", "--normalization", "spectral"}))
+	c, err = f.config(fl.Changed)
+	require.NoError(t, err)
+	require.Equal(t, train.AidsConfig{JacWeight: 1, JacFreq: 4, CorrectionStates: 2, CorrectionGamma: 0.5}, c.Aids)
+	require.Equal(t, layers.SpectralNorm, c.Model.Normalization)
+	for flag, field := range map[string]string{
+		"jac-weight": "Aids.JacWeight", "jac-freq": "Aids.JacFreq", "correction-states": "Aids.CorrectionStates",
+		"correction-gamma": "Aids.CorrectionGamma", "dropout": "Aids.Dropout", "normalization": "Model.Normalization",
+	} {
+		require.Equal(t, flag, f.flagOf(field))
+	}
+
+	// Without the flags, every aid is off and the checkpoint's Config is
+	// that of a run before the aids existed.
+	f = trainFlags{}
+	fl = pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	c, err = f.config(fl.Changed)
+	require.NoError(t, err)
+	require.Zero(t, c.Aids)
+	require.Equal(t, layers.Projection, c.Model.Normalization)
 }
