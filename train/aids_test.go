@@ -27,13 +27,7 @@ func aidCases() []stepCase {
 // n training images of c, with tight solves, and returns the trainer, the
 // forward solution and copies of the gradients.
 func aidGradientAt(t *testing.T, c stepCase, n int, a AidsConfig) (*Trainer, *deq.Solution, [][]float64) {
-	cfg := tinyConfig()
-	cfg.BatchSize = n
-	cfg.Model = c.model
-	tight := SolverConfig{Method: method("broyden"), Tol: 1e-12, MaxIter: 500}
-	cfg.Forward = tight
-	cfg.Backward = BackwardConfig{Solver: tight}
-	cfg.Backward.Solver.Tol = 1e-13
+	cfg := tightConfig(c, n)
 	cfg.Aids = a
 	trn, err := New(cfg, c.train, c.test, nil)
 	require.NoError(t, err)
@@ -48,6 +42,22 @@ func aidGradientAt(t *testing.T, c stepCase, n int, a AidsConfig) (*Trainer, *de
 		grads[i] = append([]float64(nil), g...)
 	}
 	return trn, sol, grads
+}
+
+// solvedLoss solves the fixed points of the raw images x with the
+// trainer's layer and returns the solution, the scratch (holding the
+// encoder's features) and the summed cross-entropy of the readout.
+func solvedLoss(t *testing.T, trn *Trainer, x []float64, labels []int) (*deq.Solution, *work, float64) {
+	m, n := trn.model, len(labels)
+	w := m.work(n)
+	m.standardize(w.xs, x)
+	require.NoError(t, m.encode(w.e, w.xs, n))
+	sol, err := trn.layer.Forward(context.Background(), w.e)
+	require.NoError(t, err)
+	require.Equal(t, solver.Success, sol.Result.Status)
+	m.readout(w, sol.Z, n)
+	ce, _ := crossEntropy(nil, w.logits, labels, m.Classes)
+	return sol, w, ce
 }
 
 // requireMatchesFD compares grads with central differences of loss in
@@ -83,15 +93,8 @@ func TestJacobianLossGradientMatchesFiniteDifferences(t *testing.T) {
 			m := trn.model
 			x, labels := c.train.X[:n*c.train.Dim()], c.train.Y[:n]
 			loss := func() float64 {
-				w := m.work(n)
-				m.standardize(w.xs, x)
-				require.NoError(t, m.encode(w.e, w.xs, n))
 				// The layer keeps the step's seeds: the same probes.
-				sol, err := trn.layer.Forward(context.Background(), w.e)
-				require.NoError(t, err)
-				require.Equal(t, solver.Success, sol.Result.Status)
-				m.readout(w, sol.Z, n)
-				ce, _ := crossEntropy(nil, w.logits, labels, m.Classes)
+				sol, _, ce := solvedLoss(t, trn, x, labels)
 				est, err := trn.layer.JacobianRegularize(sol, 0, &deq.JacobianRegOptions{Seed: streamJacobian}, nil, nil)
 				require.NoError(t, err)
 				return ce/float64(n) + weight*est.Value
@@ -124,14 +127,7 @@ func TestCorrectionLossGradientMatchesFiniteDifferences(t *testing.T) {
 			x, labels := c.train.X[:n*c.train.Dim()], c.train.Y[:n]
 			f := make([]float64, len(states[0]))
 			loss := func() float64 {
-				w := m.work(n)
-				m.standardize(w.xs, x)
-				require.NoError(t, m.encode(w.e, w.xs, n))
-				sol, err := trn.layer.Forward(context.Background(), w.e)
-				require.NoError(t, err)
-				require.Equal(t, solver.Success, sol.Result.Status)
-				m.readout(w, sol.Z, n)
-				ce, _ := crossEntropy(nil, w.logits, labels, m.Classes)
+				_, w, ce := solvedLoss(t, trn, x, labels)
 				total := ce / float64(n)
 				ev, err := m.cell.Evaluator(n)
 				require.NoError(t, err)

@@ -2,6 +2,7 @@ package train
 
 import (
 	"cmp"
+	"encoding"
 	"fmt"
 	"math"
 	"reflect"
@@ -424,7 +425,7 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Hidden", m.Hidden, "must not be negative")
 	case m.Encoder < 0:
 		return d, fieldErr("Model.Encoder", m.Encoder, "must not be negative")
-	case !validActivation(m.Activation):
+	case !validText(m.Activation):
 		return d, fieldErr("Model.Activation", m.Activation, "is not an activation")
 	case m.Gamma < 0 || m.Gamma >= 1 || math.IsNaN(m.Gamma):
 		return d, fieldErr("Model.Gamma", m.Gamma, "must lie in (0, 1)")
@@ -440,7 +441,7 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Groups", m.Groups, "must not be negative")
 	case m.Kernels < 0:
 		return d, fieldErr("Model.Kernels", m.Kernels, "must not be negative")
-	case !validNormalization(m.Normalization):
+	case !validText(m.Normalization):
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
 	case m.Normalization != layers.Projection && m.Cell != DenseCell:
 		return d, fieldErr("Model.Normalization", m.Normalization, fmt.Sprintf("applies to the dense cell only, not %v (its Lipschitz bound is kept by projection)", m.Cell))
@@ -536,15 +537,10 @@ func method(name string) Method {
 	return m
 }
 
-// validNormalization reports whether n is one of layers' normalisations.
-func validNormalization(n layers.Normalization) bool {
-	_, err := n.MarshalText()
-	return err == nil
-}
-
-// validActivation reports whether a is one of layers' activations.
-func validActivation(a layers.Activation) bool {
-	_, err := a.MarshalText()
+// validText reports whether v is a value of its enumeration (one of
+// layers' activations or normalisations): whether it has a text form.
+func validText(v encoding.TextMarshaler) bool {
+	_, err := v.MarshalText()
 	return err == nil
 }
 

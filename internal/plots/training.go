@@ -135,14 +135,9 @@ func spectralPlot(history []train.EpochMetrics, gamma float64) (*plot.Plot, erro
 		}
 	}
 	if gamma > 0 && !math.IsInf(gamma, 1) && last > 0 {
-		l, err := plotter.NewLine(plotter.XYs{{X: first, Y: gamma}, {X: last, Y: gamma}})
-		if err != nil {
-			return nil, fmt.Errorf("plots: WriteTraining: %w", err)
+		if err := addLevel(p, "declared bound γ̄", first, last, gamma); err != nil {
+			return nil, err
 		}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		l.Color = color.Gray{Y: 100}
-		p.Add(l)
-		p.Legend.Add("declared bound γ̄", l)
 	}
 	return p, nil
 }
@@ -179,16 +174,25 @@ func residualPlot(history []train.EpochMetrics, tol float64) (*plot.Plot, error)
 		}
 	}
 	if tol > 0 {
-		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: tol}, {X: float64(max(maxIter, 1)), Y: tol}})
-		if err != nil {
-			return nil, fmt.Errorf("plots: WriteTraining: %w", err)
+		if err := addLevel(p, "tolerance", 0, float64(max(maxIter, 1)), tol); err != nil {
+			return nil, err
 		}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		l.Color = color.Gray{Y: 100}
-		p.Add(l)
-		p.Legend.Add("tolerance", l)
 	}
 	return p, nil
+}
+
+// addLevel adds to p and its legend a dashed grey horizontal line at y
+// from x0 to x1.
+func addLevel(p *plot.Plot, label string, x0, x1, y float64) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}})
+	if err != nil {
+		return fmt.Errorf("plots: WriteTraining: %w", err)
+	}
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	l.Color = color.Gray{Y: 100}
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return nil
 }
 
 // addSeries adds the line and points xy in color c to p and its legend.
