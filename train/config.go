@@ -164,9 +164,16 @@ type AidsConfig struct {
 	// it must be zero otherwise.
 	CorrectionGamma float64 `json:",omitempty"`
 	// Dropout is the probability p ∈ [0, 1) of DEQ dropout
-	// (deq.Settings.Dropout): one mask per training batch, redrawn for
-	// every batch and fixed across the solver's iterations, off in
-	// evaluation. Zero means none.
+	// (deq.Settings.Dropout), the variational dropout of "Deep Equilibrium
+	// Models" by Shaojie Bai, J. Zico Kolter and Vladlen Koltun (NeurIPS
+	// 2019): one mask per training batch, drawn from the batch's forward
+	// seed (redrawn for every batch), fixed across the solver's iterations
+	// so that the fixed point is defined, off in evaluation. A fixed mask
+	// is a deterministic map with its own fixed point, unlike the sampled
+	// oracle of a stochastic cell, which redraws its terms at every call
+	// and is unbiased for the exact operator. The mask scales γ̄ by
+	// 1/(1 − p); GHAL and VR-GHAL are refused in training, naming this
+	// field, when that exceeds one. Zero means none.
 	Dropout float64 `json:",omitempty"`
 }
 

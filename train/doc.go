@@ -74,7 +74,7 @@
 //     stochastic cell's sampled oracle, which redraws its terms at every
 //     call and whose fixed point is the exact operator's. The mask scales
 //     γ̄ by 1/(1 − p): GHAL and VR-GHAL are refused in training when that
-//     reaches one.
+//     exceeds one.
 //   - Weight normalisation in place of the projection (ModelConfig
 //     .Normalization, dense cells): only layers.Projection and
 //     layers.SpectralNorm prove a bound γ̄; under layers.WeightNorm the

@@ -238,9 +238,9 @@ func checkProven(c Config, m *Model) error {
 
 // checkAids refuses the training aids a cell or a solver cannot honour:
 // Jacobian regularisation for a cell without a fused Jacobian penalty, and
-// the solvers that need a Lipschitz bound γ̄ < 1 (GHAL, VR-GHAL) where the
-// cell declares none (weight normalisation) or dropout's 1/(1 − p) pushes
-// it to one or above.
+// the solvers that need a Lipschitz bound γ̄ ≤ 1 (GHAL, VR-GHAL) where the
+// cell declares none (weight normalisation) or, in training, dropout's
+// 1/(1 − p) pushes it above one.
 func checkAids(c Config, m *Model) error {
 	if c.Aids.JacWeight > 0 {
 		ev, err := m.cell.Evaluator(c.BatchSize)
@@ -252,23 +252,22 @@ func checkAids(c Config, m *Model) error {
 		}
 	}
 	gamma := m.cell.Gamma()
-	field, value, why := "Aids.Dropout", any(c.Aids.Dropout), fmt.Sprintf("scales the cell's bound γ̄ = %g to %g ≥ 1", gamma, gamma/(1-c.Aids.Dropout))
-	if math.IsInf(gamma, 1) {
-		field, value, why = "Model.Normalization", any(c.Model.Normalization), "declares no Lipschitz bound γ̄"
-	}
-	if gamma/(1-c.Aids.Dropout) < 1 {
-		return nil
-	}
 	for _, s := range []struct {
 		field string
 		m     Method
-		train bool
-	}{{"Forward.Method", c.Forward.Method, true}, {"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit}, {"Eval.Method", c.Eval.Method, false}} {
-		if s.field == "Backward.Solver.Method" && !s.train {
-			continue
-		}
-		if (s.train || field == "Model.Normalization") && needsGamma(s.m) {
-			return fieldErr(field, value, fmt.Sprintf("%s: %s = %v needs a Lipschitz bound γ̄ < 1 (use a projection or another solver)", why, s.field, s.m))
+		used  bool // the solve runs
+		train bool // the solve sees the dropout mask
+	}{
+		{"Forward.Method", c.Forward.Method, true, true},
+		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit, true},
+		{"Eval.Method", c.Eval.Method, true, false},
+	} {
+		switch {
+		case !s.used || !needsGamma(s.m):
+		case math.IsInf(gamma, 1):
+			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("declares no Lipschitz bound γ̄, which %s = %v needs (use the projection or another solver)", s.field, s.m))
+		case s.train && gamma/(1-c.Aids.Dropout) > 1:
+			return fieldErr("Aids.Dropout", c.Aids.Dropout, fmt.Sprintf("scales the cell's bound γ̄ = %g to %g > 1, and %s = %v needs a bound of at most one", gamma, gamma/(1-c.Aids.Dropout), s.field, s.m))
 		}
 	}
 	return nil

@@ -55,7 +55,7 @@ Training aids (all off by default; see go doc train.AidsConfig):
       fixed across the solver's iterations so that the fixed point is defined
       (a deterministic map, unlike a stochastic cell's sampled oracle, which
       redraws its terms at every call), off at evaluation. It scales γ̄ by
-      1/(1 − P): GHAL and VR-GHAL are refused when that reaches 1.
+      1/(1 − P): GHAL and VR-GHAL are refused when that exceeds 1.
   --normalization project|weight|spectral  how the dense cell keeps its
       recurrent weight in check: the Lipschitz projection (default, proven
       γ̄); weight normalisation, from "Weight Normalization: A Simple
