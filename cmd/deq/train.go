@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/internal/plots"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -250,6 +252,25 @@ type trainSummary struct {
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 }
 
+// aids describes the training aids in use, "" for none.
+func (s *trainSummary) aids() string {
+	a, e := s.Aids, s.Final
+	var parts []string
+	if s.Normalization != layers.Projection.String() {
+		parts = append(parts, "normalization "+s.Normalization)
+	}
+	if a.JacWeight > 0 {
+		parts = append(parts, fmt.Sprintf("Jacobian regularisation %g every %d steps (‖∂f/∂z‖_F² %.4g)", a.JacWeight, a.JacFreq, e.JacFrobMean))
+	}
+	if a.CorrectionStates > 0 {
+		parts = append(parts, fmt.Sprintf("fixed-point correction on %d states, γ %g (loss %.4f)", a.CorrectionStates, a.CorrectionGamma, e.CorrectionLoss))
+	}
+	if a.Dropout > 0 {
+		parts = append(parts, fmt.Sprintf("dropout %g", a.Dropout))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // besideGamma returns the declared bound γ̄ to print beside a spectral
 // measurement, or why there is none.
 func besideGamma(gamma float64, normalization string) string {
@@ -322,9 +343,8 @@ func (s *trainSummary) write(w io.Writer) error {
 	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
 	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
 		e.SpectralRadius, e.SpectralNorm, train.SpectralBatch, besideGamma(float64(s.Gamma), s.Normalization))
-	if a := s.Aids; a != (train.AidsConfig{}) || s.Normalization != "project" {
-		fmt.Fprintf(tw, "aids\tnormalization %s, jac-weight %g every %d steps (‖∂f/∂z‖_F² %.4g), correction %d states γ %g (loss %.4f), dropout %g\n",
-			s.Normalization, a.JacWeight, a.JacFreq, e.JacFrobMean, a.CorrectionStates, a.CorrectionGamma, e.CorrectionLoss, a.Dropout)
+	if aids := s.aids(); aids != "" {
+		fmt.Fprintf(tw, "aids\t%s\n", aids)
 	}
 	fmt.Fprintf(tw, "time\t%.1f s, %.1f s per epoch\n", s.WallSeconds, s.SecondsPerEpoch)
 	return tw.Flush()

@@ -56,7 +56,7 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	for i, l := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
-		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max"} {
+		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max", "spectral_radius", "spectral_norm"} {
 			require.Contains(t, m, k, "line %d", i)
 		}
 		require.Equal(t, float64(i+1), m["epoch"])
@@ -64,7 +64,7 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 			require.Equal(t, final["test_acc"], m["test_acc"])
 		}
 	}
-	for _, p := range []string{plots.Loss, plots.Accuracy, plots.Residual} {
+	for _, p := range []string{plots.Loss, plots.Accuracy, plots.Residual, plots.Spectral} {
 		b, err := os.ReadFile(filepath.Join(plotDir, p))
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(b), "\x89PNG"), p)
@@ -78,6 +78,9 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	require.Equal(t, final["test_acc"], ev["test_acc"])
 	require.Equal(t, "broyden", ev["solver"])
 	require.Equal(t, 150.0, ev["examples"])
+	require.Positive(t, ev["spectral_radius"])
+	require.LessOrEqual(t, ev["spectral_norm"], ev["gamma"], "the declared bound holds")
+	require.InDelta(t, final["spectral_radius"], ev["spectral_radius"], 1e-9, "the same measurement as after the last epoch")
 	stats := ev["solver_stats"].(map[string]any)
 	require.Equal(t, 1.0, stats["cert_met_frac"])
 
@@ -95,12 +98,25 @@ func TestTrainSummary(t *testing.T) {
 	args = args[:len(args)-1] // progress lines on
 	code, out, errOut := runCmd(args...)
 	require.Equal(t, 0, code, errOut)
-	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden", "certificates", "of batches ≤ tol", "per epoch"} {
+	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden", "certificates", "of batches ≤ tol", "per epoch", "spectral radius", "declared bound γ̄ 0.9"} {
 		require.Contains(t, out, s)
 	}
 	require.Contains(t, errOut, "epoch 1/2")
 	require.Contains(t, errOut, "epoch 2/2")
+	require.Contains(t, errOut, "ρ ")
+	require.NotContains(t, out, "aids", "no aids line without aids")
 	require.NotContains(t, errOut, "\r", "no progress bar when standard error is not a terminal")
+
+	// With aids: the summary names them, the progress line shows their
+	// metrics, and weight normalisation reports no bound.
+	args = append(args, "--normalization", "weight", "--jac-weight", "0.1", "--correction-states", "2", "--dropout", "0.1")
+	code, out, errOut = runCmd(args...)
+	require.Equal(t, 0, code, errOut)
+	for _, s := range []string{"aids", "normalization weight", "Jacobian regularisation 0.1 every 1 steps", "fixed-point correction on 2 states, γ 0.8", "dropout 0.1", "no declared bound γ̄"} {
+		require.Contains(t, out, s)
+	}
+	require.Contains(t, errOut, "‖J‖²_F")
+	require.Contains(t, errOut, "(no γ̄)")
 }
 
 func TestTrainUsageErrors(t *testing.T) {
@@ -357,6 +373,9 @@ func TestTrainConvCell(t *testing.T) {
 		runs = append(runs, run{[]string{"--norm", n}, false})
 	}
 	runs = append(runs, run{[]string{"--norm", "schatten:2"}, true}, run{[]string{"--groups", "2"}, false})
+	// The training aids the conv cell supports (not the Jacobian
+	// regularisation, refused naming its flag).
+	runs = append(runs, run{[]string{"--correction-states", "2", "--dropout", "0.1", "--kernels", "2"}, true})
 	for _, r := range runs {
 		t.Run(strings.Join(r.extra, " "), func(t *testing.T) {
 			args := append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20",
