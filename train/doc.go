@@ -41,6 +41,52 @@
 // Batches with non-finite inputs, losses or gradients, or a diverged solve,
 // are skipped without touching the parameters (see Trainer).
 //
+// # Training aids
+//
+// Config.Aids and ModelConfig.Normalization add the training aids of the
+// DEQ literature to the step, each off at its zero value (see the deq
+// package's "Training aids" for the library calls):
+//
+//   - Jacobian regularisation, from "Stabilizing Equilibrium Models by
+//     Jacobian Regularization" by Shaojie Bai, Vladlen Koltun and J. Zico
+//     Kolter (ICML 2021): AidsConfig.JacWeight w adds w·R to the loss every
+//     AidsConfig.JacFreq-th step, R the one-probe Hutchinson estimate of the
+//     mean over examples of ‖∂f/∂z‖_F² at z*. Its gradient is exact for the
+//     probe: through the parameters and the encoder directly, and through
+//     z* by adding w·∂R/∂z* to the cotangent of the backward pass (the
+//     reference implementation detaches z*; here the whole loss is
+//     differentiated). Metric EpochMetrics.JacFrobMean. Dense cells only.
+//   - Fixed-point correction, from "Deep Equilibrium Optical Flow
+//     Estimation" by Shaojie Bai, Zhengyang Geng, Yash Savani and J. Zico
+//     Kolter (CVPR 2022): with K = AidsConfig.CorrectionStates the loss is
+//     CE(z*) + Σ_k w̄_k CE(f(z_k, x)) over the K collected states z_k of the
+//     forward trajectory (the last z*), w̄_k = γ^(K−1−k)/Σ_j γ^(K−1−j), so
+//     that the correction terms are a weighted mean of losses on the scale
+//     of the main one; each state is held constant (one-step gradient).
+//     Metric EpochMetrics.CorrectionLoss. Every forward method of the
+//     registry records its iterates; one that did not would be refused
+//     naming the field.
+//   - DEQ dropout (AidsConfig.Dropout): one mask per training batch, drawn
+//     from the batch's forward seed (so redrawn every batch and restored
+//     exactly on resume), fixed across the solver's iterations; the
+//     evaluation layer is switched to evaluation and applies none. A fixed
+//     mask makes the map deterministic with its own fixed point, unlike a
+//     stochastic cell's sampled oracle, which redraws its terms at every
+//     call and whose fixed point is the exact operator's. The mask scales
+//     γ̄ by 1/(1 − p): GHAL and VR-GHAL are refused in training when that
+//     exceeds one.
+//   - Weight normalisation in place of the projection (ModelConfig
+//     .Normalization, dense cells): only layers.Projection and
+//     layers.SpectralNorm prove a bound γ̄; under layers.WeightNorm the
+//     cell's Gamma is +Inf, the certificates still bound the residuals but
+//     no contraction is proven, and GHAL and VR-GHAL, whose schedule needs
+//     γ̄, are refused naming the field (Broyden, Anderson and the other
+//     deterministic solvers run).
+//
+// After every epoch the spectral radius and norm of ∂f/∂z at the fixed
+// points of the first SpectralBatch test images (Model.Spectral: Arnoldi
+// and power iteration) enter the metrics beside the cell's declared γ̄.
+//
 // # Checkpoints
 //
 // With Options.Checkpoint, Run writes a checkpoint after every epoch and

@@ -100,6 +100,14 @@ type BatchMetrics struct {
 	Forward, Backward *solver.Result
 	// VJPs counts the full vector–Jacobian products of the backward pass.
 	VJPs int
+	// JacApplied reports whether the batch's step applied the Jacobian
+	// regularisation (Config.Aids), and JacFrob is then its Hutchinson
+	// estimate R of the mean ‖∂f/∂z‖_F² at z* (before the weight).
+	JacApplied bool
+	JacFrob    float64
+	// CorrectionLoss is the weighted fixed-point correction loss of the
+	// batch (zero without correction); Loss does not include it.
+	CorrectionLoss float64
 }
 
 // EpochMetrics describe one epoch of training and the evaluation after it.
@@ -140,6 +148,20 @@ type EpochMetrics struct {
 	Forward  SolveSummary `json:"forward"`
 	Backward SolveSummary `json:"backward"`
 	Test     SolveSummary `json:"test"`
+	// JacFrobMean is the mean over the epoch's regularised batches of the
+	// Hutchinson estimate of the mean ‖∂f/∂z‖_F² at z* (the Jacobian
+	// regularisation's R, before its weight); zero without it.
+	JacFrobMean float64 `json:"jac_frob_mean,omitempty"`
+	// CorrectionLoss is the mean fixed-point correction loss over the
+	// epoch's used batches; zero without correction.
+	CorrectionLoss float64 `json:"correction_loss,omitempty"`
+	// SpectralRadius and SpectralNorm measure ∂f/∂z at the fixed points of
+	// the first SpectralBatch test images after the epoch (see
+	// Model.Spectral): the largest over those images of the spectral
+	// radius ρ(J_b) and of the spectral norm ‖J_b‖₂, to compare with the
+	// cell's declared bound γ̄ (which bounds both in ℓ2).
+	SpectralRadius float64 `json:"spectral_radius,omitempty"`
+	SpectralNorm   float64 `json:"spectral_norm,omitempty"`
 	// Trace is the forward residual trace of the epoch's first used batch:
 	// residual against iteration.
 	Trace []TracePoint `json:"-"`
@@ -173,6 +195,12 @@ type epochAcc struct {
 	Forward  solveAcc
 	Backward solveAcc
 	Trace    []TracePoint
+	// The training aids' sums: the Jacobian estimates and the number of
+	// batches that applied the regularisation, and the correction losses
+	// weighted by examples.
+	JacSum   float64 `json:",omitempty"`
+	JacCount int     `json:",omitempty"`
+	CorrSum  float64 `json:",omitempty"`
 }
 
 // finish returns the epoch's metrics without the evaluation.
@@ -181,6 +209,10 @@ func (a *epochAcc) finish(epoch int) EpochMetrics {
 	if a.Examples > 0 {
 		e.TrainLoss = a.LossSum / float64(a.Examples)
 		e.TrainAcc = float64(a.Correct) / float64(a.Examples)
+		e.CorrectionLoss = a.CorrSum / float64(a.Examples)
+	}
+	if a.JacCount > 0 {
+		e.JacFrobMean = a.JacSum / float64(a.JacCount)
 	}
 	e.Forward = a.Forward.summary()
 	e.Backward = a.Backward.summary()

@@ -33,11 +33,12 @@ func newParam(name string, rows, cols int, decay bool) *param {
 }
 
 // viewParam returns a param over a layers.Param's storage, named prefix +
-// its name. Weight decay applies to its matrices: not to biases ("b") or
-// GroupNorm scales and shifts ("gn.*").
+// its name. Weight decay applies to its matrices: not to biases ("b"),
+// GroupNorm scales and shifts ("gn.*") or weight normalisation's norms
+// ("g").
 func viewParam(prefix string, p *layers.Param) *param {
 	r, c := p.Dims()
-	decay := p.Name() != "b" && !strings.HasPrefix(p.Name(), "gn.")
+	decay := p.Name() != "b" && p.Name() != "g" && !strings.HasPrefix(p.Name(), "gn.")
 	return &param{name: prefix + p.Name(), rows: r, cols: c, data: p.Data(), grad: p.GradData(), decay: decay}
 }
 
@@ -124,6 +125,14 @@ type work struct {
 	logits  []float64 // n·Classes
 	dlogits []float64 // ∂L/∂logits, n·Classes
 	gz      []float64 // ∂L/∂z*, n·HiddenLen
+
+	// The training aids' scratch, allocated on first use: the Jacobian
+	// penalty's cotangents of z* and of the encoder's features, the
+	// correction's cotangents of its states' values f(z_k), of the
+	// encoder's features, and its weights.
+	jdz, jdx []float64
+	gs       [][]float64
+	cdx, cw  []float64
 }
 
 // work returns the scratch for n images, allocating it on first use.
@@ -179,7 +188,10 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 		con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
 		switch cfg.Cell {
 		case DenseCell:
-			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Seed: cellSeed})
+			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Normalization: cfg.Normalization, Seed: cellSeed})
+			if err != nil && cfg.Normalization != layers.Projection {
+				err = fmt.Errorf("train: Config.Model.Normalization = %v: %w", cfg.Normalization, err)
+			}
 		case WideCell:
 			m.cell, err = layers.NewWide(layers.WideConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
 		case MixtureCell:
@@ -422,16 +434,19 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 	if err != nil {
 		return nil, err
 	}
-	l, err := m.layer(s, nil)
+	l, err := m.layer(s, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	return m.evaluate(ctx, l, d, batch, s.Tol, 0)
 }
 
-// layer returns a deq.Layer over the model's cell with forward solver s and,
-// if b is not nil, backward configuration b.
-func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
+// layer returns a deq.Layer over the model's cell with forward solver s
+// and, if b is not nil, backward configuration b (a training layer; nil
+// means an evaluation layer); a, if not nil, sets the layer's fixed-point
+// correction and dropout. An evaluation layer with dropout is switched to
+// evaluation (deq.Layer.SetEvaluation): it applies no mask.
+func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.Layer, error) {
 	gamma := m.cell.Gamma()
 	sh := m.cell.Shape()
 	norm, err := m.Config.Norm.Norm(sh.Rows, sh.Hidden)
@@ -440,11 +455,18 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
 	}
 	ds := deq.Settings{
 		Norm:            norm,
-		Forward:         s.method(gamma),
 		ForwardSettings: s.settings(false, false),
 		ForwardOracle:   s.oracle(),
 		Monitor:         deq.MonitorNever,
 	}
+	if a != nil {
+		ds.CorrectionStates, ds.Dropout = a.CorrectionStates, a.Dropout
+		if b != nil {
+			// A fixed dropout mask scales the cell's bound by 1/(1 − p).
+			gamma /= 1 - a.Dropout
+		}
+	}
+	ds.Forward = s.method(gamma)
 	if b != nil {
 		ds.Backward = b.Mode
 		switch b.Mode {
@@ -459,7 +481,89 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig) (*deq.Layer, error) {
 			return nil, fmt.Errorf("train: Config.Backward.Mode = %v is not a backward mode", b.Mode)
 		}
 	}
-	return deq.New(m.cell, &ds)
+	l, err := deq.New(m.cell, &ds)
+	if err != nil {
+		return nil, err
+	}
+	l.SetEvaluation(b == nil)
+	return l, nil
+}
+
+// SpectralBatch is the number of test images (the first ones) on whose
+// fixed points Trainer measures the spectral radius and norm of ∂f/∂z after
+// every epoch (Model.Spectral).
+const SpectralBatch = 32
+
+// Spectrum is a measurement of the Jacobian ∂f/∂z at the fixed points of a
+// batch (see Model.Spectral).
+type Spectrum struct {
+	// Radius and Norm are the largest over the batch's examples of the
+	// spectral radius ρ(J_b) (deq.SpectralRadius, Arnoldi) and the spectral
+	// norm ‖J_b‖₂ (deq.SpectralNorm, power iteration) of J_b = ∂f_b/∂z_b
+	// at z*.
+	Radius, Norm float64
+	// Gamma is the cell's declared Lipschitz bound γ̄ (+Inf when it
+	// declares none, under weight normalisation); it bounds Norm in ℓ2,
+	// and Radius in every norm, when Proven.
+	Gamma float64
+	// Proven reports whether the cell proves Gamma in the model's norm.
+	Proven bool
+	// Converged reports whether both iterations met their tolerance.
+	Converged bool
+}
+
+// Spectral measures ∂f/∂z at the fixed points of the first SpectralBatch
+// images of d (all of them if fewer), solved with the forward solver s
+// (zero fields take DefaultForward()'s values), from which the measurement
+// is reproducible: it is the spectral radius monitoring of the DEQ
+// literature, the quantity whose value below one makes z* locally
+// attracting, beside the cell's declared bound.
+func (m *Model) Spectral(ctx context.Context, d *datasets.Dataset, s SolverConfig) (Spectrum, error) {
+	s, err := s.merge("Eval", DefaultForward())
+	if err != nil {
+		return Spectrum{}, err
+	}
+	l, err := m.layer(s, nil, nil)
+	if err != nil {
+		return Spectrum{}, err
+	}
+	return m.spectral(ctx, l, d, 0)
+}
+
+// spectral measures ∂f/∂z with layer l at the fixed points of the first
+// SpectralBatch images of d; seed seeds the solve and the start vectors.
+func (m *Model) spectral(ctx context.Context, l *deq.Layer, d *datasets.Dataset, seed uint64) (Spectrum, error) {
+	if d.Dim() != m.InputDim {
+		return Spectrum{}, fmt.Errorf("train: %s has %d pixels per image, the model %d", d.Name, d.Dim(), m.InputDim)
+	}
+	n := min(SpectralBatch, d.Len())
+	w := m.work(n)
+	m.standardize(w.xs, d.X[:n*m.InputDim])
+	if err := m.encode(w.e, w.xs, n); err != nil {
+		return Spectrum{}, err
+	}
+	l.SetSeeds(seed, 0)
+	sol, err := l.Forward(ctx, w.e)
+	if err != nil {
+		return Spectrum{}, err
+	}
+	ev, err := m.cell.Evaluator(n)
+	if err != nil {
+		return Spectrum{}, err
+	}
+	if err := ev.SetInput(w.e); err != nil {
+		return Spectrum{}, err
+	}
+	o := &deq.JacobianOptions{Seed: seed}
+	rho, err := deq.SpectralRadius(ev, sol.Z, o)
+	if err != nil {
+		return Spectrum{}, err
+	}
+	sn, err := deq.SpectralNorm(ev, sol.Z, o)
+	if err != nil {
+		return Spectrum{}, err
+	}
+	return Spectrum{Radius: rho.Value, Norm: sn.Value, Gamma: m.cell.Gamma(), Proven: m.Proven(), Converged: rho.Converged && sn.Converged}, nil
 }
 
 // Proven reports whether the model's cell proves its Lipschitz bound γ̄ in

@@ -63,9 +63,9 @@ func stepCases() []stepCase {
 		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3)}
 }
 
-// gradientAt runs the training step's gradient on the first n training
-// images of c, with tight solves.
-func gradientAt(t *testing.T, c stepCase, n int) (*Trainer, []float64, []int) {
+// tightConfig is the configuration of c's model with batches of n and
+// tight forward and adjoint solves.
+func tightConfig(c stepCase, n int) Config {
 	cfg := tinyConfig()
 	cfg.BatchSize = n
 	cfg.Model = c.model
@@ -73,7 +73,13 @@ func gradientAt(t *testing.T, c stepCase, n int) (*Trainer, []float64, []int) {
 	cfg.Forward = tight
 	cfg.Backward = BackwardConfig{Solver: tight}
 	cfg.Backward.Solver.Tol = 1e-13
-	trn, err := New(cfg, c.train, c.test, nil)
+	return cfg
+}
+
+// gradientAt runs the training step's gradient on the first n training
+// images of c, with tight solves.
+func gradientAt(t *testing.T, c stepCase, n int) (*Trainer, []float64, []int) {
+	trn, err := New(tightConfig(c, n), c.train, c.test, nil)
 	require.NoError(t, err)
 	x, labels := c.train.X[:n*c.train.Dim()], c.train.Y[:n]
 	bm := &trn.bm
@@ -115,7 +121,7 @@ func TestStepGradientMatchesFiniteDifferences(t *testing.T) {
 			for i, g := range trn.grads {
 				grads[i] = append([]float64(nil), g...)
 			}
-			l, err := m.layer(trn.cfg.Forward, nil)
+			l, err := m.layer(trn.cfg.Forward, nil, nil)
 			require.NoError(t, err)
 			require.InDelta(t, trn.bm.Loss, evalLoss(t, m, l, x, labels), 1e-12, "training and evaluation paths compute the same loss")
 			const h = 1e-5

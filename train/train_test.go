@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -113,6 +114,11 @@ func TestResumeContinuesExactly(t *testing.T) {
 			c.Forward.Method, c.Backward.Solver.Method = method("anderson"), method("anderson")
 			c.Schedule, c.WeightDecay = Step, 1e-3
 		}, []int{2, 9}},
+		{"dense-aids-weightnorm", func(c *Config) {
+			c.Model.Normalization = layers.WeightNorm
+			c.Model.Activation = layers.Tanh
+			c.Aids = AidsConfig{JacWeight: 0.1, JacFreq: 3, CorrectionStates: 3, Dropout: 0.1}
+		}, []int{4, 7}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -189,12 +191,15 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	if err := checkProven(c, m); err != nil {
 		return nil, err
 	}
-	t.adam = &Adam{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.AdamEps}
-	var err error
-	if t.layer, err = m.layer(c.Forward, &c.Backward); err != nil {
+	if err := checkAids(c, m); err != nil {
 		return nil, err
 	}
-	if t.evalLayer, err = m.layer(c.Eval, nil); err != nil {
+	t.adam = &Adam{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.AdamEps}
+	var err error
+	if t.layer, err = m.layer(c.Forward, &c.Backward, &c.Aids); err != nil {
+		return nil, err
+	}
+	if t.evalLayer, err = m.layer(c.Eval, nil, &AidsConfig{Dropout: c.Aids.Dropout}); err != nil {
 		return nil, err
 	}
 	for _, p := range m.params {
@@ -229,6 +234,53 @@ func checkProven(c Config, m *Model) error {
 		}
 	}
 	return nil
+}
+
+// checkAids refuses the training aids a cell or a solver cannot honour:
+// Jacobian regularisation for a cell without a fused Jacobian penalty, and
+// the solvers that need a Lipschitz bound γ̄ ≤ 1 (GHAL, VR-GHAL) where the
+// cell declares none (weight normalisation) or, in training, dropout's
+// 1/(1 − p) pushes it above one.
+func checkAids(c Config, m *Model) error {
+	if c.Aids.JacWeight > 0 {
+		ev, err := m.cell.Evaluator(c.BatchSize)
+		if err != nil {
+			return err
+		}
+		if _, ok := ev.(layers.JacobianPenalizer); !ok {
+			return fieldErr("Aids.JacWeight", c.Aids.JacWeight, fmt.Sprintf("needs a cell with an exact Jacobian-penalty gradient (the dense cell); the %v cell has none", c.Model.Cell))
+		}
+	}
+	gamma := m.cell.Gamma()
+	for _, s := range []struct {
+		field string
+		m     Method
+		used  bool // the solve runs
+		train bool // the solve sees the dropout mask
+	}{
+		{"Forward.Method", c.Forward.Method, true, true},
+		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit, true},
+		{"Eval.Method", c.Eval.Method, true, false},
+	} {
+		switch {
+		case !s.used || !needsGamma(s.m):
+		case math.IsInf(gamma, 1):
+			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("declares no Lipschitz bound γ̄, which %s = %v needs (use the projection or another solver)", s.field, s.m))
+		case s.train && gamma/(1-c.Aids.Dropout) > 1:
+			return fieldErr("Aids.Dropout", c.Aids.Dropout, fmt.Sprintf("scales the cell's bound γ̄ = %g to %g > 1, and %s = %v needs a bound of at most one", gamma, gamma/(1-c.Aids.Dropout), s.field, s.m))
+		}
+	}
+	return nil
+}
+
+// needsGamma reports whether the method's guarantees and schedule rest on
+// a Lipschitz bound γ̄ (GHAL and VR-GHAL).
+func needsGamma(m Method) bool {
+	switch m.Info().Name {
+	case "ghal", "vrghal":
+		return true
+	}
+	return false
 }
 
 // Model returns the model being trained.
@@ -290,6 +342,15 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			return t.result(false), err
 		}
 		em.TestAcc, em.TestLoss, em.Test = ev.Accuracy, ev.Loss, ev.Solver
+		// Seed 0, as Model.Spectral (and so deq eval) measures.
+		sp, err := t.model.spectral(ctx, t.evalLayer, t.test, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return t.interrupt(ctx.Err())
+			}
+			return t.result(false), err
+		}
+		em.SpectralRadius, em.SpectralNorm = sp.Radius, sp.Norm
 		em.TrainSeconds = trainTime.Seconds()
 		em.EvalSeconds = time.Since(evalStart).Seconds()
 		em.EpochSeconds = time.Since(start).Seconds()
@@ -382,6 +443,11 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	t.acc.Examples += n
 	t.acc.Correct += correct
 	t.acc.LossSum += bm.Loss * float64(n)
+	t.acc.CorrSum += bm.CorrectionLoss * float64(n)
+	if bm.JacApplied {
+		t.acc.JacSum += bm.JacFrob
+		t.acc.JacCount++
+	}
 	t.acc.Forward.add(sol.Result, t.cfg.Forward.Tol)
 	if bm.Backward != nil {
 		t.acc.Backward.add(bm.Backward, t.cfg.Backward.Solver.Tol)
@@ -424,6 +490,10 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	switch {
 	case err != nil && sol != nil && sol.Result.Status == solver.Diverged:
 		return sol, 0, fmt.Sprintf("forward solve diverged (%v)", err), nil
+	case err != nil && sol == nil && t.cfg.Aids.CorrectionStates > 0 && strings.Contains(err.Error(), "records no iterates"):
+		// No method of the registry does this today; a new one that
+		// returns no iterates cannot serve fixed-point correction.
+		return nil, 0, "", fieldErr("Aids.CorrectionStates", t.cfg.Aids.CorrectionStates, fmt.Sprintf("needs a forward solver that visits iterates; %v records none", t.cfg.Forward.Method))
 	case err != nil:
 		return sol, 0, "", fmt.Errorf("train: epoch %d batch %d: %w", t.epoch+1, t.batch, err)
 	}
@@ -438,6 +508,11 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 		return sol, correct, "non-finite loss", nil
 	}
 	m.readoutBackward(w, sol.Z, n)
+	if a := t.cfg.Aids; a.JacWeight > 0 && t.steps%a.JacFreq == 0 {
+		if skip, err := t.jacobian(sol, w, bm); skip != "" || err != nil {
+			return sol, correct, skip, err
+		}
+	}
 	bs, err := t.layer.Backward(ctx, sol, w.gz, w.de)
 	if bs != nil {
 		bm.Backward, bm.VJPs = bs.Adjoint, bs.VJPs
@@ -448,7 +523,104 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	case bm.Backward != nil && bm.Backward.Status == solver.Diverged:
 		return sol, correct, "adjoint solve diverged", nil
 	}
+	if bm.JacApplied {
+		addTo(w.de, w.jdx)
+	}
+	if t.cfg.Aids.CorrectionStates > 0 {
+		if skip, err := t.correction(sol, w, labels, bm); skip != "" || err != nil {
+			return sol, correct, skip, err
+		}
+	}
 	return sol, correct, "", m.encodeBackward(w.xs, w.e, w.de, n)
+}
+
+// jacobian adds the Jacobian regularisation term JacWeight·R at the fixed
+// point of sol to the step: R's gradient through the cell's parameters
+// directly, through z* by adding ∂R/∂z* to the cotangent w.gz of the
+// backward pass that follows, and through the encoder by w.jdx (added to
+// the encoder's cotangent after that pass). It returns the reason to skip
+// the batch, or an error.
+func (t *Trainer) jacobian(sol *deq.Solution, w *work, bm *BatchMetrics) (string, error) {
+	if w.jdz == nil {
+		w.jdz, w.jdx = make([]float64, len(w.gz)), make([]float64, len(w.de))
+	}
+	est, err := t.layer.JacobianRegularize(sol, t.cfg.Aids.JacWeight, &deq.JacobianRegOptions{Seed: streamJacobian}, w.jdz, w.jdx)
+	if err != nil {
+		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.JacWeight: %w", t.epoch+1, t.batch, err)
+	}
+	if notFinite(est.Value) {
+		return "non-finite Jacobian penalty", nil
+	}
+	addTo(w.gz, w.jdz)
+	bm.JacApplied, bm.JacFrob = true, est.Value
+	return "", nil
+}
+
+// correction adds fixed-point correction to the step: the readout's mean
+// cross-entropy at f(z_k, x) for the K collected states z_k of sol,
+// weighted by γ^(K−1−k)/Σ_j γ^(K−1−j), with the one-step gradient (each z_k
+// held constant) into the readout's and the cell's parameters and into the
+// encoder's cotangent w.de. It returns the reason to skip the batch, or an
+// error.
+func (t *Trainer) correction(sol *deq.Solution, w *work, labels []int, bm *BatchMetrics) (string, error) {
+	m := t.model
+	n := len(labels)
+	fs, err := t.layer.CorrectionForward(sol)
+	if err != nil {
+		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
+	}
+	k := len(fs)
+	for len(w.gs) < k {
+		w.gs = append(w.gs, make([]float64, len(w.gz)))
+	}
+	if w.cdx == nil {
+		w.cdx = make([]float64, len(w.de))
+	}
+	weights := correctionWeights(w.cw[:0], k, t.cfg.Aids.CorrectionGamma)
+	w.cw = weights
+	loss := 0.0
+	for i, f := range fs {
+		m.readout(w, f, n)
+		l, _ := crossEntropy(w.dlogits, w.logits, labels, m.Classes)
+		loss += weights[i] * l / float64(n)
+		for j := range w.dlogits {
+			w.dlogits[j] *= weights[i]
+		}
+		m.readoutBackward(w, f, n)
+		copy(w.gs[i], w.gz)
+	}
+	bm.CorrectionLoss = loss
+	if notFinite(loss) {
+		return "non-finite correction loss", nil
+	}
+	if _, err := t.layer.CorrectionBackward(sol, w.gs[:k], w.cdx); err != nil {
+		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
+	}
+	addTo(w.de, w.cdx)
+	return "", nil
+}
+
+// correctionWeights appends to dst the k weights γ^(k−1−i)/Σ_j γ^(k−1−j),
+// i = 0, …, k−1, of fixed-point correction: decaying geometrically from
+// the last state (the fixed point) back, normalised to sum to one.
+func correctionWeights(dst []float64, k int, gamma float64) []float64 {
+	sum := 0.0
+	for i := range k {
+		v := math.Pow(gamma, float64(k-1-i))
+		dst = append(dst, v)
+		sum += v
+	}
+	for i := range dst {
+		dst[i] /= sum
+	}
+	return dst
+}
+
+// addTo adds src to dst.
+func addTo(dst, src []float64) {
+	for i, v := range src {
+		dst[i] += v
+	}
 }
 
 // zeroGrads zeroes the gradients of every parameter.
@@ -527,6 +699,7 @@ const (
 	streamBackward = 0x1a2b_3c4d_0000_0005
 	streamEval     = 0x1a2b_3c4d_0000_0006
 	streamEncoder  = 0x1a2b_3c4d_0000_0007
+	streamJacobian = 0x1a2b_3c4d_0000_0008
 )
 
 // mix3 hashes three words into one.

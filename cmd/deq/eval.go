@@ -32,7 +32,9 @@ func newEvalCmd() *cobra.Command {
 		`Eval loads a checkpoint written by deq train and classifies the test set of
 --data with the forward solver --solver (by default the run's evaluation
 solver, with its tolerance and iteration limit), reporting accuracy, loss,
-solver work and the residual certificates of the solves.`,
+solver work and the residual certificates of the solves, and the spectral
+radius and norm of ∂f/∂z at the fixed points of the first 32 test images
+(Arnoldi and power iteration) beside the cell's declared Lipschitz bound γ̄.`,
 		f.run)
 	fl := cmd.Flags()
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
@@ -66,6 +68,15 @@ type evalReport struct {
 	Seconds    float64 `json:"seconds"`
 	// Stats summarises the forward solves, one per batch.
 	Stats train.SolveSummary `json:"solver_stats"`
+	// SpectralRadius and SpectralNorm are the largest spectral radius and
+	// norm of ∂f/∂z at the fixed points of the first train.SpectralBatch
+	// test images; Gamma is the cell's declared bound γ̄ (null under weight
+	// normalisation, which declares none) and Proven whether the cell
+	// proves it.
+	SpectralRadius number `json:"spectral_radius"`
+	SpectralNorm   number `json:"spectral_norm"`
+	Gamma          number `json:"gamma"`
+	Proven         bool   `json:"proven"`
 }
 
 func (f *evalFlags) run(cmd *cobra.Command) error {
@@ -130,11 +141,16 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return runtimeError{err}
 	}
+	sp, err := ck.Model.Spectral(cmd.Context(), data.Test, s)
+	if err != nil {
+		return runtimeError{err}
+	}
 	rep := &evalReport{
 		Checkpoint: f.checkpoint, Data: data.Name, Examples: em.Examples, Correct: em.Correct,
 		TestAcc: number(em.Accuracy), TestLoss: number(em.Loss), Solver: s.Method.String(), Tol: number(s.Tol), MaxIter: s.MaxIter,
 		Norm: ck.Config.Model.Norm.String(), Cell: ck.Config.Model.Cell.String(), Epochs: ck.Epoch, BLAS: blasimpl.Name,
 		Seconds: time.Since(start).Seconds(), Stats: em.Solver,
+		SpectralRadius: number(sp.Radius), SpectralNorm: number(sp.Norm), Gamma: number(sp.Gamma), Proven: sp.Proven,
 	}
 	if f.json {
 		b, err := json.Marshal(rep)
@@ -155,6 +171,8 @@ func (r *evalReport) write(w io.Writer) error {
 	fmt.Fprintf(tw, "solver\t%s, tol %g, max %d iterations: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged\n",
 		r.Solver, float64(r.Tol), r.MaxIter, s.CallsMean, s.ItersMean, s.Unconverged, s.Solves)
 	fmt.Fprintf(tw, "certificates\t‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n", s.CertBoundMax, s.CertBoundMean, 100*s.CertMetFrac)
+	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
+		float64(r.SpectralRadius), float64(r.SpectralNorm), train.SpectralBatch, besideGamma(float64(r.Gamma), "weight"))
 	fmt.Fprintf(tw, "time\t%.2f s (BLAS %s)\n", r.Seconds, r.BLAS)
 	return tw.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -91,15 +92,29 @@ func (p *progress) batch(b *train.BatchMetrics) {
 	p.bar.Set(p.done)
 }
 
-func (p *progress) epoch(e *train.EpochMetrics, epochs int) {
+// epoch prints an epoch's line; gamma is the cell's declared bound γ̄
+// (+Inf for none), printed beside the spectral radius and norm.
+func (p *progress) epoch(e *train.EpochMetrics, epochs int, gamma float64) {
 	if p.quiet {
 		return
 	}
 	if p.bar != nil {
 		p.bar.Clear()
 	}
-	fmt.Fprintf(p.w, "epoch %d/%d  loss %.4f  train %.2f%%  test %.2f%%  fwd %.1f calls  bwd %.1f iters  cert max %.2g (%.0f%% ≤ tol)  skipped %d  %.1f s\n",
-		e.Epoch, epochs, e.TrainLoss, 100*e.TrainAcc, 100*e.TestAcc, e.FwdCallsMean, e.BwdItersMean, e.CertBoundMax, 100*e.CertMetFrac, e.Skipped, e.EpochSeconds)
+	aids := ""
+	if e.JacFrobMean > 0 {
+		aids += fmt.Sprintf("  ‖J‖²_F %.3g", e.JacFrobMean)
+	}
+	if e.CorrectionLoss > 0 {
+		aids += fmt.Sprintf("  corr %.4f", e.CorrectionLoss)
+	}
+	bound := "no γ̄"
+	if !math.IsInf(gamma, 1) {
+		bound = fmt.Sprintf("γ̄ %g", gamma)
+	}
+	fmt.Fprintf(p.w, "epoch %d/%d  loss %.4f  train %.2f%%  test %.2f%%  fwd %.1f calls  bwd %.1f iters  cert max %.2g (%.0f%% ≤ tol)  ρ %.3f ‖J‖₂ %.3f (%s)%s  skipped %d  %.1f s\n",
+		e.Epoch, epochs, e.TrainLoss, 100*e.TrainAcc, 100*e.TestAcc, e.FwdCallsMean, e.BwdItersMean, e.CertBoundMax, 100*e.CertMetFrac,
+		e.SpectralRadius, e.SpectralNorm, bound, aids, e.Skipped, e.EpochSeconds)
 }
 
 func (p *progress) logf(format string, args ...any) {

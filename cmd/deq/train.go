@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/internal/plots"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -35,6 +38,39 @@ Every forward solve returns a residual certificate: a bound on ‖f(z) − z‖ 
 (one full evaluation of the cell at the returned point), for every solver,
 VR-GHAL on a sampled cell included. The summary reports the largest and mean
 bound and the fraction of batches whose bound met --tol.
+
+Training aids (all off by default; see go doc train.AidsConfig):
+  --jac-weight W [--jac-freq F]  Jacobian regularisation, from "Stabilizing
+      Equilibrium Models by Jacobian Regularization" by Shaojie Bai, Vladlen
+      Koltun and J. Zico Kolter (ICML 2021): every F-th step adds W·R to the
+      loss, R a one-probe Hutchinson estimate of the mean ‖∂f/∂z‖_F² at z*,
+      with its exact gradient (through the parameters, the encoder and z*).
+      Dense cell only. Metric jac_frob_mean.
+  --correction-states K [--correction-gamma γ]  fixed-point correction, from
+      "Deep Equilibrium Optical Flow Estimation" by Shaojie Bai, Zhengyang
+      Geng, Yash Savani and J. Zico Kolter (CVPR 2022): the loss is also
+      applied to f(z_k) at K states of the forward trajectory (the last z*),
+      weighted γ^(K−1−k) normalised to sum to one, each with a one-step
+      gradient. Metric correction_loss.
+  --dropout P  DEQ dropout, from "Deep Equilibrium Models" by Shaojie Bai,
+      J. Zico Kolter and Vladlen Koltun (NeurIPS 2019): one mask per batch,
+      fixed across the solver's iterations so that the fixed point is defined
+      (a deterministic map, unlike a stochastic cell's sampled oracle, which
+      redraws its terms at every call), off at evaluation. It scales γ̄ by
+      1/(1 − P): GHAL and VR-GHAL are refused when that exceeds 1.
+  --normalization project|weight|spectral  how the dense cell keeps its
+      recurrent weight in check: the Lipschitz projection (default, proven
+      γ̄); weight normalisation, from "Weight Normalization: A Simple
+      Reparameterization to Accelerate Training of Deep Neural Networks" by
+      Tim Salimans and Diederik P. Kingma (NeurIPS 2016), which proves no
+      bound (GHAL and VR-GHAL, which need γ̄, are refused); or spectral
+      normalisation, from "Spectral Normalization for Generative Adversarial
+      Networks" by Takeru Miyato, Toshiki Kataoka, Masanori Koyama and Yuichi
+      Yoshida (ICLR 2018), exact, proven γ̄ in l2.
+After every epoch the spectral radius ρ and norm ‖J‖₂ of ∂f/∂z at the fixed
+points of the first 32 test images are measured (Arnoldi and power
+iteration) and shown beside the declared γ̄ (metrics spectral_radius and
+spectral_norm, the plot spectral.png, and deq eval).
 
 --checkpoint F writes F after every epoch (atomically, with a checksum);
 --resume continues the run saved in F exactly, with the configuration stored
@@ -110,11 +146,12 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		defer metricsFile.Close()
 	}
 	var metricsErr error
+	var gamma float64 // the cell's declared bound, once the trainer exists
 	opts := &train.Options{
 		Checkpoint: f.checkpoint,
 		OnBatch:    lg.batch,
 		OnEpoch: func(e *train.EpochMetrics) {
-			lg.epoch(e, cfg.Epochs)
+			lg.epoch(e, cfg.Epochs, gamma)
 			if metricsFile != nil && metricsErr == nil {
 				b, err := json.Marshal(e)
 				if err == nil {
@@ -141,6 +178,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return runtimeError{err}
 	}
+	gamma = tr.Model().Cell().Gamma()
 	lg.start(tr, data)
 	start := time.Now()
 	res, err := tr.Run(ctx)
@@ -160,7 +198,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return runtimeError{fmt.Errorf("--metrics: %w", metricsErr)}
 	}
 	if f.plot != "" {
-		if _, err := plots.WriteTraining(f.plot, res.Epochs, cfg.Forward.Tol); err != nil {
+		if _, err := plots.WriteTraining(f.plot, res.Epochs, cfg.Forward.Tol, tr.Model().Cell().Gamma()); err != nil {
 			return runtimeError{err}
 		}
 	}
@@ -190,7 +228,8 @@ type trainSummary struct {
 	Kernels  int `json:"kernels,omitempty"`
 	// Proven reports whether the cell proves its Lipschitz bound γ̄ in
 	// Norm; when it does not, the certificates still bound the residuals,
-	// but a contraction is not proven.
+	// but a contraction is not proven. Gamma is the cell's declared bound
+	// (null under weight normalisation, which declares none).
 	Proven     bool   `json:"proven"`
 	Norm       string `json:"norm"`
 	Gamma      number `json:"gamma"`
@@ -201,6 +240,10 @@ type trainSummary struct {
 	EvalSolver string `json:"eval_solver"`
 	EvalTol    number `json:"eval_tol"`
 	Epochs     int    `json:"epochs"`
+	// Normalization is the dense cell's normalisation; Aids the training
+	// aids of the run.
+	Normalization string           `json:"normalization"`
+	Aids          train.AidsConfig `json:"aids"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
 	// WallSeconds is the time of this process's training; SecondsPerEpoch
@@ -209,14 +252,43 @@ type trainSummary struct {
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 }
 
+// aids describes the training aids in use, "" for none.
+func (s *trainSummary) aids() string {
+	a, e := s.Aids, s.Final
+	var parts []string
+	if s.Normalization != layers.Projection.String() {
+		parts = append(parts, "normalization "+s.Normalization)
+	}
+	if a.JacWeight > 0 {
+		parts = append(parts, fmt.Sprintf("Jacobian regularisation %g every %d steps (‖∂f/∂z‖_F² %.4g)", a.JacWeight, a.JacFreq, e.JacFrobMean))
+	}
+	if a.CorrectionStates > 0 {
+		parts = append(parts, fmt.Sprintf("fixed-point correction on %d states, γ %g (loss %.4f)", a.CorrectionStates, a.CorrectionGamma, e.CorrectionLoss))
+	}
+	if a.Dropout > 0 {
+		parts = append(parts, fmt.Sprintf("dropout %g", a.Dropout))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// besideGamma returns the declared bound γ̄ to print beside a spectral
+// measurement, or why there is none.
+func besideGamma(gamma float64, normalization string) string {
+	if math.IsInf(gamma, 1) || gamma == 0 {
+		return fmt.Sprintf("; no declared bound γ̄ (normalization %s)", normalization)
+	}
+	return fmt.Sprintf("; declared bound γ̄ %g", gamma)
+}
+
 func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall time.Duration) *trainSummary {
 	c := tr.Config()
 	s := &trainSummary{
 		Data: data.Name, TrainSize: data.Train.Len(), TestSize: data.Test.Len(), BLAS: blasimpl.Name,
-		Cell: c.Model.Cell.String(), Hidden: c.Model.Hidden, Norm: c.Model.Norm.String(), Gamma: number(c.Model.Gamma),
+		Cell: c.Model.Cell.String(), Hidden: c.Model.Hidden, Norm: c.Model.Norm.String(), Gamma: number(tr.Model().Cell().Gamma()),
 		Params: tr.Model().NumParams(), Solver: c.Forward.Method.String(), Tol: number(c.Forward.Tol),
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
+		Normalization: c.Model.Normalization.String(), Aids: c.Aids,
 	}
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
@@ -257,7 +329,11 @@ func (s *trainSummary) write(w io.Writer) error {
 	if s.Channels > 0 {
 		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, s.Groups, s.Kernels)
 	}
-	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden, γ̄ %g in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, float64(s.Gamma), s.Norm, proof, s.Params)
+	bound := fmt.Sprintf("γ̄ %g", float64(s.Gamma))
+	if math.IsInf(float64(s.Gamma), 1) {
+		bound = "no bound γ̄ (weight normalisation)"
+	}
+	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden, %s in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, bound, s.Norm, proof, s.Params)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
 		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
@@ -265,6 +341,11 @@ func (s *trainSummary) write(w io.Writer) error {
 	fmt.Fprintf(tw, "\ttest (%s, tol %g): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
 		s.EvalSolver, float64(s.EvalTol), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac)
 	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
+	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
+		e.SpectralRadius, e.SpectralNorm, train.SpectralBatch, besideGamma(float64(s.Gamma), s.Normalization))
+	if aids := s.aids(); aids != "" {
+		fmt.Fprintf(tw, "aids\t%s\n", aids)
+	}
 	fmt.Fprintf(tw, "time\t%.1f s, %.1f s per epoch\n", s.WallSeconds, s.SecondsPerEpoch)
 	return tw.Flush()
 }

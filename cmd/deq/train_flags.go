@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -110,6 +111,12 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	bind("clip-norm", false, "ClipNorm")
 	fl.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initialisation, shuffles and solver draws")
 	bind("seed", false, "Seed")
+	floats(&c.Aids.JacWeight, "jac-weight", "Jacobian regularisation (Bai, Koltun, Kolter 2021): weight w of the Hutchinson estimate of ‖∂f/∂z‖_F² at z* added to the loss (0: off; dense cell only)", false, "Aids.JacWeight")
+	ints(&c.Aids.JacFreq, "jac-freq", "apply the Jacobian regularisation at every F-th step (0: 1 when --jac-weight > 0)", false, "Aids.JacFreq")
+	ints(&c.Aids.CorrectionStates, "correction-states", "fixed-point correction (Bai, Geng, Savani, Kolter 2022): loss on f(z_k) at K states of the forward trajectory, one-step gradients (0: off)", false, "Aids.CorrectionStates")
+	floats(&c.Aids.CorrectionGamma, "correction-gamma", fmt.Sprintf("decay γ ∈ (0, 1] of the correction weights γ^(K−1−k), normalised to sum to one (0: %g when --correction-states > 0)", train.DefaultCorrectionGamma), false, "Aids.CorrectionGamma")
+	floats(&c.Aids.Dropout, "dropout", "DEQ dropout probability p ∈ [0, 1): one mask per batch, fixed across solver iterations, off at evaluation (0: off)", false, "Aids.Dropout")
+	text(&c.Model.Normalization, "normalization", "dense cell: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2)", "Model.Normalization")
 }
 
 // config returns the validated train.Config of the flags; errors name the
@@ -134,6 +141,8 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		return c, usagef("--groups applies to --cell conv only")
 	case !conv && c.Model.Kernels != 0:
 		return c, usagef("--kernels applies to --cell conv only")
+	case c.Model.Normalization != layers.Projection && c.Model.Cell != train.DenseCell:
+		return c, usagef("--normalization %v applies to --cell dense only (the %v cell keeps its bound by projection)", c.Model.Normalization, c.Model.Cell)
 	case c.Forward.SampleScale != 1 && !stochastic(c.Forward.Method) && !stochastic(c.Backward.Solver.Method) && !stochastic(c.Eval.Method):
 		return c, usagef("--sample-scale applies to the stochastic solvers only")
 	}

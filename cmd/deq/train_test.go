@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/plots"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -54,7 +56,7 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	for i, l := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
-		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max"} {
+		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max", "spectral_radius", "spectral_norm"} {
 			require.Contains(t, m, k, "line %d", i)
 		}
 		require.Equal(t, float64(i+1), m["epoch"])
@@ -62,7 +64,7 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 			require.Equal(t, final["test_acc"], m["test_acc"])
 		}
 	}
-	for _, p := range []string{plots.Loss, plots.Accuracy, plots.Residual} {
+	for _, p := range []string{plots.Loss, plots.Accuracy, plots.Residual, plots.Spectral} {
 		b, err := os.ReadFile(filepath.Join(plotDir, p))
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(b), "\x89PNG"), p)
@@ -76,6 +78,9 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	require.Equal(t, final["test_acc"], ev["test_acc"])
 	require.Equal(t, "broyden", ev["solver"])
 	require.Equal(t, 150.0, ev["examples"])
+	require.Positive(t, ev["spectral_radius"])
+	require.LessOrEqual(t, ev["spectral_norm"], ev["gamma"], "the declared bound holds")
+	require.InDelta(t, final["spectral_radius"], ev["spectral_radius"], 1e-9, "the same measurement as after the last epoch")
 	stats := ev["solver_stats"].(map[string]any)
 	require.Equal(t, 1.0, stats["cert_met_frac"])
 
@@ -93,12 +98,25 @@ func TestTrainSummary(t *testing.T) {
 	args = args[:len(args)-1] // progress lines on
 	code, out, errOut := runCmd(args...)
 	require.Equal(t, 0, code, errOut)
-	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden", "certificates", "of batches ≤ tol", "per epoch"} {
+	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden", "certificates", "of batches ≤ tol", "per epoch", "spectral radius", "declared bound γ̄ 0.9"} {
 		require.Contains(t, out, s)
 	}
 	require.Contains(t, errOut, "epoch 1/2")
 	require.Contains(t, errOut, "epoch 2/2")
+	require.Contains(t, errOut, "ρ ")
+	require.NotContains(t, out, "aids", "no aids line without aids")
 	require.NotContains(t, errOut, "\r", "no progress bar when standard error is not a terminal")
+
+	// With aids: the summary names them, the progress line shows their
+	// metrics, and weight normalisation reports no bound.
+	args = append(args, "--normalization", "weight", "--jac-weight", "0.1", "--correction-states", "2", "--dropout", "0.1")
+	code, out, errOut = runCmd(args...)
+	require.Equal(t, 0, code, errOut)
+	for _, s := range []string{"aids", "normalization weight", "Jacobian regularisation 0.1 every 1 steps", "fixed-point correction on 2 states, γ 0.8", "dropout 0.1", "no declared bound γ̄"} {
+		require.Contains(t, out, s)
+	}
+	require.Contains(t, errOut, "‖J‖²_F")
+	require.Contains(t, errOut, "(no γ̄)")
 }
 
 func TestTrainUsageErrors(t *testing.T) {
@@ -147,6 +165,19 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--cell", "conv", "--groups", "5"), "--groups"},
 		{base("--cell", "conv", "--channels", "4", "--groups", "2", "--solver", "vrghal"), "--solver"},
 		{base("--cell", "conv", "--channels", "4", "--norm", "linf", "--eval-solver", "vrghal"), "--eval-solver"},
+		{base("--jac-weight", "-1"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "wide", "--batch", "32"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "conv", "--channels", "2", "--batch", "32"), "--jac-weight"},
+		{base("--jac-freq", "2"), "--jac-freq"},
+		{base("--correction-states", "-1"), "--correction-states"},
+		{base("--correction-gamma", "0.5"), "--correction-gamma"},
+		{base("--correction-states", "2", "--correction-gamma", "1.5"), "--correction-gamma"},
+		{base("--dropout", "1"), "--dropout"},
+		{base("--dropout", "0.2", "--solver", "ghal", "--batch", "32"), "--dropout"},
+		{base("--normalization", "batch"), "--normalization"},
+		{base("--normalization", "weight", "--cell", "mixture"), "--normalization"},
+		{base("--normalization", "weight", "--solver", "ghal", "--batch", "32"), "--normalization"},
+		{base("--normalization", "weight", "--eval-solver", "vrghal", "--batch", "32"), "--normalization"},
 		{base("--data", "/no/such/dir"), "--data"},
 		{base("--resume"), "--resume"},
 		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
@@ -286,6 +317,13 @@ func TestTrainEveryOption(t *testing.T) {
 		runs = append(runs, []string{"--norm", n})
 	}
 	runs = append(runs, []string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden"})
+	// The training aids, alone and together, and on the stochastic cells
+	// (the Jacobian regularisation is dense-only).
+	runs = append(runs, []string{"--jac-weight", "0.1", "--jac-freq", "2"}, []string{"--correction-states", "3"},
+		[]string{"--dropout", "0.1"}, []string{"--normalization", "weight"}, []string{"--normalization", "spectral"},
+		[]string{"--normalization", "weight", "--jac-weight", "0.1", "--correction-states", "2", "--dropout", "0.1", "--backward", "phantom"},
+		[]string{"--cell", "wide", "--units", "16", "--correction-states", "2", "--dropout", "0.1"},
+		[]string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden", "--correction-states", "2"})
 	for _, extra := range runs {
 		t.Run(strings.Join(extra, " "), func(t *testing.T) {
 			args := append([]string{"train", "--data", "synthetic", "--train-limit", "128", "--test-limit", "40",
@@ -298,6 +336,14 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Equal(t, 0.0, final["skipped"])
 			require.Positive(t, final["fwd_calls_mean"])
 			require.Positive(t, final["test"].(map[string]any)["certified"])
+			require.Positive(t, final["spectral_radius"])
+			require.Positive(t, final["spectral_norm"])
+			if slices.Contains(extra, "--jac-weight") {
+				require.Positive(t, final["jac_frob_mean"])
+			}
+			if slices.Contains(extra, "--correction-states") {
+				require.Positive(t, final["correction_loss"])
+			}
 		})
 	}
 }
@@ -322,6 +368,9 @@ func TestTrainConvCell(t *testing.T) {
 		runs = append(runs, run{[]string{"--norm", n}, false})
 	}
 	runs = append(runs, run{[]string{"--norm", "schatten:2"}, true}, run{[]string{"--groups", "2"}, false})
+	// The training aids the conv cell supports (not the Jacobian
+	// regularisation, refused naming its flag).
+	runs = append(runs, run{[]string{"--correction-states", "2", "--dropout", "0.1", "--kernels", "2"}, true})
 	for _, r := range runs {
 		t.Run(strings.Join(r.extra, " "), func(t *testing.T) {
 			args := append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20",
@@ -399,4 +448,43 @@ func TestTrainFlagsNameConfigFields(t *testing.T) {
 			require.Equal(t, b.name, f.flagOf(field), "one flag per field")
 		}
 	}
+}
+
+// TestTrainAidFlagsSetConfig: the training aids' flags set their Config
+// fields, with the defaults that derive from them (--jac-freq 1,
+// --correction-gamma 0.8), and map back to their flags.
+func TestTrainAidFlagsSetConfig(t *testing.T) {
+	var f trainFlags
+	fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	require.NoError(t, fl.Parse([]string{"--jac-weight", "0.25", "--correction-states", "3", "--dropout", "0.1", "--normalization", "weight"}))
+	c, err := f.config(fl.Changed)
+	require.NoError(t, err)
+	require.Equal(t, train.AidsConfig{JacWeight: 0.25, JacFreq: 1, CorrectionStates: 3, CorrectionGamma: train.DefaultCorrectionGamma, Dropout: 0.1}, c.Aids)
+	require.Equal(t, layers.WeightNorm, c.Model.Normalization)
+
+	f = trainFlags{}
+	fl = pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	require.NoError(t, fl.Parse([]string{"--jac-weight", "1", "--jac-freq", "4", "--correction-states", "2", "--correction-gamma", "0.5", "--normalization", "spectral"}))
+	c, err = f.config(fl.Changed)
+	require.NoError(t, err)
+	require.Equal(t, train.AidsConfig{JacWeight: 1, JacFreq: 4, CorrectionStates: 2, CorrectionGamma: 0.5}, c.Aids)
+	require.Equal(t, layers.SpectralNorm, c.Model.Normalization)
+	for flag, field := range map[string]string{
+		"jac-weight": "Aids.JacWeight", "jac-freq": "Aids.JacFreq", "correction-states": "Aids.CorrectionStates",
+		"correction-gamma": "Aids.CorrectionGamma", "dropout": "Aids.Dropout", "normalization": "Model.Normalization",
+	} {
+		require.Equal(t, flag, f.flagOf(field))
+	}
+
+	// Without the flags, every aid is off and the checkpoint's Config is
+	// that of a run before the aids existed.
+	f = trainFlags{}
+	fl = pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	c, err = f.config(fl.Changed)
+	require.NoError(t, err)
+	require.Zero(t, c.Aids)
+	require.Equal(t, layers.Projection, c.Model.Normalization)
 }

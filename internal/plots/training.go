@@ -3,6 +3,7 @@ package plots
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -18,6 +19,7 @@ const (
 	Loss     = "loss.png"
 	Accuracy = "accuracy.png"
 	Residual = "residual.png"
+	Spectral = "spectral.png"
 )
 
 // Size of the training plots.
@@ -38,8 +40,12 @@ var palette = []color.Color{
 // (training and test accuracy per epoch) and Residual (the forward residual
 // against solver iterations for the first used batch of the first and the
 // last epoch, on a logarithmic scale, with the tolerance tol as a
-// horizontal line when positive). It returns the paths written.
-func WriteTraining(dir string, history []train.EpochMetrics, tol float64) ([]string, error) {
+// horizontal line when positive) and Spectral (the spectral radius and
+// norm of ∂f/∂z at z* per epoch, with the cell's declared bound gamma as a
+// horizontal line when finite; epochs restored from a checkpoint written
+// before the measurement existed have none and are left out). It returns
+// the paths written.
+func WriteTraining(dir string, history []train.EpochMetrics, tol, gamma float64) ([]string, error) {
 	if len(history) == 0 {
 		return nil, fmt.Errorf("plots: WriteTraining: no epochs to plot")
 	}
@@ -89,7 +95,51 @@ func WriteTraining(dir string, history []train.EpochMetrics, tol float64) ([]str
 	if err != nil {
 		return nil, err
 	}
+	paths = append(paths, path)
+	if p, err = spectralPlot(history, gamma); err != nil {
+		return nil, err
+	}
+	if path, err = save(dir, Spectral, p); err != nil {
+		return nil, err
+	}
 	return append(paths, path), nil
+}
+
+// spectralPlot draws the spectral radius and norm of ∂f/∂z per epoch, with
+// the declared bound gamma when finite.
+func spectralPlot(history []train.EpochMetrics, gamma float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Jacobian ∂f/∂z at the fixed point"
+	p.X.Label.Text = "epoch"
+	p.X.Tick.Marker = IntegerTicks{}
+	p.Y.Label.Text = "largest over the monitored test images"
+	p.Legend.Top = false
+	first, last := 0.0, 0.0
+	for k, s := range []struct {
+		label string
+		f     func(train.EpochMetrics) float64
+	}{{"spectral radius ρ", func(e train.EpochMetrics) float64 { return e.SpectralRadius }},
+		{"spectral norm ‖J‖₂", func(e train.EpochMetrics) float64 { return e.SpectralNorm }}} {
+		var xy plotter.XYs
+		for _, e := range history {
+			if v := s.f(e); v > 0 {
+				xy = append(xy, plotter.XY{X: float64(e.Epoch), Y: v})
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		first, last = xy[0].X, xy[len(xy)-1].X
+		if err := addSeries(p, s.label, xy, palette[k]); err != nil {
+			return nil, err
+		}
+	}
+	if gamma > 0 && !math.IsInf(gamma, 1) && last > 0 {
+		if err := addLevel(p, "declared bound γ̄", first, last, gamma); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // residualPlot draws the forward residual traces of the first and the last
@@ -124,16 +174,25 @@ func residualPlot(history []train.EpochMetrics, tol float64) (*plot.Plot, error)
 		}
 	}
 	if tol > 0 {
-		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: tol}, {X: float64(max(maxIter, 1)), Y: tol}})
-		if err != nil {
-			return nil, fmt.Errorf("plots: WriteTraining: %w", err)
+		if err := addLevel(p, "tolerance", 0, float64(max(maxIter, 1)), tol); err != nil {
+			return nil, err
 		}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		l.Color = color.Gray{Y: 100}
-		p.Add(l)
-		p.Legend.Add("tolerance", l)
 	}
 	return p, nil
+}
+
+// addLevel adds to p and its legend a dashed grey horizontal line at y
+// from x0 to x1.
+func addLevel(p *plot.Plot, label string, x0, x1, y float64) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}})
+	if err != nil {
+		return fmt.Errorf("plots: WriteTraining: %w", err)
+	}
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	l.Color = color.Gray{Y: 100}
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return nil
 }
 
 // addSeries adds the line and points xy in color c to p and its legend.
