@@ -42,6 +42,10 @@ type MethodInfo struct {
 	// guarantee, so applications that solve without knowing the noise
 	// (such as a deep equilibrium model) leave them out.
 	Baseline bool
+	// NeedsGamma marks the methods whose schedule (and, for VR-GHAL, whose
+	// guarantee) rests on MethodOptions.Gamma being a true Lipschitz bound
+	// γ̄ ≤ 1 of T.
+	NeedsGamma bool
 	// New returns the method configured from o.
 	New func(o MethodOptions) Method
 }
@@ -74,10 +78,11 @@ func Methods() []MethodInfo {
 			New:     func(MethodOptions) Method { return Halpern{} },
 		},
 		{
-			Name:    "ghal",
-			Summary: "gradual Halpern (GHAL) with γ̄ = the problem's γ, β = 1/2 (exact operator)",
-			Needs:   Deterministic,
-			New:     func(o MethodOptions) Method { return GHAL{Gamma: o.Gamma} },
+			Name:       "ghal",
+			Summary:    "gradual Halpern (GHAL) with γ̄ = the problem's γ, β = 1/2 (exact operator)",
+			Needs:      Deterministic,
+			NeedsGamma: true,
+			New:        func(o MethodOptions) Method { return GHAL{Gamma: o.Gamma} },
 		},
 		{
 			Name:    "anderson",
@@ -96,6 +101,7 @@ func Methods() []MethodInfo {
 			Summary:    "VR-GHAL (variance-reduced gradual Halpern), γ̄ = the problem's γ, δ = --delta, β = 1/2; Success only on a residual bound ≤ ε",
 			Stochastic: true,
 			Needs:      BoundedVariance,
+			NeedsGamma: true,
 			New: func(o MethodOptions) Method {
 				return VRGHAL{Gamma: o.Gamma, Delta: o.Delta, SampleScale: o.SampleScale}
 			},

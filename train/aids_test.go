@@ -157,7 +157,7 @@ func TestDropoutMaskFixedPerBatchAndOffInEvaluation(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.BatchSize = n
 	cfg.Model = c.model
-	cfg.Forward = SolverConfig{Method: method("picard"), Tol: 1e-11, MaxIter: 1000}
+	cfg.Forward = SolverConfig{Method: methodNamed("picard"), Tol: 1e-11, MaxIter: 1000}
 	cfg.Aids = AidsConfig{Dropout: p, CorrectionStates: 4}
 	trn, err := New(cfg, c.train, c.test, nil)
 	require.NoError(t, err)
@@ -326,9 +326,9 @@ func TestAidsRefusedNamingTheField(t *testing.T) {
 		// Refused by New: a cell without the fused penalty, and solvers
 		// that need a bound γ̄ < 1.
 		{"Aids.JacWeight", func(c *Config) { c.Model.Cell, c.Model.Encoder, c.Aids.JacWeight = WideCell, 0, 0.1 }},
-		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Forward.Method = layers.WeightNorm, method("ghal") }},
-		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Eval.Method = layers.WeightNorm, method("vrghal") }},
-		{"Aids.Dropout", func(c *Config) { c.Aids.Dropout, c.Forward.Method = 0.2, method("ghal") }},
+		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Forward.Method = layers.WeightNorm, methodNamed("ghal") }},
+		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Eval.Method = layers.WeightNorm, methodNamed("vrghal") }},
+		{"Aids.Dropout", func(c *Config) { c.Aids.Dropout, c.Forward.Method = 0.2, methodNamed("ghal") }},
 	} {
 		cfg := tinyConfig()
 		tc.cfg(&cfg)
@@ -339,7 +339,7 @@ func TestAidsRefusedNamingTheField(t *testing.T) {
 	}
 	// Dropout is off in evaluation: GHAL evaluates a dropout run.
 	cfg := tinyConfig()
-	cfg.Aids.Dropout, cfg.Eval.Method = 0.2, method("ghal")
+	cfg.Aids.Dropout, cfg.Eval.Method = 0.2, methodNamed("ghal")
 	_, err := New(cfg, tr, te, nil)
 	require.NoError(t, err)
 }

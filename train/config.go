@@ -314,7 +314,7 @@ type SolverConfig struct {
 
 // defaultMethod returns the default method of the forward and adjoint
 // solves: Broyden's.
-func defaultMethod() Method { return method(solver.Broyden{}.String()) }
+func defaultMethod() Method { return method(solver.Broyden{}) }
 
 // DefaultForward returns the forward solver used where Config.Forward's
 // fields are zero: Broyden, DefaultForwardTol, DefaultForwardIter
@@ -527,7 +527,7 @@ func DefaultsFor(k CellKind) Config {
 		Backward: BackwardConfig{Solver: DefaultBackwardSolver()},
 	}
 	if k == ConvCell {
-		anderson := method("anderson")
+		anderson := method(solver.Anderson{})
 		c.Epochs, c.BatchSize, c.LR = DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR
 		c.Forward = SolverConfig{Method: anderson, Tol: DefaultConvForwardTol, MaxIter: DefaultConvForwardIter, Delta: DefaultDelta}
 		c.Backward.Solver = SolverConfig{Method: anderson, Tol: DefaultBackwardTol, MaxIter: DefaultConvBackwardIter, Delta: DefaultDelta}
@@ -535,13 +535,13 @@ func DefaultsFor(k CellKind) Config {
 	return c
 }
 
-// method returns the registry method named name, which must exist.
-func method(name string) Method {
-	m, err := ParseMethod(name)
+// method returns the registry method of m's type, which must exist.
+func method(m solver.Method) Method {
+	r, err := MethodOf(m)
 	if err != nil {
 		panic(err)
 	}
-	return m
+	return r
 }
 
 // validText reports whether v is a value of its enumeration (one of

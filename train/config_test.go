@@ -24,7 +24,7 @@ func TestConfigDefaults(t *testing.T) {
 		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1},
 		Forward:  DefaultForward(),
 		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
-		Eval:     SolverConfig{Method: method("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
+		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
 	}
 	require.Equal(t, want, c)
 	again, err := c.Defaults()
@@ -48,7 +48,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, DefaultConvLR, cv.LR)
 	require.Equal(t, DefaultsFor(ConvCell).Forward, cv.Forward)
 	require.Equal(t, DefaultsFor(ConvCell).Backward.Solver, cv.Backward.Solver)
-	require.Equal(t, method("anderson"), cv.Forward.Method)
+	require.Equal(t, methodNamed("anderson"), cv.Forward.Method)
 	cv2, err := cv.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, cv, cv2, "Defaults is idempotent")
@@ -57,9 +57,9 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, c, d)
 	// The evaluation solver inherits the forward one.
-	e, err := Config{Forward: SolverConfig{Method: method("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
+	e, err := Config{Forward: SolverConfig{Method: methodNamed("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
 	require.NoError(t, err)
-	require.Equal(t, SolverConfig{Method: method("anderson"), Tol: 1e-3, MaxIter: 100, Delta: DefaultDelta, Memory: 3}, e.Eval)
+	require.Equal(t, SolverConfig{Method: methodNamed("anderson"), Tol: 1e-3, MaxIter: 100, Delta: DefaultDelta, Memory: 3}, e.Eval)
 	// A negative ClipNorm (no clipping) is kept.
 	n, err := Config{ClipNorm: -1}.Defaults()
 	require.NoError(t, err)
@@ -171,10 +171,10 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: WideCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: method("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
-		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: method("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: method("picard")}},
-		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: method("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: method("ghal")}},
-		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: method("km")}, Eval: SolverConfig{Method: method("halpern")}},
+		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: WideCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
+		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
 }
 
@@ -237,12 +237,12 @@ func TestConfigDiff(t *testing.T) {
 	b := a
 	b.Seed = 9
 	b.Model.Norm = normSpec("linf")
-	b.Backward.Solver.Method = method("anderson")
+	b.Backward.Solver.Method = methodNamed("anderson")
 	b.Schedule = Step
 	require.Equal(t, []FieldDiff{
 		{"Seed", uint64(0), uint64(9)},
 		{"Schedule", Cosine, Step},
 		{"Model.Norm", NormSpec{}, normSpec("linf")},
-		{"Backward.Solver.Method", method("broyden"), method("anderson")},
+		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
 }

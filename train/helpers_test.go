@@ -117,3 +117,12 @@ func normSpec(name string) NormSpec {
 func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
 
 func equalBytes(a, b []byte) bool { return bytes.Equal(a, b) }
+
+// methodNamed returns the registry method named name, which must exist.
+func methodNamed(name string) Method {
+	m, err := ParseMethod(name)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}

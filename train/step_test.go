@@ -69,7 +69,7 @@ func tightConfig(c stepCase, n int) Config {
 	cfg := tinyConfig()
 	cfg.BatchSize = n
 	cfg.Model = c.model
-	tight := SolverConfig{Method: method("broyden"), Tol: 1e-12, MaxIter: 500}
+	tight := SolverConfig{Method: methodNamed("broyden"), Tol: 1e-12, MaxIter: 500}
 	cfg.Forward = tight
 	cfg.Backward = BackwardConfig{Solver: tight}
 	cfg.Backward.Solver.Tol = 1e-13
@@ -196,7 +196,7 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 			cfg.Model = c.model
 			// A fixed number of iterations, so that the solves allocate the
 			// same at every step.
-			fixed := SolverConfig{Method: method("picard"), Tol: 1e-300, MaxIter: 5}
+			fixed := SolverConfig{Method: methodNamed("picard"), Tol: 1e-300, MaxIter: 5}
 			cfg.Forward, cfg.Backward = fixed, BackwardConfig{Solver: fixed}
 			trn, err := New(cfg, c.train, c.test, nil)
 			require.NoError(t, err)
@@ -248,8 +248,8 @@ func legacyConfig() Config {
 	cfg.Epochs = 2
 	cfg.LR = 0.01
 	cfg.WeightDecay = 1e-3
-	cfg.Forward = SolverConfig{Method: method("broyden"), Tol: 1e-11, MaxIter: 200}
-	cfg.Backward = BackwardConfig{Solver: SolverConfig{Method: method("broyden"), Tol: 1e-11, MaxIter: 200}}
+	cfg.Forward = SolverConfig{Method: methodNamed("broyden"), Tol: 1e-11, MaxIter: 200}
+	cfg.Backward = BackwardConfig{Solver: SolverConfig{Method: methodNamed("broyden"), Tol: 1e-11, MaxIter: 200}}
 	return cfg
 }
 
@@ -305,8 +305,8 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"deterministic", nil},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Epochs = 4, 2
-			c.Forward = SolverConfig{Method: method("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
-			c.Eval = SolverConfig{Method: method("anderson")}
+			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
+			c.Eval = SolverConfig{Method: methodNamed("anderson")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

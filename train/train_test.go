@@ -98,9 +98,9 @@ func TestResumeContinuesExactly(t *testing.T) {
 	stochastic := func(c *Config) {
 		c.Model.Cell, c.Model.Terms = MixtureCell, 3
 		c.Model.Encoder = 6
-		c.Forward = SolverConfig{Method: method("vrghal"), Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
-		c.Backward.Solver.Method = method("picard")
-		c.Eval = SolverConfig{Method: method("vrghal"), Tol: 1e-2}
+		c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
+		c.Backward.Solver.Method = methodNamed("picard")
+		c.Eval = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2}
 		c.Epochs = 2
 	}
 	cases := []tc{
@@ -111,7 +111,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		{"mixture-vrghal/mid-epoch", stochastic, []int{11}},
 		{"wide-anderson-step", func(c *Config) {
 			c.Model.Cell = WideCell
-			c.Forward.Method, c.Backward.Solver.Method = method("anderson"), method("anderson")
+			c.Forward.Method, c.Backward.Solver.Method = methodNamed("anderson"), methodNamed("anderson")
 			c.Schedule, c.WeightDecay = Step, 1e-3
 		}, []int{2, 9}},
 		{"dense-aids-weightnorm", func(c *Config) {
@@ -346,7 +346,7 @@ func TestEvaluateMatchesTraining(t *testing.T) {
 	require.Equal(t, res.Final().Test, em.Solver)
 	require.Equal(t, 100, em.Examples)
 	// Another solver finds the same fixed points up to its tolerance.
-	em2, err := ck.Model.Evaluate(context.Background(), te, SolverConfig{Method: method("anderson"), Tol: 1e-6, MaxIter: 200}, 0)
+	em2, err := ck.Model.Evaluate(context.Background(), te, SolverConfig{Method: methodNamed("anderson"), Tol: 1e-6, MaxIter: 200}, 0)
 	require.NoError(t, err)
 	require.InDelta(t, em.Loss, em2.Loss, 1e-4)
 	require.Equal(t, 1.0, em2.Solver.CertMetFrac)

@@ -275,13 +275,7 @@ func checkAids(c Config, m *Model) error {
 
 // needsGamma reports whether the method's guarantees and schedule rest on
 // a Lipschitz bound γ̄ (GHAL and VR-GHAL).
-func needsGamma(m Method) bool {
-	switch m.Info().Name {
-	case "ghal", "vrghal":
-		return true
-	}
-	return false
-}
+func needsGamma(m Method) bool { return m.Info().NeedsGamma }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *Model { return t.model }
