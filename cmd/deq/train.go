@@ -255,7 +255,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	}
 	conv := ""
 	if s.Channels > 0 {
-		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, s.Groups, s.Kernels)
+		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, max(s.Groups, 0), s.Kernels)
 	}
 	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden, γ̄ %g in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, float64(s.Gamma), s.Norm, proof, s.Params)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
