@@ -28,8 +28,11 @@ func (e *ConvEncoder) newGraph(n int) (*encoderGraph, error) {
 		b := gr.bound("b", tensorOver(e.b.Data(), 1, e.c, 1, 1))
 		eg.ps = G.Nodes{w, b}
 		y := G.Must(G.Conv2d(x, w, tensor.Shape{ConvKernel, ConvKernel}, []int{1, 1}, []int{2, 2}, []int{1, 1}))
-		y = e.act.node(G.Must(G.BroadcastAdd(y, b, nil, []byte{0, 2, 3})))
-		if e.groups > 0 {
+		y = G.Must(G.BroadcastAdd(y, b, nil, []byte{0, 2, 3}))
+		if e.groups == 0 {
+			y = e.act.node(y)
+		} else {
+			// The GroupNorm replaces σ.
 			sc := gr.bound("gn.scale", tensorOver(e.nscale.Data(), 1, e.c, 1, 1))
 			sh := gr.bound("gn.shift", tensorOver(e.nshift.Data(), 1, e.c, 1, 1))
 			eg.ps = append(eg.ps, sc, sh)
@@ -50,7 +53,7 @@ func TestConvEncoderMatchesGorgonia(t *testing.T) {
 		fd   bool
 	}{
 		{"mnist-shape", ConvEncoderConfig{Channels: 3, Seed: 1}, false},
-		{"odd-relu-groupnorm", ConvEncoderConfig{InChannels: 2, Height: 7, Width: 8, Channels: 4, Groups: 2, Seed: 2}, false},
+		{"odd-groupnorm", ConvEncoderConfig{InChannels: 2, Height: 7, Width: 8, Channels: 4, Groups: 2, Seed: 2}, false},
 		{"tanh-groupnorm", ConvEncoderConfig{InChannels: 2, Height: 6, Width: 5, Channels: 4, Groups: 1, Activation: Tanh, Seed: 3}, true},
 		{"tanh", ConvEncoderConfig{Height: 5, Width: 5, Channels: 2, Activation: Tanh, Seed: 4}, true},
 	} {
@@ -128,4 +131,31 @@ func TestConvEncoderShapesAndAllocations(t *testing.T) {
 	require.ErrorContains(t, err, "Groups")
 	fresh, _ := NewConvEncoder(ConvEncoderConfig{Channels: 2})
 	require.ErrorContains(t, fresh.Backward(nil), "Forward")
+}
+
+// TestConvEncoderGroupNormReplacesActivation checks that with Groups the
+// encoder normalises the convolution's output itself: σ does not apply, so
+// ReLU and tanh encoders of the same seed agree, and negative
+// pre-activations survive (a ReLU before the GroupNorm would map every
+// negative one of a channel to the same value).
+func TestConvEncoderGroupNormReplacesActivation(t *testing.T) {
+	var outs [2][]float64
+	rng := rand.New(rand.NewPCG(7, 7))
+	x := make([]float64, 3*8*8)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	for i, act := range []Activation{ReLU, Tanh} {
+		enc, err := NewConvEncoder(ConvEncoderConfig{Height: 8, Width: 8, Channels: 4, Groups: 2, Activation: act, Seed: 9})
+		require.NoError(t, err)
+		outs[i] = make([]float64, 3*enc.OutputLen())
+		require.NoError(t, enc.Forward(outs[i], x))
+	}
+	require.Equal(t, outs[0], outs[1])
+	// Without the ReLU, the values of a channel are all distinct.
+	seen := map[float64]bool{}
+	for _, v := range outs[0][:16] {
+		require.False(t, seen[v], "repeated value %v in a channel: σ applied before the GroupNorm", v)
+		seen[v] = true
+	}
 }

@@ -49,6 +49,14 @@ const (
 	// DefaultConvCertifyEvery-th projection enforces the Fourier bound on
 	// the kernels' operator norms (layers.ConvConfig.CertifyEvery).
 	DefaultConvCertifyEvery = 100
+	// DefaultConvGroups is the conv model's default number of GroupNorm
+	// groups (Model.Groups zero: the greatest common divisor of Channels and
+	// DefaultConvGroups). On digit images the normalisation is worth about
+	// three points of test accuracy over the unnormalised, provably
+	// Lipschitz cell, which its certificate does not buy back: an
+	// unnormalised conv DEQ at γ̄ = 0.9 or 0.99 stays near the level of a
+	// dense DEQ, in PyTorch as here.
+	DefaultConvGroups = 8
 )
 
 // Config configures a training run. The zero value of every field selects
@@ -214,11 +222,13 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 // on images standardised as Config.Normalize says. Hidden states are
 // vectors (Rows = 1), except for the conv model:
 //
-//	e  = N(relu(We∗x + be))        (layers.ConvEncoder: C×⌈H/2⌉×⌈W/2⌉)
+//	e  = N(We∗x + be)              (layers.ConvEncoder: C×⌈H/2⌉×⌈W/2⌉)
 //	z* = f(z*, e; θ)                (layers.Conv, the same shape)
 //	logits = pool(z*)·Wr + br       (2×2 average pooling)
 //
-// whose states are C×(H'·W') matrices (N is the optional GroupNorm).
+// whose states are C×(H'·W') matrices; N is the GroupNorm of Groups (by
+// default), or without it relu, and the cell is N(relu(W∗z + e + b)) or
+// relu(W∗z + e + b).
 type ModelConfig struct {
 	// Cell is DenseCell (the zero value, deterministic), WideCell (a
 	// stochastic two-layer cell averaging Units hidden units) or
@@ -262,10 +272,12 @@ type ModelConfig struct {
 	// Only for ConvCell (whose Hidden and Encoder must be zero: the state
 	// has C·⌈H/2⌉·⌈W/2⌉ entries).
 	Channels int `json:",omitempty"`
-	// Groups, if positive, adds GroupNorm with Groups groups (dividing
-	// Channels) to the conv model's encoder and cell. The cell's Lipschitz
-	// bound is then not proven (see layers.Conv). Zero means none. Only for
-	// ConvCell.
+	// Groups is the number of GroupNorm groups (dividing Channels) of the
+	// conv model's encoder and cell; the cell's Lipschitz bound is then not
+	// proven (see layers.Conv), and the stochastic solver refuses it. Zero
+	// means gcd(Channels, DefaultConvGroups); a negative value means no
+	// GroupNorm (stored as −1): the cell σ(W∗z + u + b) whose bound γ̄ is
+	// proven in ℓ2. Only for ConvCell.
 	Groups int `json:",omitempty"`
 	// Kernels is the conv cell's number of kernels M it averages: M > 1
 	// makes the cell stochastic (its oracle samples kernels). Zero means 1,
@@ -444,8 +456,6 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.ExactEvery", m.ExactEvery, "must not be negative")
 	case m.Channels < 0:
 		return d, fieldErr("Model.Channels", m.Channels, "must not be negative")
-	case m.Groups < 0:
-		return d, fieldErr("Model.Groups", m.Groups, "must not be negative")
 	case m.Kernels < 0:
 		return d, fieldErr("Model.Kernels", m.Kernels, "must not be negative")
 	case !validText(m.Normalization):
@@ -501,10 +511,24 @@ func (m ModelConfig) convDefaults() (ModelConfig, error) {
 	d.Kernels = cmp.Or(m.Kernels, 1)
 	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
 	d.ExactEvery = cmp.Or(m.ExactEvery, DefaultConvCertifyEvery)
+	switch {
+	case m.Groups == 0:
+		d.Groups = gcd(d.Channels, DefaultConvGroups)
+	case m.Groups < 0:
+		d.Groups = -1
+	}
 	if d.Groups > 0 && d.Channels%d.Groups != 0 {
 		return d, fieldErr("Model.Groups", d.Groups, fmt.Sprintf("does not divide Channels = %d", d.Channels))
 	}
 	return d, nil
+}
+
+// gcd returns the greatest common divisor of the positive a and b.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // DefaultsFor returns the defaults of a run with a cell of kind k: the

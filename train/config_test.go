@@ -42,7 +42,12 @@ func TestConfigDefaults(t *testing.T) {
 	cv, err := Config{Model: ModelConfig{Cell: ConvCell}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, ModelConfig{Cell: ConvCell, Channels: DefaultConvChannels, Kernels: 1, Activation: layers.ReLU, Gamma: DefaultGamma,
-		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery}, cv.Model)
+		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery, Groups: DefaultConvGroups}, cv.Model)
+	for _, g := range []struct{ channels, groups, want int }{{20, 0, 4}, {7, 0, 1}, {16, 0, 8}, {16, -3, -1}, {16, 2, 2}} {
+		c, err := Config{Model: ModelConfig{Cell: ConvCell, Channels: g.channels, Groups: g.groups}}.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, g.want, c.Model.Groups, "Channels %d, Groups %d", g.channels, g.groups)
+	}
 	require.Equal(t, DefaultConvEpochs, cv.Epochs)
 	require.Equal(t, DefaultConvBatchSize, cv.BatchSize)
 	require.Equal(t, DefaultConvLR, cv.LR)

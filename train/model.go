@@ -232,7 +232,7 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 
 // newConv builds the conv model's encoder and cell.
 func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
-	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: cfg.Groups, Seed: encSeed})
+	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0), Seed: encSeed})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)
 	}
@@ -242,7 +242,7 @@ func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
 	}
 	cell, err := layers.NewConv(layers.ConvConfig{
 		Channels: c, Height: h, Width: w, Kernels: cfg.Kernels, Activation: cfg.Activation,
-		Groups: cfg.Groups, Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery, Seed: cellSeed,
+		Groups: max(cfg.Groups, 0), Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery, Seed: cellSeed,
 	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)

@@ -55,6 +55,8 @@ func stepCases() []stepCase {
 		side := 7
 		if groups > 0 {
 			side = 6
+		} else {
+			groups = -1 // no GroupNorm
 		}
 		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, Activation: layers.Tanh, Gamma: 0.7},
 			squares("squares/train", 64, side, 1), squares("squares/test", 10, side, 2)}
@@ -304,7 +306,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 	}{
 		{"deterministic", nil},
 		{"kernels-vrghal", func(c *Config) {
-			c.Model.Kernels, c.Epochs = 4, 2
+			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
 			c.Eval = SolverConfig{Method: methodNamed("anderson")}
 		}},

@@ -230,7 +230,7 @@ func checkProven(c Config, m *Model) error {
 			continue
 		}
 		if s.m.Info().Stochastic {
-			return fieldErr(s.field, s.m, fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2) and without GroupNorm (Model.Norm = %v, Model.Groups = %d)", c.Model.Norm, c.Model.Groups))
+			return fieldErr(s.field, s.m, fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2) and without GroupNorm (Model.Norm = %v, Model.Groups = %d; −1 means none)", c.Model.Norm, c.Model.Groups))
 		}
 	}
 	return nil

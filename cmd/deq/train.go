@@ -327,7 +327,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	}
 	conv := ""
 	if s.Channels > 0 {
-		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, s.Groups, s.Kernels)
+		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, max(s.Groups, 0), s.Kernels)
 	}
 	bound := fmt.Sprintf("γ̄ %g", float64(s.Gamma))
 	if math.IsInf(float64(s.Gamma), 1) {

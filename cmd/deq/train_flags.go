@@ -44,7 +44,7 @@ func flagDefaults(cell train.CellKind) train.Config {
 	if err != nil {
 		panic(err) // the zero Config of every cell is valid
 	}
-	c.Model.Encoder, c.Model.Units, c.Model.Terms = 0, 0, 0
+	c.Model.Encoder, c.Model.Units, c.Model.Terms, c.Model.Groups = 0, 0, 0, 0
 	c.Forward.SampleScale = 1
 	c.Eval = train.SolverConfig{}
 	return c
@@ -81,7 +81,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.Units, "units", fmt.Sprintf("wide: hidden units M (0: %d·--hidden)", train.DefaultUnitsPerDim), false, "Model.Units")
 	ints(&c.Model.Terms, "terms", fmt.Sprintf("mixture: terms M (0: %d)", train.DefaultTerms), false, "Model.Terms")
 	ints(&c.Model.Channels, "channels", fmt.Sprintf("conv: channels C of the encoder and the cell (0: %d)", train.DefaultConvChannels), false, "Model.Channels")
-	ints(&c.Model.Groups, "groups", "conv: GroupNorm groups of the encoder and the cell, dividing --channels (0: none; the cell's Lipschitz bound is then unproven)", false, "Model.Groups")
+	ints(&c.Model.Groups, "groups", fmt.Sprintf("conv: GroupNorm groups of the encoder and the cell, dividing --channels (0: gcd(--channels, %d); -1: none, the only setting whose Lipschitz bound is proven)", train.DefaultConvGroups), false, "Model.Groups")
 	ints(&c.Model.Kernels, "kernels", "conv: kernels M the cell averages (0 or 1: deterministic; M > 1: sampled by the stochastic solver)", false, "Model.Kernels")
 	text(&c.Model.Activation, "activation", "cell activation: relu or tanh", "Model.Activation")
 	floats(&c.Model.Gamma, "gamma", "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z", true, "Model.Gamma")

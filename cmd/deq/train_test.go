@@ -375,6 +375,9 @@ func TestTrainConvCell(t *testing.T) {
 		t.Run(strings.Join(r.extra, " "), func(t *testing.T) {
 			args := append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20",
 				"--cell", "conv", "--channels", "2", "--batch", "32", "--epochs", "1", "--max-iter", "10", "--quiet", "--json"}, r.extra...)
+			if r.proven {
+				args = append(args, "--groups", "-1") // GroupNorm, the default, is not proven
+			}
 			code, out, errOut := runCmd(args...)
 			require.Equal(t, 0, code, errOut)
 			m := decodeOne(t, out)
