@@ -143,12 +143,12 @@ func denseEval(sh report.Shape, seed uint64) (workload, error) {
 		})
 }
 
-// denseVJPHidden is (∂f/∂z)ᵀg from the gorgonia graph: the forward zW and
-// the product (g ⊙ σ')Wᵀ, 4·n·h² FLOPs (gorgonia also computes the sibling
-// gradient of W, not counted).
+// denseVJPHidden is (∂f/∂z)ᵀg by the fused path: the forward zW (for σ′,
+// kept between calls at the same z and W) and the product (g ⊙ σ')Wᵀ,
+// 4·n·h² FLOPs counted.
 func denseVJPHidden(sh report.Shape, seed uint64) (workload, error) {
 	n, h := sh.Batch, sh.Hidden
-	return denseWorkload(sh, seed, "dense VJPHidden (∂f/∂z)ᵀg (gorgonia)", "z·W, g·Wᵀ",
+	return denseWorkload(sh, seed, "dense VJPHidden (∂f/∂z)ᵀg (fused)", "z·W, g·Wᵀ",
 		[][5]int{{n, h, h}, {n, h, h, 0, 1}},
 		func(ev layers.Evaluator, _, z, g []float64) func() error {
 			dst := make([]float64, ev.Len())
@@ -163,7 +163,7 @@ func denseVJPHidden(sh report.Shape, seed uint64) (workload, error) {
 // the products for ∂z, ∂x, ∂W and ∂U, 6·n·h·(h + in) FLOPs.
 func denseVJP(sh report.Shape, seed uint64) (workload, error) {
 	n, h, in := sh.Batch, sh.Hidden, sh.Input
-	return denseWorkload(sh, seed, "dense VJP ∂z, ∂x, ∂θ (gorgonia)", "the 6 products of forward and backward",
+	return denseWorkload(sh, seed, "dense VJP ∂z, ∂x, ∂θ (fused)", "the 6 products of forward and backward",
 		[][5]int{
 			{n, h, h}, {n, in, h}, // forward
 			{n, h, h, 0, 1}, {n, h, in, 0, 1}, // ∂z = G·Wᵀ, ∂x = G·Uᵀ
