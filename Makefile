@@ -61,7 +61,10 @@ lint:
 ## internal/bench/report writes): JSON and plots in $(BENCH_OUT), tables in
 ## BENCHMARKS.md (text after its end marker is kept). The forward
 ## section trains a model once and caches it as
-## $(BENCH_OUT)/forward-model.ckpt. About 12 minutes on two cores; `make bench BENCH_FLAGS=--quick` runs the smoke size.
+## $(BENCH_OUT)/forward-model.ckpt. It has not been timed as a whole since the peer
+## (PyTorch) and regime sections joined it: those alone took about 28 and 10
+## minutes on two shared cores. `make bench BENCH_FLAGS=--quick` runs the
+## smoke size; `BENCH_FLAGS="--only S"` one section.
 BENCH_OUT   ?= benchmarks
 BENCH_FLAGS ?=
 bench:

@@ -21,6 +21,14 @@ Models (--model):
          C x 14 x 14 with GroupNorm, cell f(z) = GroupNorm(relu(W*z + u)) with
          weight normalisation on W, Anderson forward (relative tolerance) and
          Anderson implicit backward, 2x2 average pooling and a linear readout.
+         --conv-style deq mirrors `deq train --cell conv` instead: encoder
+         N(We*x + be) with GroupNorm N, relu(We*x + be) without, cell N(relu(W*z + u + b)) with the l2 operator
+         norm of W's convolution projected onto gamma by power iteration after
+         every step (no weight normalisation), N a GroupNorm only when
+         --groups > 0, forward tolerance absolute on the largest per-example
+         l2 residual, backward tolerance relative to the adjoint's first
+         residual, evaluation at a tenth of the forward tolerance with twice
+         its iterations.
 
 Data (--data DIR) are the files a benchmark writes: train-x.f32 and
 test-x.f32 (row-major float32 images, already standardised), train-y.u8 and
@@ -148,10 +156,11 @@ def broyden(f, z0, tol, max_iter, memory=30, relative=False):
     return best.view(shape), st
 
 
-def anderson(f, z0, tol, max_iter, memory=5, ridge=1e-4, beta=1.0):
+def anderson(f, z0, tol, max_iter, memory=5, ridge=1e-4, beta=1.0, mode="rel"):
     """Anderson acceleration (type II) per example, as in TorchDEQ-style
-    code: stops when every example's relative residual
-    ||f(z) - z|| / (||f(z)|| + 1e-5) is at most tol."""
+    code: stops when every example's residual is at most tol, the residual
+    being ||f(z) - z|| / (||f(z)|| + 1e-5) (mode "rel"), ||f(z) - z||
+    ("abs"), or ||f(z) - z|| over the largest first residual ("first")."""
     bsz = z0.shape[0]
     shape = z0.shape
     d = z0[0].numel()
@@ -168,13 +177,19 @@ def anderson(f, z0, tol, max_iter, memory=5, ridge=1e-4, beta=1.0):
     st = SolveStats()
     st.iters = 2
     best, best_res = Fv[:, 1].clone(), float("inf")
+    scale = 1.0
+    if mode == "first":
+        scale = max((Fv[:, 0] - X[:, 0]).norm(dim=1).max().item(), 1e-30)
     k = 2
     while True:
         n = min(k, memory)
         G = Fv[:, :n] - X[:, :n]
         rel = (G.norm(dim=2) / (Fv[:, :n].norm(dim=2) + 1e-5))
         last = (k - 1) % memory
-        r_last = ((Fv[:, last] - X[:, last]).norm(dim=1) / (Fv[:, last].norm(dim=1) + 1e-5)).max().item()
+        r = (Fv[:, last] - X[:, last]).norm(dim=1)
+        if mode == "rel":
+            r = r / (Fv[:, last].norm(dim=1) + 1e-5)
+        r_last = r.max().item() / scale
         if r_last < best_res:
             best, best_res = Fv[:, last].clone(), r_last
         if r_last <= tol or st.iters >= max_iter:
@@ -230,25 +245,58 @@ class DenseDEQ(nn.Module):
 
 
 class ConvDEQ(nn.Module):
-    def __init__(self, side, channels, classes, groups):
+    def __init__(self, side, channels, classes, groups, style="torchdeq", gamma=0.9, power_iters=4):
         super().__init__()
         c = channels
+        norm = lambda: nn.GroupNorm(groups, c) if groups > 0 else nn.Identity()
+        self.style, self.gamma, self.power_iters = style, gamma, power_iters
         self.enc = nn.Conv2d(1, c, 3, stride=2, padding=1)
-        self.enc_norm = nn.GroupNorm(groups, c)
-        self.conv = nn.utils.weight_norm(nn.Conv2d(c, c, 3, padding=1, bias=False))
-        self.norm = nn.GroupNorm(groups, c)
+        self.enc_norm = norm()
+        conv = nn.Conv2d(c, c, 3, padding=1, bias=style == "deq")
+        self.conv = conv if style == "deq" else nn.utils.weight_norm(conv)
+        self.norm = norm()
         self.side = side
         self.out = nn.Linear(c * (side // 4) * (side // 4), classes)
+        if style == "deq":
+            # deq's initialisation: W ~ N(0, 1/(9C)), encoder N(0, 2/9),
+            # biases zero; then 60 warm power-iteration steps and a
+            # projection, as layers.NewConv does.
+            with torch.no_grad():
+                nn.init.normal_(self.conv.weight, std=math.sqrt(1 / (9 * c)))
+                nn.init.zeros_(self.conv.bias)
+                nn.init.normal_(self.enc.weight, std=math.sqrt(2 / 9))
+                nn.init.zeros_(self.enc.bias)
+            half = (side + 1) // 2
+            self.register_buffer("v", torch.randn(1, c, half, half))
+            self.project(iters=60)
 
     def cell(self, z, inj):
         return self.norm(F.relu(self.conv(z) + inj))
 
     def injection(self, x):
         x = x.view(-1, 1, self.side, self.side)
-        return self.enc_norm(self.enc(x))
+        h = self.enc(x)
+        if self.style == "deq" and isinstance(self.enc_norm, nn.Identity):
+            # deq's encoder: relu(We*x + be) without GroupNorm, and
+            # GroupNorm in place of the activation with it.
+            h = F.relu(h)
+        return self.enc_norm(h)
 
-    def project(self):
-        pass
+    def project(self, iters=0):
+        """deq style: power iteration on the convolution operator (its
+        adjoint is the transposed convolution), then W scaled so that the
+        estimated l2 operator norm is at most gamma."""
+        if self.style != "deq":
+            return
+        with torch.no_grad():
+            w, v = self.conv.weight, self.v
+            for _ in range(iters or self.power_iters):
+                v = F.conv_transpose2d(F.conv2d(v, w, padding=1), w, padding=1)
+                v = v / v.norm()
+            self.v.copy_(v)
+            s = F.conv2d(v, w, padding=1).norm().item()
+            if s > self.gamma:
+                w.mul_(self.gamma / s)
 
 
 # -------------------------------------------------------------- training
@@ -302,6 +350,11 @@ def run(args):
         fwd = lambda f, z0: broyden(f, z0, args.tol, args.max_iter)
         bwd = lambda f, g0: broyden(f, g0, args.backward_tol, args.backward_iter, relative=True)
         efwd = lambda f, z0: broyden(f, z0, args.tol / 10, 2 * args.max_iter)
+    elif args.conv_style == "deq":
+        model = ConvDEQ(rows, args.channels, classes, args.groups, "deq", args.gamma)
+        fwd = lambda f, z0: anderson(f, z0, args.tol, args.max_iter, mode="abs")
+        bwd = lambda f, g0: anderson(f, g0, args.backward_tol, args.backward_iter, mode="first")
+        efwd = lambda f, z0: anderson(f, z0, args.tol / 10, 2 * args.max_iter, mode="abs")
     else:
         model = ConvDEQ(rows, args.channels, classes, args.groups)
         fwd = lambda f, z0: anderson(f, z0, args.tol, args.max_iter)
@@ -363,6 +416,7 @@ def run(args):
     summary = {
         "final": True,
         "model": args.model,
+        "conv_style": args.conv_style if args.model == "conv" else "",
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "blas": blas_name(),
@@ -402,7 +456,9 @@ def main(argv=None):
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--encoder", type=int, default=0)
     p.add_argument("--channels", type=int, default=48)
-    p.add_argument("--groups", type=int, default=8)
+    p.add_argument("--groups", type=int, default=8, help="conv: GroupNorm groups (0: no GroupNorm)")
+    p.add_argument("--conv-style", choices=["torchdeq", "deq"], default="torchdeq",
+                   help="conv: the TorchDEQ-style model or a mirror of deq's (see the module documentation)")
     p.add_argument("--gamma", type=float, default=0.9)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch", type=int, default=128)

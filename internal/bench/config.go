@@ -32,7 +32,7 @@ const (
 
 // Sections returns the section names in the order Run runs them.
 func Sections() []string {
-	return []string{sectionStochastic, sectionOverhead, sectionThroughput, sectionForward, sectionTraining, sectionRegime}
+	return []string{sectionStochastic, sectionOverhead, sectionThroughput, sectionForward, sectionTraining, sectionRegime, sectionPeer}
 }
 
 // DefaultSeed and DefaultSampleScale are Config.Seed and Config.SampleScale

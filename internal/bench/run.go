@@ -40,6 +40,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		func() error { return runSection(ctx, s, sectionForward, forward, &rep.Forward) },
 		func() error { return runSection(ctx, s, sectionTraining, training, &rep.Training) },
 		func() error { return runSection(ctx, s, sectionRegime, regime, &rep.Regime) },
+		func() error { return runSection(ctx, s, sectionPeer, peer, &rep.Peer) },
 	} {
 		if err := section(); err != nil {
 			return nil, err

@@ -36,6 +36,7 @@ type Report struct {
 	Forward    *ForwardReport    `json:"forward,omitempty"`
 	Training   *TrainingReport   `json:"training,omitempty"`
 	Regime     *RegimeReport     `json:"regime,omitempty"`
+	Peer       *PeerReport       `json:"peer,omitempty"`
 	// Targets are the project's performance targets with their verdicts,
 	// for the sections that ran.
 	Targets []Target `json:"targets"`

@@ -175,6 +175,9 @@ func writeMarkdown(w io.Writer, rep *Report, plots string) error {
 	if rg := rep.Regime; rg != nil {
 		writeRegime(&b, rg)
 	}
+	if pr := rep.Peer; pr != nil {
+		writePeer(&b, pr)
+	}
 	p("%s\n", EndOfGenerated)
 	_, err := io.WriteString(w, b.String())
 	return err

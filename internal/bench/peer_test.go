@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/train"
+)
+
+// fakePeer is a stand-in for the PyTorch peer: a shell script that checks
+// the data directory's file sizes against meta.json and prints two epoch
+// lines and a summary, as the peer does.
+const fakePeer = `#!/bin/sh
+set -e
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--data) dir=$2; shift ;;
+	--model) model=$2; shift ;;
+	esac
+	shift
+done
+n=$(sed 's/.*"train": *\([0-9]*\).*/\1/' "$dir/meta.json")
+d=$(sed 's/.*"rows": *\([0-9]*\).*"cols": *\([0-9]*\).*/\1 \2/' "$dir/meta.json")
+set -- $d
+want=$((n * $1 * $2 * 4))
+have=$(wc -c < "$dir/train-x.f32")
+[ "$have" -eq "$want" ] || { echo "train-x.f32 has $have bytes, want $want" >&2; exit 3; }
+[ "$(wc -c < "$dir/train-y.u8")" -eq "$n" ] || { echo "bad labels" >&2; exit 3; }
+echo "loading $model"
+echo '{"epoch": 1, "train_seconds": 3.0, "test_acc": 0.5, "fwd_iters_mean": 10, "bwd_iters_mean": 6, "fwd_met_frac": 1.0}'
+echo '{"epoch": 2, "train_seconds": 5.0, "test_acc": 0.75, "fwd_iters_mean": 20, "bwd_iters_mean": 8, "fwd_met_frac": 0.5}'
+echo '{"final": true, "blas": "openblas", "dtype": "float32", "seconds_per_epoch": 4.0, "test_acc": 0.75}'
+`
+
+func quickPeerData(t *testing.T) *datasets.Data {
+	t.Helper()
+	ts := trainedSetup{data: datasets.SyntheticName, trainLimit: 64, testLimit: 32}
+	d, err := ts.open(context.Background(), 1)
+	require.NoError(t, err)
+	return d
+}
+
+// TestPeerData checks the exported data: shapes, labels, and images
+// standardised with the training set's global statistics.
+func TestPeerData(t *testing.T) {
+	d := quickPeerData(t)
+	dir := t.TempDir()
+	require.NoError(t, writePeerData(dir, d, datasets.NormGlobal))
+	var meta peerMeta
+	js, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &meta))
+	require.Equal(t, peerMeta{Rows: d.Train.Rows, Cols: d.Train.Cols, Train: 64, Test: 32, Classes: d.Train.Classes}, meta)
+
+	norm, err := datasets.FitNormalizer(d.Train, datasets.NormGlobal)
+	require.NoError(t, err)
+	for name, set := range map[string]*datasets.Dataset{"train": d.Train, "test": d.Test} {
+		x, err := os.ReadFile(filepath.Join(dir, name+"-x.f32"))
+		require.NoError(t, err)
+		require.Len(t, x, 4*len(set.X))
+		for i, v := range set.X {
+			got := float64(math.Float32frombits(binary.LittleEndian.Uint32(x[4*i:])))
+			want := (v - norm.Mean[0]) / norm.Std[0]
+			require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "%s pixel %d", name, i)
+		}
+		y, err := os.ReadFile(filepath.Join(dir, name+"-y.u8"))
+		require.NoError(t, err)
+		require.Len(t, y, set.Len())
+		for i, v := range set.Y {
+			require.Equal(t, v, int(y[i]))
+		}
+	}
+	// The data set itself is left as it was: raw pixels in [0, 1].
+	require.True(t, slices.ContainsFunc(d.Train.X, func(v float64) bool { return v > 0.5 }))
+	require.False(t, slices.ContainsFunc(d.Train.X, func(v float64) bool { return v < 0 }))
+}
+
+// TestPeerFake runs the exported data through a fake peer and parses its
+// output.
+func TestPeerFake(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	d := quickPeerData(t)
+	dir := t.TempDir()
+	require.NoError(t, writePeerData(dir, d, datasets.NormGlobal))
+	script := filepath.Join(t.TempDir(), "peer.sh")
+	require.NoError(t, os.WriteFile(script, []byte(fakePeer), 0o755))
+	r := &peerRunner{python: "/bin/sh", script: script}
+	var lines []string
+	side, err := r.train(context.Background(), dir, []string{"--model", "dense"}, func(l string) { lines = append(lines, l) })
+	require.NoError(t, err)
+	require.Len(t, lines, 3)
+	require.Equal(t, []float64{3, 5}, side.EpochSeconds)
+	require.Equal(t, []float64{0.5, 0.75}, side.EpochTestAcc)
+	require.InDelta(t, 4, side.SecondsPerEpoch, 1e-12)
+	require.InDelta(t, 0.75, side.TestAcc, 1e-12)
+	require.InDelta(t, 15, side.FwdIters, 1e-12)
+	require.InDelta(t, 7, side.BwdIters, 1e-12)
+	require.InDelta(t, 0.75, side.FwdMet, 1e-12)
+	require.Equal(t, "openblas", side.BLAS)
+	require.Equal(t, "float32", side.DType)
+
+	// A peer that fails reports its last error line.
+	require.NoError(t, os.Remove(filepath.Join(dir, "train-y.u8")))
+	_, err = r.train(context.Background(), dir, nil, nil)
+	require.ErrorContains(t, err, "bad labels")
+}
+
+// TestPeerArgs checks that the peer's arguments mirror the conv defaults.
+func TestPeerArgs(t *testing.T) {
+	cfg, err := train.Config{Model: train.ModelConfig{Cell: train.ConvCell}}.Defaults()
+	require.NoError(t, err)
+	args := strings.Join(peerArgs("conv", cfg), " ")
+	for _, want := range []string{
+		"--batch 64", "--lr 0.002", "--conv-style deq", "--channels 48", "--groups 8",
+		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20",
+	} {
+		require.Contains(t, args, want)
+	}
+}
+
+// TestPeerQuick runs the quick section: our side always, the peer when
+// Python with torch is installed.
+func TestPeerQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains four small models")
+	}
+	s, err := Config{Quick: true, Sections: []string{sectionPeer}}.withDefaults()
+	require.NoError(t, err)
+	rep, err := peer(context.Background(), s)
+	require.NoError(t, err)
+	require.Len(t, rep.Models, 2)
+	for _, m := range rep.Models {
+		require.Empty(t, m.Note, m.Model)
+		require.NotNil(t, m.Ours, m.Model)
+		require.Len(t, m.Ours.EpochSeconds, 1)
+		require.Greater(t, m.Ours.FwdIters, 0.0)
+	}
+	if rep.Note != "" {
+		t.Skipf("peer part skipped: %s", rep.Note)
+	}
+	for _, m := range rep.Models {
+		require.NotNil(t, m.Peer, m.Model)
+		require.Len(t, m.Peer.EpochSeconds, 1)
+		require.Equal(t, "float32", m.Peer.DType)
+		r := float64(m.Ratio())
+		require.False(t, math.IsNaN(r) || r <= 0, "ratio %v", r)
+	}
+}

@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Peer targets: the PyTorch peer's seconds per training epoch over ours
+// should be at least these ratios for the dense and conv models.
+const (
+	PeerDenseTarget = 10
+	PeerConvTarget  = 3
+)
+
+// PeerReport is the "PyTorch peer" section: the same DEQ classifiers
+// trained in the same run by this library and by PyTorch (the repository's
+// scripts/torch_peer.py) on the same standardised data.
+type PeerReport struct {
+	// Python is the interpreter that ran the peer and Torch its torch
+	// version; both empty when the peer did not run.
+	Python string `json:"python,omitempty"`
+	Torch  string `json:"torch,omitempty"`
+	// Note, when not empty, says why the peer did not run at all.
+	Note   string      `json:"note,omitempty"`
+	Models []PeerModel `json:"models"`
+	// Seconds is the wall time of the section.
+	Seconds float64 `json:"seconds"`
+}
+
+// PeerModel is one model trained by both sides.
+type PeerModel struct {
+	// Model is "dense" or "conv"; Summary describes the architecture, the
+	// solvers and the optimiser both sides use.
+	Model   string `json:"model"`
+	Summary string `json:"summary"`
+	// Data names the data set; Train and Test count its images.
+	Data   string `json:"data"`
+	Train  int    `json:"train"`
+	Test   int    `json:"test"`
+	Epochs int    `json:"epochs"`
+	// Note, when not empty, says why this model (or its peer) did not run.
+	Note string `json:"note,omitempty"`
+	// Ours is this library's run; Peer is PyTorch's, nil when it did not
+	// run.
+	Ours *PeerSide `json:"ours,omitempty"`
+	Peer *PeerSide `json:"peer,omitempty"`
+	// Target is the ratio Peer.SecondsPerEpoch/Ours.SecondsPerEpoch the
+	// project aims at.
+	Target float64 `json:"target"`
+}
+
+// Ratio returns the peer's mean seconds per training epoch over ours, or
+// NaN.
+func (m *PeerModel) Ratio() Number {
+	if m.Ours == nil || m.Peer == nil || m.Ours.SecondsPerEpoch <= 0 {
+		return Number(math.NaN())
+	}
+	return Number(m.Peer.SecondsPerEpoch / m.Ours.SecondsPerEpoch)
+}
+
+// BestRatio returns the peer's fastest training epoch over ours, or NaN:
+// the ratio least disturbed by other work on the machine, on which the
+// target is judged.
+func (m *PeerModel) BestRatio() Number {
+	if m.Ours == nil || m.Peer == nil {
+		return Number(math.NaN())
+	}
+	o, p := m.Ours.BestEpoch(), m.Peer.BestEpoch()
+	if o <= 0 || math.IsNaN(o) || math.IsNaN(p) {
+		return Number(math.NaN())
+	}
+	return Number(p / o)
+}
+
+// BestEpoch returns the shortest training epoch in seconds, or NaN.
+func (s *PeerSide) BestEpoch() float64 {
+	if len(s.EpochSeconds) == 0 {
+		return math.NaN()
+	}
+	return slices.Min(s.EpochSeconds)
+}
+
+// PeerSide is one side's training run.
+type PeerSide struct {
+	// SecondsPerEpoch is the mean training wall time of an epoch (the
+	// test-set evaluation excluded); EpochSeconds and EpochTestAcc are per
+	// epoch.
+	SecondsPerEpoch float64   `json:"seconds_per_epoch"`
+	EpochSeconds    []float64 `json:"epoch_seconds"`
+	EpochTestAcc    []float64 `json:"epoch_test_acc"`
+	// TestAcc is the test accuracy after the last epoch.
+	TestAcc float64 `json:"test_acc"`
+	// FwdIters and BwdIters are the mean forward and backward solver
+	// iterations per training batch, and FwdMet the fraction of training
+	// batches whose forward solve met its tolerance, over all epochs.
+	FwdIters float64 `json:"fwd_iters"`
+	BwdIters float64 `json:"bwd_iters"`
+	FwdMet   float64 `json:"fwd_met"`
+	// BLAS names the BLAS used and DType the floating-point type.
+	BLAS  string `json:"blas"`
+	DType string `json:"dtype"`
+}
+
+// writePeer writes the section's table.
+func writePeer(b *strings.Builder, pr *PeerReport) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("## PyTorch peer\n\n")
+	p("The same DEQ classifiers trained in one run by this library (in process, `train.New` and `Run`) and by PyTorch (`scripts/torch_peer.py`, 2 threads) on the same standardised images, written once as float32 to a temporary directory, with the same seed value (the two sides draw different random numbers from it), epochs, batch size, optimiser and schedule, solvers, tolerances and iteration caps. Seconds are training wall time per epoch, the test-set evaluation excluded; accuracy is on the test set after the last epoch; iterations are the mean forward and backward solver iterations per training batch, and *met* the fraction of training batches whose forward solve met its tolerance. The ratio is the peer's seconds per epoch over ours; the target is judged on the fastest epoch of each side, the one least disturbed by other work on the machine.\n\n")
+	if pr.Note != "" {
+		p("**Skipped:** %s\n\n", pr.Note)
+	}
+	if pr.Torch != "" {
+		p("Peer: torch %s (`%s`).\n\n", pr.Torch, pr.Python)
+	}
+	for i := range pr.Models {
+		m := &pr.Models[i]
+		p("### %s\n\n%s Data: %s, %d training and %d test images, %d epochs.\n\n", m.Model, m.Summary, m.Data, m.Train, m.Test, m.Epochs)
+		if m.Note != "" {
+			p("**Note:** %s\n\n", m.Note)
+		}
+		if m.Ours == nil {
+			continue
+		}
+		p("| | s/epoch (mean) | s/epoch (best) | test accuracy | fwd iters/batch | bwd iters/batch | fwd met | BLAS | dtype |\n|---|---|---|---|---|---|---|---|---|\n")
+		row := func(name string, s *PeerSide) {
+			p("| %s | %.2f | %.2f | %.2f%% | %.1f | %.1f | %.0f%% | %s | %s |\n", name, s.SecondsPerEpoch, s.BestEpoch(), 100*s.TestAcc, s.FwdIters, s.BwdIters, 100*s.FwdMet, s.BLAS, s.DType)
+		}
+		row("deq (Go)", m.Ours)
+		if m.Peer == nil {
+			p("\n")
+			continue
+		}
+		row("PyTorch peer", m.Peer)
+		r := m.BestRatio()
+		verdict := "**missed**"
+		if float64(r) >= m.Target {
+			verdict = "met"
+		}
+		p("\nRatio peer/ours: **%.2f×** on the fastest epochs (target ≥ %g×: %s), %.2f× on the means.\n\n", float64(r), m.Target, verdict, float64(m.Ratio()))
+	}
+}
