@@ -93,11 +93,13 @@ func ProblemNames() []string {
 }
 
 // suite returns the builder of a problem of package problems: c with the
-// seed it is given.
+// seed it is given. The builder is called from several goroutines, so it
+// sets the seed on its own copy of c.
 func suite(c problems.Config) func(seed uint64) (*instance, error) {
 	return func(seed uint64) (*instance, error) {
-		c.Seed = seed
-		p, err := problems.New(c)
+		cs := c
+		cs.Seed = seed
+		p, err := problems.New(cs)
 		if err != nil {
 			return nil, err
 		}
