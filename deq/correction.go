@@ -1,6 +1,7 @@
 package deq
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -40,6 +41,11 @@ type trajectory struct {
 }
 
 var _ solver.PointRecorder = (*trajectory)(nil)
+
+// ErrNoIterates is wrapped by the error of a forward solve with
+// Settings.CorrectionStates > 0 whose method recorded no iterates, so that
+// there are no states to apply the correction loss to.
+var ErrNoIterates = errors.New("records no iterates")
 
 func newTrajectory(k int, next solver.Recorder) *trajectory {
 	return &trajectory{states: k, stride: 1, bestRes: math.Inf(1), next: next}

@@ -238,7 +238,7 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		return nil, fmt.Errorf("deq: forward solve: %w", err)
 	}
 	if traj != nil && traj.seen == 0 && err == nil {
-		return nil, fmt.Errorf("deq: Settings.CorrectionStates = %d: the forward method %v records no iterates", l.s.CorrectionStates, l.s.Forward)
+		return nil, fmt.Errorf("deq: Settings.CorrectionStates = %d: the forward method %v: %w", l.s.CorrectionStates, l.s.Forward, ErrNoIterates)
 	}
 	sol := &Solution{
 		Z:        res.X,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/deqgo/deq/datasets"
@@ -484,7 +483,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	switch {
 	case err != nil && sol != nil && sol.Result.Status == solver.Diverged:
 		return sol, 0, fmt.Sprintf("forward solve diverged (%v)", err), nil
-	case err != nil && sol == nil && t.cfg.Aids.CorrectionStates > 0 && strings.Contains(err.Error(), "records no iterates"):
+	case err != nil && sol == nil && t.cfg.Aids.CorrectionStates > 0 && errors.Is(err, deq.ErrNoIterates):
 		// No method of the registry does this today; a new one that
 		// returns no iterates cannot serve fixed-point correction.
 		return nil, 0, "", fieldErr("Aids.CorrectionStates", t.cfg.Aids.CorrectionStates, fmt.Sprintf("needs a forward solver that visits iterates; %v records none", t.cfg.Forward.Method))

@@ -4,20 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/deq"
-	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/internal/plots"
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -212,140 +204,4 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	return sum.write(stdout)
-}
-
-// trainSummary is the final report of `deq train`.
-type trainSummary struct {
-	Data      string `json:"data"`
-	TrainSize int    `json:"train_size"`
-	TestSize  int    `json:"test_size"`
-	BLAS      string `json:"blas"`
-	Cell      string `json:"cell"`
-	Hidden    int    `json:"hidden"`
-	// Channels, Groups and Kernels describe the conv cell.
-	Channels int `json:"channels,omitempty"`
-	Groups   int `json:"groups,omitempty"`
-	Kernels  int `json:"kernels,omitempty"`
-	// Proven reports whether the cell proves its Lipschitz bound γ̄ in
-	// Norm; when it does not, the certificates still bound the residuals,
-	// but a contraction is not proven. Gamma is the cell's declared bound
-	// (null under weight normalisation, which declares none).
-	Proven     bool   `json:"proven"`
-	Norm       string `json:"norm"`
-	Gamma      number `json:"gamma"`
-	Params     int    `json:"params"`
-	Solver     string `json:"solver"`
-	Tol        number `json:"tol"`
-	Backward   string `json:"backward"`
-	EvalSolver string `json:"eval_solver"`
-	EvalTol    number `json:"eval_tol"`
-	Epochs     int    `json:"epochs"`
-	// Normalization is the dense cell's normalisation; Aids the training
-	// aids of the run.
-	Normalization string           `json:"normalization"`
-	Aids          train.AidsConfig `json:"aids"`
-	// Final is the last epoch's metrics line.
-	Final train.EpochMetrics `json:"final"`
-	// WallSeconds is the time of this process's training; SecondsPerEpoch
-	// the mean over the epochs it ran.
-	WallSeconds     float64 `json:"wall_seconds"`
-	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
-}
-
-// aids describes the training aids in use, "" for none.
-func (s *trainSummary) aids() string {
-	a, e := s.Aids, s.Final
-	var parts []string
-	if s.Normalization != layers.Projection.String() {
-		parts = append(parts, "normalization "+s.Normalization)
-	}
-	if a.JacWeight > 0 {
-		parts = append(parts, fmt.Sprintf("Jacobian regularisation %g every %d steps (‖∂f/∂z‖_F² %.4g)", a.JacWeight, a.JacFreq, e.JacFrobMean))
-	}
-	if a.CorrectionStates > 0 {
-		parts = append(parts, fmt.Sprintf("fixed-point correction on %d states, γ %g (loss %.4f)", a.CorrectionStates, a.CorrectionGamma, e.CorrectionLoss))
-	}
-	if a.Dropout > 0 {
-		parts = append(parts, fmt.Sprintf("dropout %g", a.Dropout))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// besideGamma returns the declared bound γ̄ to print beside a spectral
-// measurement, or why there is none.
-func besideGamma(gamma float64, normalization string) string {
-	if math.IsInf(gamma, 1) || gamma == 0 {
-		return fmt.Sprintf("; no declared bound γ̄ (normalization %s)", normalization)
-	}
-	return fmt.Sprintf("; declared bound γ̄ %g", gamma)
-}
-
-func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall time.Duration) *trainSummary {
-	c := tr.Config()
-	s := &trainSummary{
-		Data: data.Name, TrainSize: data.Train.Len(), TestSize: data.Test.Len(), BLAS: blasimpl.Name,
-		Cell: c.Model.Cell.String(), Hidden: c.Model.Hidden, Norm: c.Model.Norm.String(), Gamma: number(tr.Model().Cell().Gamma()),
-		Params: tr.Model().NumParams(), Solver: c.Forward.Method.String(), Tol: number(c.Forward.Tol),
-		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
-		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
-		Normalization: c.Model.Normalization.String(), Aids: c.Aids,
-	}
-	if c.Model.Cell == train.ConvCell {
-		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
-		s.Channels, s.Groups, s.Kernels = c.Model.Channels, c.Model.Groups, c.Model.Kernels
-	}
-	if c.Backward.Mode == deq.Implicit {
-		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"
-	}
-	if f := res.Final(); f != nil {
-		s.Final = *f
-	}
-	ran := 0
-	for _, e := range res.Epochs {
-		if e.EpochSeconds > 0 {
-			ran++
-		}
-	}
-	if ran > 0 {
-		s.SecondsPerEpoch = wall.Seconds() / float64(ran)
-	}
-	return s
-}
-
-func (s *trainSummary) write(w io.Writer) error {
-	e := s.Final
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d test images) after %d epochs; train accuracy %.2f%%, loss %.4f\n",
-		100*e.TestAcc, s.TestSize, s.Epochs, 100*e.TrainAcc, e.TrainLoss)
-	fmt.Fprintf(tw, "data\t%s: %d training, %d test images; BLAS %s\n", s.Data, s.TrainSize, s.TestSize, s.BLAS)
-	proof := "proven"
-	if !s.Proven {
-		proof = "not proven"
-		if s.Groups > 0 {
-			proof += " (GroupNorm)"
-		}
-	}
-	conv := ""
-	if s.Channels > 0 {
-		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, max(s.Groups, 0), s.Kernels)
-	}
-	bound := fmt.Sprintf("γ̄ %g", float64(s.Gamma))
-	if math.IsInf(float64(s.Gamma), 1) {
-		bound = "no bound γ̄ (weight normalisation)"
-	}
-	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden, %s in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, bound, s.Norm, proof, s.Params)
-	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
-		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
-	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
-		e.CertBoundMax, e.CertBoundMean, 100*e.CertMetFrac)
-	fmt.Fprintf(tw, "\ttest (%s, tol %g): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
-		s.EvalSolver, float64(s.EvalTol), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac)
-	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
-	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
-		e.SpectralRadius, e.SpectralNorm, train.SpectralBatch, besideGamma(float64(s.Gamma), s.Normalization))
-	if aids := s.aids(); aids != "" {
-		fmt.Fprintf(tw, "aids\t%s\n", aids)
-	}
-	fmt.Fprintf(tw, "time\t%.1f s, %.1f s per epoch\n", s.WallSeconds, s.SecondsPerEpoch)
-	return tw.Flush()
 }
