@@ -234,7 +234,12 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, m.cell.Project())
 			})
-			require.Equal(t, layer, step)
+			// AllocsPerRun counts every allocation of the process while the
+			// runs go on, averaged and truncated to an integer, so a stray
+			// allocation of the runtime (or of the race detector) can move
+			// either count by one: the step must allocate what the layer
+			// does, give or take that one.
+			require.InDelta(t, layer, step, 1)
 			t.Logf("%s: %.0f allocations per step, all in the DEQ layer's solves and the projection", c.name, step)
 		})
 	}
