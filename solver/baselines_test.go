@@ -358,7 +358,9 @@ func TestBaselineLoopAllocationFree(t *testing.T) {
 				}
 			})
 		}
-		require.Equal(t, allocs(20), allocs(400), bc.name)
+		// A per-iteration allocation would add about 380; the slack of one
+		// absorbs a stray runtime allocation that AllocsPerRun counts.
+		require.InDelta(t, allocs(20), allocs(400), 1, bc.name)
 	}
 }
 

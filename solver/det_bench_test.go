@@ -52,7 +52,9 @@ func TestInnerLoopsAllocationFree(t *testing.T) {
 		require.Equal(t, 200, solveOnce(t, m, 64, 200).Stats.Iterations, dm.name)
 		short := testing.AllocsPerRun(3, func() { solveOnce(t, m, 64, 5) })
 		long := testing.AllocsPerRun(3, func() { solveOnce(t, m, 64, 200) })
-		require.Equal(t, short, long, "%s allocates in its loop", dm.name)
+		// A per-iteration allocation would add about 195; the slack of one
+		// absorbs a stray runtime allocation that AllocsPerRun counts.
+		require.InDelta(t, short, long, 1, "%s allocates in its loop", dm.name)
 	}
 }
 
