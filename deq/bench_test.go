@@ -2,8 +2,12 @@ package deq
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -42,3 +46,84 @@ func BenchmarkLayerForward(b *testing.B)      { benchLayer(b, -1) }
 func BenchmarkLayerImplicit(b *testing.B)     { benchLayer(b, Implicit) }
 func BenchmarkLayerJacobianFree(b *testing.B) { benchLayer(b, JacobianFree) }
 func BenchmarkLayerPhantom(b *testing.B)      { benchLayer(b, Phantom) }
+
+// redundantMeanField returns a tanh MeanField cell of m units whose units
+// are copies of its first prototypes units plus noise of relative size
+// 0.1, then projected: the "redundant" cells of the regime map, whose
+// single-term variance is small, as trained units tend to make it.
+func redundantMeanField(hidden, m, prototypes int, seed uint64) *layers.MeanField {
+	c := must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: hidden, Input: hidden, Units: m, Activation: layers.Tanh, Seed: seed}))
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ps := c.Params() // U, b, W (hidden×m), c (1×m), V (m×hidden)
+	w, cb, v := ps[2].Data(), ps[3].Data(), ps[4].Data()
+	sd := 0.1 / math.Sqrt(float64(hidden))
+	for u := prototypes; u < m; u++ {
+		q := u % prototypes
+		cb[u] = cb[q] + 0.1*rng.NormFloat64()
+		for i := range hidden {
+			w[i*m+u] = w[i*m+q] + sd*rng.NormFloat64()
+			v[u*hidden+i] = v[q*hidden+i] + sd*rng.NormFloat64()
+		}
+	}
+	if err := c.Project(); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// benchBackwardSampled times the implicit backward pass of a 128-example
+// batch through a redundant tanh MeanField cell (hidden 64, 32 prototype
+// units) for each number of units: Broyden on the exact adjoint against
+// GrowingBatch and VR-GHAL on the sampled one. Every adjoint solve stops at
+// the absolute tolerance 1e-3·‖∂L/∂z*‖ (the largest per-example ℓ2 norm of
+// the right-hand side) and pays its exact certificate. It reports the
+// backward's term evaluations (certificate and final VJP included), the
+// same in exact-average equivalents (divided by M), and the certificate's
+// bound relative to ‖∂L/∂z*‖.
+func benchBackwardSampled(b *testing.B, units []int) {
+	const hidden, n = 64, 128
+	ctx := context.Background()
+	for _, m := range units {
+		cell := redundantMeanField(hidden, m, 32, 1)
+		gamma := cell.Gamma()
+		rng := rand.New(rand.NewPCG(2, 2))
+		x := randVec(rng, n*hidden, 0.1)
+		fwd := must(New(cell, &Settings{Forward: solver.Broyden{}, ForwardSettings: solver.Settings{Tol: 1e-10, NoTrace: true}}))
+		sol, err := fwd.Forward(ctx, x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gz := randVec(rng, len(sol.Z), 1)
+		scale := 0.0
+		for i := range n {
+			scale = max(scale, floats.Norm(gz[i*hidden:(i+1)*hidden], 2))
+		}
+		dx := make([]float64, len(x))
+		for _, mc := range []struct {
+			name   string
+			method solver.Method
+			oracle OracleMode
+		}{
+			{"broyden-exact", solver.Broyden{}, Exact},
+			{"growing-batch-sampled", solver.GrowingBatch{Gamma: gamma}, Sampled},
+			{"vrghal-sampled", solver.VRGHAL{Gamma: gamma}, Sampled},
+		} {
+			b.Run(fmt.Sprintf("M=%d/%s", m, mc.name), func(b *testing.B) {
+				l := must(New(cell, &Settings{Adjoint: mc.method, AdjointOracle: mc.oracle,
+					AdjointSettings: solver.Settings{Tol: 1e-3 * scale, NoTrace: true, Seed: 3}}))
+				var st *BackwardStats
+				for b.Loop() {
+					if st, err = l.Backward(ctx, sol, gz, dx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				layers.ZeroGrads(cell.Params())
+				b.ReportMetric(float64(st.TermEvals), "term-evals/op")
+				b.ReportMetric(float64(st.TermEvals)/float64(m), "exact-equiv/op")
+				b.ReportMetric(st.Adjoint.Certificate.Bound/scale, "cert-rel")
+			})
+		}
+	}
+}
+
+func BenchmarkBackwardSampled(b *testing.B) { benchBackwardSampled(b, []int{4096, 65536}) }

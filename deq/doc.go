@@ -25,6 +25,19 @@
 //
 // Memory does not grow with solver iterations: no graph is unrolled.
 //
+// The adjoint solve of a stochastic cell is certified like the forward:
+// its oracle declares the cell's finite sum (solver.FiniteSum, whose exact
+// evaluation is the exact VJP), so every adjoint solve, on sampled VJPs
+// (Settings.AdjointOracle, say under solver.GrowingBatch or VR-GHAL) or on
+// exact ones, returns an exact certificate of the adjoint residual. In a
+// norm in which the exact adjoint map is a γ̄-contraction, the returned g
+// is then within Bound/(1 − γ̄) of the exact adjoint solution, and each
+// gradient within that distance times the norm of the linear map g ↦
+// gradient. Solution.TermEvals and BackwardStats.TermEvals count the work
+// of both passes in term evaluations (one of the cell's Terms() terms on
+// the whole batch), certificates included, so that sampled and exact
+// solves are compared in one unit.
+//
 // The zero value of every Settings field is its documented default. The
 // modes (Backward, OracleMode, Monitor) are typed values inside the
 // library; ParseBackward, ParseOracleMode and ParseMonitor, and their

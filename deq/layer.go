@@ -68,6 +68,12 @@ type Solution struct {
 	// with a warning if they exceeded the cell's bound; nil when the solve
 	// was not monitored (see Settings.Monitor).
 	Lipschitz *layers.LipschitzStats
+	// TermEvals counts the term evaluations of the forward solve, its
+	// certificate included: Result.Stats.Samples plus the certificate's
+	// Samples. One term evaluation is one of the cell's Terms() terms
+	// evaluated on the whole batch: an exact evaluation counts Terms(), a
+	// minibatch its sample size, an evaluation of a deterministic cell 1.
+	TermEvals int64
 
 	mask dropMask // the dropout mask, nil without one
 }
@@ -82,6 +88,25 @@ type BackwardStats struct {
 	// VJPs counts the full vector–Jacobian products (with parameter
 	// gradients) computed.
 	VJPs int
+	// TermEvals counts the term evaluations of the backward pass, as
+	// Solution.TermEvals does for the forward: the adjoint solve's
+	// Stats.Samples and its certificate's Samples (an exact VJP counts
+	// Terms(), a sampled VJP its sample size), Phantom's exact evaluations
+	// of the cell (Terms() each), and Terms() for each of the VJPs.
+	TermEvals int64
+}
+
+// termEvals returns the term evaluations of a solve: its own and its
+// certificate's.
+func termEvals(r *solver.Result) int64 {
+	if r == nil {
+		return 0
+	}
+	n := r.Stats.Samples
+	if r.Certificate != nil {
+		n += r.Certificate.Samples
+	}
+	return n
 }
 
 // New returns a Layer for cell. A nil s means the default Settings.
@@ -241,14 +266,15 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		return nil, fmt.Errorf("deq: Settings.CorrectionStates = %d: the forward method %v: %w", l.s.CorrectionStates, l.s.Forward, ErrNoIterates)
 	}
 	sol := &Solution{
-		Z:        res.X,
-		X:        slices.Clone(x),
-		Examples: n,
-		Result:   res,
-		Sampled:  b.fwd.Model() != solver.Deterministic,
-		Proven:   b.proven,
-		Dropout:  mask != nil,
-		mask:     mask,
+		Z:         res.X,
+		X:         slices.Clone(x),
+		Examples:  n,
+		Result:    res,
+		Sampled:   b.fwd.Model() != solver.Deterministic,
+		Proven:    b.proven,
+		Dropout:   mask != nil,
+		mask:      mask,
+		TermEvals: termEvals(res),
 	}
 	if traj != nil && traj.seen > 0 {
 		sol.States = traj.collected(res.X)
@@ -283,6 +309,8 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 		return nil, fmt.Errorf("deq: Backward: dx has length %d, want %d", len(dx), len(sol.X))
 	}
 	st := &BackwardStats{Mode: l.s.Backward}
+	terms := int64(b.ev.Terms())
+	defer func() { st.TermEvals += int64(st.VJPs) * terms }()
 	switch l.s.Backward {
 	case JacobianFree:
 		st.VJPs = 1
@@ -297,6 +325,7 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
 	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &l.s.AdjointSettings, l.s.Adjoint)
 	st.Adjoint = res
+	st.TermEvals = termEvals(res)
 	if err != nil {
 		return st, fmt.Errorf("deq: adjoint solve: %w", err)
 	}
@@ -320,6 +349,7 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 		if err := b.ev.EvalExact(f, hs[t-1]); err != nil {
 			return err
 		}
+		st.TermEvals += int64(b.ev.Terms())
 		sol.mask.apply(f)
 		h := make([]float64, n)
 		for i := range h {
@@ -357,6 +387,13 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 // adjointOracle is g ↦ (∂τ/∂z)(z*)ᵀ(m ⊙ g) + rhs, with τ the cell's
 // minibatch oracle (or its exact operator) and m the dropout mask (nil:
 // none), the adjoint of the masked map m ⊙ τ.
+//
+// It declares the finite sum of the cell: the adjoint operator is the
+// average of the VJPs of the cell's Terms() terms, and EvalExact is the
+// exact VJP, so that every adjoint solve, sampled or not, gets an exact
+// certificate (solver.RuleFiniteSum, or solver.RuleExact for the exact
+// operator), counted as Terms() unit samples. A sampled evaluation counts
+// the terms it drew.
 type adjointOracle struct {
 	ev    layers.Evaluator
 	z     []float64
@@ -372,13 +409,14 @@ var (
 	_ solver.FiniteSum = (*adjointOracle)(nil)
 )
 
-// Terms implements solver.FiniteSum: the adjoint operator averages the VJPs
-// of the cell's Terms() terms, and EvalExact computes the exact average, so
-// the adjoint solve gets an exact certificate.
+// Terms implements solver.FiniteSum: the number of the cell's terms.
 func (a *adjointOracle) Terms() int { return a.ev.Terms() }
 
+// Len implements solver.Oracle.
 func (a *adjointOracle) Len() int { return a.ev.Len() }
 
+// Model implements solver.Oracle: Deterministic for the exact operator,
+// the cell's model otherwise.
 func (a *adjointOracle) Model() solver.Model {
 	if a.exact {
 		return solver.Deterministic
@@ -386,6 +424,8 @@ func (a *adjointOracle) Model() solver.Model {
 	return a.ev.Model()
 }
 
+// Eval implements solver.Oracle with the VJPs of the terms s draws (all of
+// them for the exact operator).
 func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
 	if a.exact {
 		s = solver.Sample{Size: a.ev.Terms()}
@@ -405,7 +445,8 @@ func (a *adjointOracle) Eval(dst, g []float64, s solver.Sample) (int, error) {
 	return k, nil
 }
 
+// EvalExact implements solver.FiniteSum with the exact VJP.
 func (a *adjointOracle) EvalExact(dst, g []float64) error {
-	_, err := (&adjointOracle{ev: a.ev, z: a.z, rhs: a.rhs, mask: a.mask, exact: true}).Eval(dst, g, solver.Sample{})
+	_, err := a.Eval(dst, g, solver.Sample{Size: a.ev.Terms()})
 	return err
 }

@@ -11,8 +11,8 @@ import (
 // only the fields its summary mentions; the zero value of a field selects
 // the method's own default.
 type MethodOptions struct {
-	// Gamma is a bound γ̄ ∈ (0, 1] on the Lipschitz constant of T: GHAL's and
-	// VR-GHAL's Gamma, and PAGEHalpern's C2 = γ̄².
+	// Gamma is a bound γ̄ ∈ (0, 1] on the Lipschitz constant of T: GHAL's,
+	// VR-GHAL's and GrowingBatch's Gamma, and PAGEHalpern's C2 = γ̄².
 	Gamma float64
 	// Delta is VR-GHAL's failure probability δ.
 	Delta float64
@@ -55,7 +55,8 @@ type MethodInfo struct {
 var ErrUnknownMethod = errors.New("solver: unknown method")
 
 // Methods returns the registry of the package's methods, in a fixed order:
-// the deterministic methods, then VR-GHAL, then the stochastic baselines.
+// the deterministic methods, then VR-GHAL and GrowingBatch, then the
+// stochastic baselines.
 // The slice is new at every call.
 func Methods() []MethodInfo {
 	return []MethodInfo{
@@ -104,6 +105,20 @@ func Methods() []MethodInfo {
 			NeedsGamma: true,
 			New: func(o MethodOptions) Method {
 				return VRGHAL{Gamma: o.Gamma, Delta: o.Delta, SampleScale: o.SampleScale}
+			},
+		},
+		{
+			Name:       "growing-batch",
+			Summary:    "minibatch Picard, batch 8 growing ×8 per step, γ̄ = the problem's γ (1 if above); stops on a sampled bound, certified by one exact evaluation of a finite sum",
+			Stochastic: true,
+			Needs:      BoundedVariance,
+			New: func(o MethodOptions) Method {
+				// Gamma only seeds the sampled bound; a γ̄ above one (or
+				// none) is replaced by the default, 1.
+				if !(o.Gamma <= 1) {
+					o.Gamma = 0
+				}
+				return GrowingBatch{Gamma: o.Gamma}
 			},
 		},
 		{

@@ -41,6 +41,7 @@ func TestRegistryOptions(t *testing.T) {
 		"anderson":           Anderson{Memory: 4},
 		"broyden":            Broyden{Memory: 4},
 		"vrghal":             VRGHAL{Gamma: 0.5, Delta: 0.1, SampleScale: 2},
+		"growing-batch":      GrowingBatch{Gamma: 0.5},
 		"stochastic-halpern": StochasticHalpern{C: 3},
 		"page-halpern":       PAGEHalpern{C1: 3, C2: 0.25},
 	}
@@ -55,7 +56,7 @@ func TestLookupMethodUnknown(t *testing.T) {
 	_, err := LookupMethod("newton")
 	require.True(t, errors.Is(err, ErrUnknownMethod))
 	require.ErrorContains(t, err, `"newton"`)
-	require.ErrorContains(t, err, "picard, km, halpern, ghal, anderson, broyden, vrghal, minibatch-km, stochastic-halpern, page-halpern")
+	require.ErrorContains(t, err, "picard, km, halpern, ghal, anderson, broyden, vrghal, growing-batch, minibatch-km, stochastic-halpern, page-halpern")
 }
 
 // TestEnumText checks that every enum of the package parses back from its
