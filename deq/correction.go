@@ -131,8 +131,8 @@ func (t *trajectory) collected(z []float64) []State {
 
 // checkCorrection checks the arguments of CorrectionForward and
 // CorrectionBackward.
-func (l *Layer) checkCorrection(what string, sol *Solution) (*batch, error) {
-	b, err := l.prepareSolution(what, sol)
+func (l *Layer) checkCorrection(what string, sol *Solution, args ...solutionArg) (*batch, error) {
+	b, err := l.prepareSolution(what, sol, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,15 +182,12 @@ func (l *Layer) CorrectionForward(sol *Solution) ([][]float64, error) {
 // geometrically towards the last (γ^{K−1−k}, the last weighted one); the
 // weights belong to the caller's cotangents.
 func (l *Layer) CorrectionBackward(sol *Solution, gs [][]float64, dx []float64) (*BackwardStats, error) {
-	b, err := l.checkCorrection("CorrectionBackward", sol)
+	b, err := l.checkCorrection("CorrectionBackward", sol, inputArg("dx", dx))
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case len(gs) != len(sol.States):
+	if len(gs) != len(sol.States) {
 		return nil, fmt.Errorf("deq: CorrectionBackward: %d cotangents for %d states", len(gs), len(sol.States))
-	case dx != nil && len(dx) != len(sol.X):
-		return nil, fmt.Errorf("deq: CorrectionBackward: dx has length %d, want %d", len(dx), len(sol.X))
 	}
 	var dxk []float64
 	if dx != nil {

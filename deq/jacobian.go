@@ -7,6 +7,7 @@ import (
 	"math/cmplx"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/layers"
@@ -120,14 +121,16 @@ type jac struct {
 	exact solver.Sample
 }
 
-// prepare validates the options and the arguments of a measurement.
-func prepare(ev layers.Evaluator, z []float64, o *JacobianOptions) (JacobianOptions, *jac, error) {
+// prepare validates the options and the arguments of a measurement, and
+// returns its random stream: JacobianOptions.Seed on the measurement's own
+// stream.
+func prepare(ev layers.Evaluator, z []float64, o *JacobianOptions, stream uint64) (JacobianOptions, *jac, *rand.Rand, error) {
 	opts, err := o.withDefaults()
 	if err != nil {
-		return opts, nil, err
+		return opts, nil, nil, err
 	}
 	j, err := newJac(ev, z, opts.Step)
-	return opts, j, err
+	return opts, j, rand.New(rand.NewPCG(opts.Seed, stream)), err
 }
 
 func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
@@ -179,6 +182,9 @@ func (j *jac) vjp(dst, g []float64) error {
 	return err
 }
 
+// vec returns a new vector of the state's length.
+func (j *jac) vec() []float64 { return make([]float64, len(j.z)) }
+
 // block returns example b's block of v.
 func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] }
 
@@ -202,21 +208,19 @@ func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] 
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, j, err := prepare(ev, z, o)
+	opts, j, rng, err := prepare(ev, z, o, 0x510e527fade682d1)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
 	n, d := j.n, j.d
 	kmax := min(opts.Iterations, d)
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x510e527fade682d1))
 	// q[b][i] is example b's i-th Arnoldi vector; hs[b] its Hessenberg
 	// matrix, (kmax+1)×kmax.
 	q := make([][][]float64, n)
 	hs := make([]*mat.Dense, n)
 	done := make([]bool, n)
 	est := SpectralEstimate{PerExample: make([]float64, n)}
-	v := make([]float64, n*d)
-	w := make([]float64, n*d)
+	v, w := j.vec(), j.vec()
 	for b := range n {
 		q0 := make([]float64, d)
 		for i := range q0 {
@@ -288,9 +292,7 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 	if est.Iterations == d {
 		est.Converged = true
 	}
-	for _, r := range est.PerExample {
-		est.Value = math.Max(est.Value, r)
-	}
+	est.Value = floats.Max(est.PerExample)
 	return est, nil
 }
 
@@ -306,15 +308,12 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, j, err := prepare(ev, z, o)
+	opts, j, rng, err := prepare(ev, z, o, 0x9b05688c2b3e6c1f)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
 	n := j.n
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x9b05688c2b3e6c1f))
-	v := make([]float64, len(z))
-	u := make([]float64, len(z))
-	w := make([]float64, len(z))
+	v, u, w := j.vec(), j.vec(), j.vec()
 	for i := range v {
 		v[i] = rng.NormFloat64()
 	}
@@ -349,9 +348,7 @@ func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spectra
 			break
 		}
 	}
-	for _, s := range est.PerExample {
-		est.Value = math.Max(est.Value, s)
-	}
+	est.Value = floats.Max(est.PerExample)
 	return est, nil
 }
 
@@ -370,13 +367,11 @@ func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spectra
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
-	opts, j, err := prepare(ev, z, o)
+	opts, j, rng, err := prepare(ev, z, o, 0x1f83d9abfb41bd6b)
 	if err != nil {
 		return FrobeniusEstimate{}, err
 	}
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x1f83d9abfb41bd6b))
-	v := make([]float64, len(z))
-	w := make([]float64, len(z))
+	v, w := j.vec(), j.vec()
 	est := FrobeniusEstimate{PerExample: make([]float64, j.n), Probes: opts.Probes}
 	var acc running
 	for range opts.Probes {

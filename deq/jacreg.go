@@ -87,15 +87,9 @@ func (l *Layer) JacobianRegularize(sol *Solution, weight float64, o *JacobianReg
 	if opts.Probes == 0 {
 		opts.Probes = DefaultProbes
 	}
-	b, err := l.prepareSolution("JacobianRegularize", sol)
+	b, err := l.prepareSolution("JacobianRegularize", sol, stateArg("dz", dz, true), inputArg("dx", dx))
 	if err != nil {
 		return FrobeniusEstimate{}, err
-	}
-	switch {
-	case dz != nil && len(dz) != len(sol.Z):
-		return FrobeniusEstimate{}, fmt.Errorf("deq: JacobianRegularize: dz has length %d, want %d", len(dz), len(sol.Z))
-	case dx != nil && len(dx) != len(sol.X):
-		return FrobeniusEstimate{}, fmt.Errorf("deq: JacobianRegularize: dx has length %d, want %d", len(dx), len(sol.X))
 	}
 	pen, ok := b.ev.(layers.JacobianPenalizer)
 	if weight > 0 && !ok {
@@ -148,10 +142,31 @@ func (l *Layer) JacobianRegularize(sol *Solution, weight float64, o *JacobianReg
 	return est, nil
 }
 
+// solutionArg is a slice argument of a method that takes a Solution: one
+// of the state's length (state) or of the input's, nil allowed when
+// optional.
+type solutionArg struct {
+	name     string
+	v        []float64
+	state    bool
+	optional bool
+}
+
+// stateArg is an argument of the state's length.
+func stateArg(name string, v []float64, optional bool) solutionArg {
+	return solutionArg{name: name, v: v, state: true, optional: optional}
+}
+
+// inputArg is an optional argument of the input's length.
+func inputArg(name string, v []float64) solutionArg {
+	return solutionArg{name: name, v: v, optional: true}
+}
+
 // prepareSolution returns the batch state for sol, with the evaluator's
-// input set to sol.X, after checking that sol fits the cell; what names
-// the caller in errors.
-func (l *Layer) prepareSolution(what string, sol *Solution) (*batch, error) {
+// input set to sol.X, after checking that sol fits the cell and that the
+// arguments have the lengths of sol's state or input; what names the
+// caller in errors.
+func (l *Layer) prepareSolution(what string, sol *Solution, args ...solutionArg) (*batch, error) {
 	if sol == nil {
 		return nil, fmt.Errorf("deq: %s: nil Solution", what)
 	}
@@ -161,6 +176,15 @@ func (l *Layer) prepareSolution(what string, sol *Solution) (*batch, error) {
 	}
 	if len(sol.Z) != b.ev.Len() || len(sol.X) != sol.Examples*l.cell.Shape().InputLen() {
 		return nil, fmt.Errorf("deq: %s: Solution does not match the cell's shapes", what)
+	}
+	for _, a := range args {
+		want := len(sol.X)
+		if a.state {
+			want = len(sol.Z)
+		}
+		if len(a.v) != want && !(a.optional && a.v == nil) {
+			return nil, fmt.Errorf("deq: %s: %s has length %d, want %d", what, a.name, len(a.v), want)
+		}
 	}
 	if err := b.ev.SetInput(sol.X); err != nil {
 		return nil, err

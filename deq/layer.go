@@ -298,15 +298,9 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 // Result in BackwardStats says why it stopped, and the gradient is computed
 // from the point it returned.
 func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
-	b, err := l.prepareSolution("Backward", sol)
+	b, err := l.prepareSolution("Backward", sol, stateArg("gz", gz, false), inputArg("dx", dx))
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case len(gz) != len(sol.Z):
-		return nil, fmt.Errorf("deq: Backward: gz has length %d, want %d", len(gz), len(sol.Z))
-	case dx != nil && len(dx) != len(sol.X):
-		return nil, fmt.Errorf("deq: Backward: dx has length %d, want %d", len(dx), len(sol.X))
 	}
 	st := &BackwardStats{Mode: l.s.Backward}
 	terms := int64(b.ev.Terms())

@@ -80,7 +80,7 @@ func (l *Layer) Apply(ctx context.Context, x *G.Node) (*Applied, error) {
 		nodes[i] = G.NewMatrix(x.Graph(), tensor.Float64, G.WithShape(r, c),
 			G.WithName(fmt.Sprintf("deq%d.%s", st.id, p.Name())), G.WithValue(p.Value()))
 	}
-	z, err := G.ApplyOp(forwardOp{st}, append(G.Nodes{x}, nodes...)...)
+	z, err := G.ApplyOp(forwardOp{pureOp{st}}, append(G.Nodes{x}, nodes...)...)
 	if err != nil {
 		return nil, fmt.Errorf("deq: Apply: %w", err)
 	}
@@ -130,8 +130,16 @@ func floatData(v G.Value) ([]float64, error) {
 	return d, nil
 }
 
+// pureOp holds the Layer's op state and the gorgonia.Op methods its three
+// ops share: each runs in Go, returns a fresh value and overwrites no input.
+type pureOp struct{ st *opState }
+
+func (pureOp) ReturnsPtr() bool     { return false }
+func (pureOp) CallsExtern() bool    { return false }
+func (pureOp) OverwritesInput() int { return -1 }
+
 // forwardOp maps (x, θ₁, …, θ_k) to z*.
-type forwardOp struct{ st *opState }
+type forwardOp struct{ pureOp }
 
 var (
 	_ G.Op   = forwardOp{}
@@ -163,21 +171,18 @@ func (op forwardOp) Do(vals ...G.Value) (G.Value, error) {
 	}
 	return tensor.New(tensor.WithShape(sol.Examples, op.st.l.cell.Shape().HiddenLen()), tensor.WithBacking(slices.Clone(sol.Z))), nil
 }
-func (op forwardOp) ReturnsPtr() bool      { return false }
-func (op forwardOp) CallsExtern() bool     { return false }
-func (op forwardOp) OverwritesInput() int  { return -1 }
 func (op forwardOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "deq.forward(%p)", op.st) }
 func (op forwardOp) Hashcode() uint32      { return hashOf(op) }
 func (op forwardOp) String() string        { return fmt.Sprintf("DEQ%d", op.st.id) }
 func (op forwardOp) DiffWRT(n int) []bool  { return slices.Repeat([]bool{true}, n) }
 func (op forwardOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	bw, err := G.ApplyOp(backwardOp{op.st}, inputs[0], output, grad)
+	bw, err := G.ApplyOp(backwardOp{op.pureOp}, inputs[0], output, grad)
 	if err != nil {
 		return nil, err
 	}
 	out := G.Nodes{bw}
 	for i := range op.st.l.Params() {
-		pg, err := G.ApplyOp(paramGradOp{op.st, i}, bw)
+		pg, err := G.ApplyOp(paramGradOp{op.pureOp, i}, bw)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +193,7 @@ func (op forwardOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, erro
 
 // backwardOp maps (x, z*, ∂L/∂z*) to ∂L/∂x, keeping ∂L/∂θ for the
 // paramGradOps.
-type backwardOp struct{ st *opState }
+type backwardOp struct{ pureOp }
 
 var _ G.Op = backwardOp{}
 
@@ -227,9 +232,6 @@ func (op backwardOp) Do(vals ...G.Value) (G.Value, error) {
 	}
 	return tensor.New(tensor.WithShape(st.sol.Examples, st.l.cell.Shape().InputLen()), tensor.WithBacking(dx)), nil
 }
-func (op backwardOp) ReturnsPtr() bool      { return false }
-func (op backwardOp) CallsExtern() bool     { return false }
-func (op backwardOp) OverwritesInput() int  { return -1 }
 func (op backwardOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "deq.backward(%p)", op.st) }
 func (op backwardOp) Hashcode() uint32      { return hashOf(op) }
 func (op backwardOp) String() string        { return fmt.Sprintf("DEQ%dBackward", op.st.id) }
@@ -237,8 +239,8 @@ func (op backwardOp) String() string        { return fmt.Sprintf("DEQ%dBackward"
 // paramGradOp returns ∂L/∂θ_i computed by the backward op it takes as
 // input.
 type paramGradOp struct {
-	st *opState
-	i  int
+	pureOp
+	i int
 }
 
 var _ G.Op = paramGradOp{}
@@ -254,9 +256,6 @@ func (op paramGradOp) Do(...G.Value) (G.Value, error) {
 	r, c := op.param().Dims()
 	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(slices.Clone(op.st.grads[op.i]))), nil
 }
-func (op paramGradOp) ReturnsPtr() bool     { return false }
-func (op paramGradOp) CallsExtern() bool    { return false }
-func (op paramGradOp) OverwritesInput() int { return -1 }
 func (op paramGradOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "deq.paramgrad(%p,%d)", op.st, op.i)
 }
