@@ -350,6 +350,8 @@ func TestCorrectionBackwardMatchesFiniteDifferences(t *testing.T) {
 			st, err := l.CorrectionBackward(sol, gs, dx)
 			require.NoError(t, err)
 			require.Equal(t, 3, st.VJPs)
+			ev := must(tc.cell.Evaluator(sol.Examples))
+			require.Equal(t, int64(3*ev.Terms()), st.TermEvals, "one full VJP, Terms() term evaluations, per state")
 			got := paramGrads(ps)
 			value := func() float64 {
 				fs, err := l.CorrectionForward(sol)

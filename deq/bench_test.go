@@ -78,8 +78,8 @@ func redundantMeanField(hidden, m, prototypes int, seed uint64) *layers.MeanFiel
 // the absolute tolerance 1e-3·‖∂L/∂z*‖ (the largest per-example ℓ2 norm of
 // the right-hand side) and pays its exact certificate. It reports the
 // backward's term evaluations (certificate and final VJP included), the
-// same in exact-average equivalents (divided by M), and the certificate's
-// bound relative to ‖∂L/∂z*‖.
+// same in exact-average equivalents (divided by M), the adjoint solve's
+// own share of them, and the certificate's bound relative to ‖∂L/∂z*‖.
 func benchBackwardSampled(b *testing.B, units []int) {
 	const hidden, n = 64, 128
 	ctx := context.Background()
@@ -120,6 +120,7 @@ func benchBackwardSampled(b *testing.B, units []int) {
 				layers.ZeroGrads(cell.Params())
 				b.ReportMetric(float64(st.TermEvals), "term-evals/op")
 				b.ReportMetric(float64(st.TermEvals)/float64(m), "exact-equiv/op")
+				b.ReportMetric(float64(st.Adjoint.Stats.Samples)/float64(m), "solve-exact-equiv/op")
 				b.ReportMetric(st.Adjoint.Certificate.Bound/scale, "cert-rel")
 			})
 		}

@@ -206,6 +206,7 @@ func (l *Layer) CorrectionBackward(sol *Solution, gs [][]float64, dx []float64) 
 			return st, err
 		}
 		st.VJPs++
+		st.TermEvals += int64(b.ev.Terms())
 		addInto(dx, dxk)
 	}
 	return st, nil

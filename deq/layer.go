@@ -92,7 +92,8 @@ type BackwardStats struct {
 	// Solution.TermEvals does for the forward: the adjoint solve's
 	// Stats.Samples and its certificate's Samples (an exact VJP counts
 	// Terms(), a sampled VJP its sample size), Phantom's exact evaluations
-	// of the cell (Terms() each), and Terms() for each of the VJPs.
+	// of the cell (Terms() each), and Terms() for each of the VJPs
+	// (CorrectionBackward's included).
 	TermEvals int64
 }
 

@@ -54,6 +54,11 @@ const (
 // recorded as such); the method keeps its last recorded point. On a
 // Deterministic oracle every step is one exact evaluation. The
 // certificate's suggested minibatch is the last |B_k|.
+//
+// Methods lists it as "growing-batch", so that a command line can select
+// it; a deep equilibrium model can use it for the forward solve and for
+// the adjoint solve of its backward pass, both finite sums over the cell's
+// terms.
 type GrowingBatch struct {
 	// Alpha is the step α ∈ (0, 1]. Zero means 1: Picard iteration.
 	Alpha float64
