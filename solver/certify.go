@@ -22,9 +22,25 @@ import (
 // budget is N = n·K unit samples, with n = CertifySettings.Samples, or the
 // size the method suggested (VR-GHAL: its last bucket size), or the solve's
 // samples divided by 4K, and K = CertifySettings.Calls or MoMBuckets(δ).
-func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested int) (*Certificate, error) {
+//
+// The exact rules reuse the method's last exact evaluation when it was at
+// x̂ itself (last, which may be nil, returns T(x̂) then, nil otherwise): the certificate then
+// costs no call and reports Calls = Samples = 0.
+func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested int, last func(x []float64) []float64) (*Certificate, error) {
 	o, norm, x := p.Oracle, p.Norm, res.X
 	n := len(x)
+	fs, finite := o.(FiniteSum)
+	if o.Model() == Deterministic || finite {
+		if tx := lastOf(last, x); tx != nil {
+			rule := RuleExact
+			if o.Model() != Deterministic {
+				rule = RuleFiniteSum
+			}
+			c := exactCert(norm, tx, x, rule, 0)
+			c.Calls = 0
+			return c, nil
+		}
+	}
 	diff := make([]float64, n)
 	if o.Model() == Deterministic {
 		used, err := o.Eval(diff, x, Sample{Size: 1})
@@ -33,7 +49,7 @@ func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested
 		}
 		return exactCert(norm, diff, x, RuleExact, int64(used)), nil
 	}
-	if fs, ok := o.(FiniteSum); ok {
+	if finite {
 		if err := fs.EvalExact(diff, x); err != nil {
 			return nil, err
 		}
@@ -81,6 +97,14 @@ func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested
 		return c, fmt.Errorf("certificate bound is NaN")
 	}
 	return c, nil
+}
+
+// lastOf returns last(x), or nil when last is nil.
+func lastOf(last func([]float64) []float64, x []float64) []float64 {
+	if last == nil {
+		return nil
+	}
+	return last(x)
 }
 
 // perCall returns the unit samples of each of k calls: samples if set,

@@ -236,7 +236,7 @@ func TestCertifyCoverage(t *testing.T) {
 				ratio := make([]float64, 0, runs)
 				for seed := range uint64(runs) {
 					s := Settings{Seed: seed, Certify: CertifySettings{Delta: delta, Samples: m, Calls: calls}}
-					c, err := certify(context.Background(), p, res, &s, 0)
+					c, err := certify(context.Background(), p, res, &s, 0, nil)
 					require.NoError(t, err, name)
 					require.Equal(t, rule, c.Rule, name)
 					require.Equal(t, delta, c.Delta, name)
@@ -291,7 +291,7 @@ func TestCertifyOldRuleCounterexample(t *testing.T) {
 
 		o.declareVar = false
 		s := Settings{Seed: seed, Certify: CertifySettings{Delta: DefaultCertDelta, Samples: 10}}
-		c, err := certify(context.Background(), p, res, &s, 0)
+		c, err := certify(context.Background(), p, res, &s, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, RuleEstimate, c.Rule)
 		require.False(t, c.Rigorous())
@@ -300,7 +300,7 @@ func TestCertifyOldRuleCounterexample(t *testing.T) {
 		require.NotContains(t, c.Guarantee(), "probability")
 
 		o.declareVar = true
-		c, err = certify(context.Background(), p, res, &s, 0)
+		c, err = certify(context.Background(), p, res, &s, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, RuleVarianceMoM, c.Rule)
 		require.Contains(t, c.Guarantee(), "with probability ≥ 0.95 (rule variance-mom)")
@@ -361,7 +361,7 @@ func TestCertifyFiniteSum(t *testing.T) {
 	l2, _ := NewLP(2, 3)
 	p := Problem{Oracle: f, Norm: l2}
 	x := []float64{1, 2, 3}
-	c, err := certify(context.Background(), p, &Result{X: x}, &Settings{Certify: CertifySettings{Delta: 0.05}}, 0)
+	c, err := certify(context.Background(), p, &Result{X: x}, &Settings{Certify: CertifySettings{Delta: 0.05}}, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, RuleFiniteSum, c.Rule)
 	require.True(t, c.Rigorous())
@@ -400,7 +400,7 @@ func TestCertifyBatchedPerExample(t *testing.T) {
 		b.Agg = agg
 		res := &Result{X: make([]float64, 4)}
 		s := Settings{Certify: CertifySettings{Delta: 0.05, Samples: 100}}
-		c, err := certify(context.Background(), Problem{Oracle: o, Norm: b}, res, &s, 0)
+		c, err := certify(context.Background(), Problem{Oracle: o, Norm: b}, res, &s, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, RuleVarianceMoM, c.Rule)
 		require.Len(t, c.PerExample, 2)
@@ -495,14 +495,14 @@ func TestCertifyCalls(t *testing.T) {
 		want  int64
 	}{{0, int64(kDef)}, {54, 54}, {18, 18}, {1, 1}} {
 		s := Settings{Certify: CertifySettings{Delta: 0.05, Samples: 10, Calls: tc.calls}}
-		c, err := certify(context.Background(), Problem{Oracle: o, Norm: l2}, res, &s, 0)
+		c, err := certify(context.Background(), Problem{Oracle: o, Norm: l2}, res, &s, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, 0.05, c.Delta, "calls %d", tc.calls)
 		require.Equal(t, tc.want, c.Calls, "calls %d", tc.calls)
 	}
 	// Without Samples the budget is the suggested size times MoMBuckets(δ).
 	s := Settings{Certify: CertifySettings{Delta: 0.05}}
-	c, err := certify(context.Background(), Problem{Oracle: o, Norm: l2}, res, &s, 7)
+	c, err := certify(context.Background(), Problem{Oracle: o, Norm: l2}, res, &s, 7, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(7*MoMBuckets(0.05)), c.Samples)
 
@@ -511,7 +511,7 @@ func TestCertifyCalls(t *testing.T) {
 	u.bernoulli = distuv.Binomial{P: 0.5, Src: &u.pcg}
 	for _, calls := range []int{0, 1, 18} {
 		s := Settings{Certify: CertifySettings{Delta: 0.05, Samples: 10, Calls: calls}}
-		c, err := certify(context.Background(), Problem{Oracle: u, Norm: l2}, res, &s, 0)
+		c, err := certify(context.Background(), Problem{Oracle: u, Norm: l2}, res, &s, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, RuleEstimate, c.Rule)
 		require.True(t, math.IsNaN(c.Delta))

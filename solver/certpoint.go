@@ -45,5 +45,5 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 		s.Certify.Samples = int(math.Min(math.Ceil(norm.Kappa()*v/(pf*eb*eb)), maxDraw))
 		s.Certify.Calls = k
 	}
-	return certify(ctx, p, &Result{X: x}, &s, 0)
+	return certify(ctx, p, &Result{X: x}, &s, 0, nil)
 }

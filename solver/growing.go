@@ -203,6 +203,7 @@ func (e *Env) evalFiniteSum(dst, x []float64, fs FiniteSum) error {
 	if err := e.checkLimits(m); err != nil {
 		return err
 	}
+	e.beginExact(x)
 	err := fs.EvalExact(dst, x)
 	e.stats.Calls++
 	e.stats.Samples += m
@@ -214,5 +215,6 @@ func (e *Env) evalFiniteSum(dst, x []float64, fs FiniteSum) error {
 			return &stopError{status: Diverged, cause: fmt.Errorf("exact evaluation %d returned %v at coordinate %d", e.stats.Calls, v, i)}
 		}
 	}
+	e.endExact(dst)
 	return nil
 }

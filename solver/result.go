@@ -118,7 +118,9 @@ type Certificate struct {
 	// for RuleEstimate.
 	Delta float64
 	// Samples counts the unit samples the certificate used, and Calls the
-	// oracle evaluations.
+	// oracle evaluations. Both are zero when an exact rule reuses the
+	// method's own exact evaluation at x̂ (its last exact evaluation was at
+	// x̂ itself), which Result.Stats already counts.
 	Samples int64
 	Calls   int64
 	// Rule says how Bound was obtained and what it guarantees.

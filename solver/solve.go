@@ -98,6 +98,11 @@ type Env struct {
 	tolAbs   float64
 	certSize int
 	scratch  []float64
+
+	// The last exact evaluation T(exX) = exT (see rememberExact), which the
+	// certificate reuses when the returned point is exX.
+	exX, exT []float64
+	exOK     bool
 }
 
 // Context returns the solve's context.
@@ -142,6 +147,10 @@ func (e *Env) Eval(dst, x []float64, s Sample) error {
 	if err := e.checkLimits(int64(max(s.Size, 1))); err != nil {
 		return err
 	}
+	exact := e.oracle.Model() == Deterministic
+	if exact {
+		e.beginExact(x)
+	}
 	n, err := e.oracle.Eval(dst, x, s)
 	e.stats.Calls++
 	e.stats.Samples += int64(n)
@@ -153,7 +162,51 @@ func (e *Env) Eval(dst, x []float64, s Sample) error {
 			return &stopError{status: Diverged, cause: fmt.Errorf("oracle returned %v at coordinate %d of evaluation %d", v, i, e.stats.Calls)}
 		}
 	}
+	if exact {
+		e.endExact(dst)
+	}
 	return nil
+}
+
+// beginExact starts remembering an exact evaluation at x: it copies x
+// before the oracle may overwrite it (dst may alias x). Remembering costs
+// two copies of a state per exact evaluation and saves the certificate's
+// own evaluation whenever the method returns the last point it evaluated
+// exactly (see Certificate.Calls).
+func (e *Env) beginExact(x []float64) {
+	e.exOK = false
+	if e.settings.Certify.Skip {
+		return
+	}
+	if e.exX == nil {
+		e.exX, e.exT = make([]float64, len(x)), make([]float64, len(x))
+	}
+	copy(e.exX, x)
+}
+
+// endExact completes beginExact with T(x) = tx.
+func (e *Env) endExact(tx []float64) {
+	if e.settings.Certify.Skip {
+		return
+	}
+	copy(e.exT, tx)
+	e.exOK = true
+}
+
+// lastExact returns a copy of T(x) when the last exact evaluation was at a
+// point equal to x coordinate by coordinate, and nil otherwise. An exact
+// evaluation is a function of its point (the Deterministic model; the exact
+// average of a FiniteSum), so reusing it is the same as evaluating again.
+func (e *Env) lastExact(x []float64) []float64 {
+	if !e.exOK || len(x) != len(e.exX) {
+		return nil
+	}
+	for i, v := range x {
+		if math.Float64bits(v) != math.Float64bits(e.exX[i]) {
+			return nil
+		}
+	}
+	return append([]float64(nil), e.exT...)
 }
 
 // CanDraw reports whether n more unit samples fit in the sample budget.
@@ -342,7 +395,7 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		certCtx = context.WithoutCancel(ctx)
 	}
 	if !s.Certify.Skip && certCtx.Err() == nil {
-		cert, err := certify(certCtx, p, res, &s, e.certSize)
+		cert, err := certify(certCtx, p, res, &s, e.certSize, e.lastExact)
 		if err != nil && ctx.Err() != nil {
 			cert, err = nil, nil
 		}
