@@ -2,7 +2,6 @@ package deqtest
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -161,15 +160,6 @@ func (s saved) restore() {
 		copy(p.Data(), s.data[i])
 		copy(p.GradData(), s.grads[i])
 	}
-}
-
-// normInf returns max_i |v_i|.
-func normInf(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
 }
 
 // where names coordinate i of a batch of examples of length per.

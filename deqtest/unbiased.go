@@ -3,6 +3,7 @@ package deqtest
 import (
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/deqgo/deq/solver"
@@ -36,7 +37,7 @@ func (k *kit) unbiased() {
 			k.errorf("EvalExact: %v", err)
 			return
 		}
-		scale := normInf(exact)
+		scale := floats.Norm(exact, math.Inf(1))
 		if _, err := ev.Eval(tau, z, k.exact()); err != nil {
 			k.errorf("Eval: %v", err)
 			return

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -86,11 +88,11 @@ func (k *kit) vjpAt(sv saved, x, z []float64) ([]string, error) {
 		for j, i := range idx {
 			fd[j] = k.central(arg, i, eval)
 		}
-		tol := k.o.RelTol*normInf(fd) + round
+		tol := k.o.RelTol*floats.Norm(fd, math.Inf(1)) + round
 		for j, i := range idx {
 			if d := math.Abs(got[i] - fd[j]); !(d <= tol) {
 				out = append(out, fmt.Sprintf("∂⟨g, f⟩/∂%s[%d]: %s gives %.8g, the central difference (h = %g) %.8g: they differ by %.3g > %.3g (%g of the largest difference quotient %.3g, plus rounding %.2g)",
-					what, i, method, got[i], k.o.Step, fd[j], d, tol, k.o.RelTol, normInf(fd), round))
+					what, i, method, got[i], k.o.Step, fd[j], d, tol, k.o.RelTol, floats.Norm(fd, math.Inf(1)), round))
 			}
 		}
 	}
@@ -131,7 +133,7 @@ func (k *kit) vjpAt(sv saved, x, z []float64) ([]string, error) {
 	if _, err := ev.VJPHidden(dh, z, g, k.exact()); err != nil {
 		return nil, err
 	}
-	tol := 1e-10 * normInf(dz)
+	tol := 1e-10 * floats.Norm(dz, math.Inf(1))
 	for i := range dh {
 		if d := math.Abs(dh[i] - dz[i]); !(d <= tol) {
 			out = append(out, fmt.Sprintf("VJPHidden with the exact Sample (Size %d) and VJP's dz differ at %s: %.8g against %.8g, by %.3g > %.3g (1e-10·‖dz‖∞)",
