@@ -2,7 +2,6 @@ package deqtest
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,16 +9,6 @@ import (
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
-
-// CheckCell runs CheckUnbiased, CheckFixedPoint, CheckVJP and
-// CheckLipschitz on c with the options o (nil means the defaults).
-func CheckCell(t testing.TB, c layers.Cell, o *Options) {
-	t.Helper()
-	CheckUnbiased(t, c, o)
-	CheckFixedPoint(t, c, o)
-	CheckVJP(t, c, o)
-	CheckLipschitz(t, c, o)
-}
 
 // maxReports is the number of mismatches a check reports one by one before
 // it summarises the rest.
@@ -56,20 +45,6 @@ func newKit(t testing.TB, check string, c layers.Cell, o *Options, salt uint64) 
 		return nil
 	}
 	return &kit{t: t, check: check, c: c, o: opts, ev: ev, rng: rand.New(rand.NewPCG(opts.Seed, salt))}
-}
-
-// runCheck runs one check: it builds the check's kit (returning at once if
-// that fails), runs body with it and then reports how many mismatches were
-// not shown. body should call t.Helper, as the check itself does, so that
-// failures point at the test that called the check.
-func runCheck(t testing.TB, check string, c layers.Cell, o *Options, salt uint64, body func(k *kit)) {
-	t.Helper()
-	k := newKit(t, check, c, o, salt)
-	if k == nil {
-		return
-	}
-	defer k.summary()
-	body(k)
 }
 
 // errorf reports a failure prefixed by the check's name.
@@ -185,15 +160,6 @@ func (s saved) restore() {
 		copy(p.Data(), s.data[i])
 		copy(p.GradData(), s.grads[i])
 	}
-}
-
-// normInf returns max_i |v_i|.
-func normInf(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
 }
 
 // where names coordinate i of a batch of examples of length per.

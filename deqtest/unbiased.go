@@ -2,115 +2,92 @@ package deqtest
 
 import (
 	"math"
-	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
-// CheckUnbiased checks that the cell's sampled oracle is an unbiased
-// estimate of its exact map.
-//
-// At each of Options.Points random points (z, x) it first requires Eval
-// with a Sample of Terms() unit samples (the exact average, by the
-// Evaluator contract) to equal EvalExact up to 1e-12 of the output's
-// largest entry. It then draws K = Options.Draws evaluations τ_k = Eval(z;
-// ξ_k) of Options.SampleSize unit samples with independent seeds (two for
-// a deterministic oracle) and, for every coordinate i, forms the mean m_i
-// and sample standard deviation s_i of d_{k,i} = τ_{k,i} − f_i(z). By the
-// central limit theorem m_i/(s_i/√K) is close to standard normal when the
-// oracle is unbiased, so the check requires
-//
-//	|m_i| ≤ z_α·s_i/√K + K·ε·mean_k|d_{k,i}| + 1e-12·‖f(z)‖∞,
-//
-// with z_α the two-sided normal quantile at level α/D: a Bonferroni
-// correction over the D coordinates of all points, so that a correct cell
-// fails with probability about α = Options.Alpha in all. The last two terms
-// allow for the rounding of the K-term sum (ε the float64 epsilon) and of
-// the exact average.
-func CheckUnbiased(t testing.TB, c layers.Cell, o *Options) {
-	t.Helper()
-	runCheck(t, "CheckUnbiased", c, o, 0x6a09e667f3bcc908, func(k *kit) {
-		t.Helper()
-		ev := k.ev
-		n := ev.Len()
-		det := ev.Model() == solver.Deterministic
-		draws := k.o.Draws
-		if det {
-			draws = 2
+// unbiased is CheckUnbiased's body.
+func (k *kit) unbiased() {
+	k.t.Helper()
+	ev := k.ev
+	n := ev.Len()
+	det := ev.Model() == solver.Deterministic
+	draws := k.o.Draws
+	if det {
+		draws = 2
+	}
+	zcrit := distuv.UnitNormal.Quantile(1 - k.o.Alpha/(2*float64(k.o.Points*n)))
+	per := k.c.Shape().HiddenLen()
+	exact := make([]float64, n)
+	tau := make([]float64, n)
+	mean := make([]float64, n)
+	m2 := make([]float64, n)
+	abs := make([]float64, n)
+	varies := false
+	for p := range k.o.Points {
+		_, z, err := k.point(p)
+		if err != nil {
+			k.errorf("point %d: %v", p, err)
+			return
 		}
-		zcrit := distuv.UnitNormal.Quantile(1 - k.o.Alpha/(2*float64(k.o.Points*n)))
-		per := c.Shape().HiddenLen()
-		exact := make([]float64, n)
-		tau := make([]float64, n)
-		mean := make([]float64, n)
-		m2 := make([]float64, n)
-		abs := make([]float64, n)
-		varies := false
-		for p := range k.o.Points {
-			_, z, err := k.point(p)
-			if err != nil {
-				k.errorf("point %d: %v", p, err)
-				return
-			}
-			if err := ev.EvalExact(exact, z); err != nil {
-				k.errorf("EvalExact: %v", err)
-				return
-			}
-			scale := normInf(exact)
-			if _, err := ev.Eval(tau, z, k.exact()); err != nil {
-				k.errorf("Eval: %v", err)
-				return
-			}
-			for i := range tau {
-				if d := math.Abs(tau[i] - exact[i]); d > 1e-12*scale {
-					k.mismatch("point %d: Eval with Size = Terms() = %d differs from EvalExact at %s by %.3g (limit %.3g = 1e-12·‖f‖∞): the exact average must be exact",
-						p, ev.Terms(), where(i, per), d, 1e-12*scale)
-				}
-			}
-			clear(mean)
-			clear(m2)
-			clear(abs)
-			for d := range draws {
-				s := solver.Sample{Seed: k.rng.Uint64(), Size: k.o.SampleSize}
-				if _, err := ev.Eval(tau, z, s); err != nil {
-					k.errorf("Eval(%+v): %v", s, err)
-					return
-				}
-				// Welford's update of the mean and the sum of squared
-				// deviations of τ − f.
-				for i, v := range tau {
-					x := v - exact[i]
-					delta := x - mean[i]
-					mean[i] += delta / float64(d+1)
-					m2[i] += delta * (x - mean[i])
-					abs[i] += math.Abs(x)
-				}
-			}
-			kf := float64(draws)
-			for i := range mean {
-				sd := math.Sqrt(m2[i] / (kf - 1))
-				if sd > 0 {
-					varies = true
-				}
-				se := sd / math.Sqrt(kf)
-				lim := zcrit*se + eps*abs[i] + 1e-12*scale // eps·abs[i] = K·ε·mean|d|
-				if math.Abs(mean[i]) > lim || math.IsNaN(mean[i]) {
-					zs := math.Inf(1)
-					if se > 0 {
-						zs = math.Abs(mean[i]) / se
-					}
-					k.mismatch("point %d, %s: the mean of %d draws of Eval (Size %d) minus EvalExact is %.4g, %.3g standard errors of %.3g (limit %.4g: %.2f standard errors, Bonferroni over %d coordinates at α = %g); EvalExact = %.6g",
-						p, where(i, per), draws, k.o.SampleSize, mean[i], zs, se, lim, zcrit, k.o.Points*n, k.o.Alpha, exact[i])
-				}
+		if err := ev.EvalExact(exact, z); err != nil {
+			k.errorf("EvalExact: %v", err)
+			return
+		}
+		scale := floats.Norm(exact, math.Inf(1))
+		if _, err := ev.Eval(tau, z, k.exact()); err != nil {
+			k.errorf("Eval: %v", err)
+			return
+		}
+		for i := range tau {
+			if d := math.Abs(tau[i] - exact[i]); d > 1e-12*scale {
+				k.mismatch("point %d: Eval with Size = Terms() = %d differs from EvalExact at %s by %.3g (limit %.3g = 1e-12·‖f‖∞): the exact average must be exact",
+					p, ev.Terms(), where(i, per), d, 1e-12*scale)
 			}
 		}
-		if !det && !varies {
-			k.t.Logf("deqtest.CheckUnbiased(%T): the oracle's Model is %v but no draw differed from another: the check could not tell a biased oracle from an exact one", c, ev.Model())
+		clear(mean)
+		clear(m2)
+		clear(abs)
+		for d := range draws {
+			s := solver.Sample{Seed: k.rng.Uint64(), Size: k.o.SampleSize}
+			if _, err := ev.Eval(tau, z, s); err != nil {
+				k.errorf("Eval(%+v): %v", s, err)
+				return
+			}
+			// Welford's update of the mean and the sum of squared
+			// deviations of τ − f.
+			for i, v := range tau {
+				x := v - exact[i]
+				delta := x - mean[i]
+				mean[i] += delta / float64(d+1)
+				m2[i] += delta * (x - mean[i])
+				abs[i] += math.Abs(x)
+			}
 		}
-	})
+		kf := float64(draws)
+		for i := range mean {
+			sd := math.Sqrt(m2[i] / (kf - 1))
+			if sd > 0 {
+				varies = true
+			}
+			se := sd / math.Sqrt(kf)
+			lim := zcrit*se + eps*abs[i] + 1e-12*scale // eps·abs[i] = K·ε·mean|d|
+			if math.Abs(mean[i]) > lim || math.IsNaN(mean[i]) {
+				zs := math.Inf(1)
+				if se > 0 {
+					zs = math.Abs(mean[i]) / se
+				}
+				k.mismatch("point %d, %s: the mean of %d draws of Eval (Size %d) minus EvalExact is %.4g, %.3g standard errors of %.3g (limit %.4g: %.2f standard errors, Bonferroni over %d coordinates at α = %g); EvalExact = %.6g",
+					p, where(i, per), draws, k.o.SampleSize, mean[i], zs, se, lim, zcrit, k.o.Points*n, k.o.Alpha, exact[i])
+			}
+		}
+	}
+	if !det && !varies {
+		k.t.Logf("deqtest.CheckUnbiased(%T): the oracle's Model is %v but no draw differed from another: the check could not tell a biased oracle from an exact one", k.c, ev.Model())
+	}
 }
 
 // eps is the float64 machine epsilon, 2⁻⁵².

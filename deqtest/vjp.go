@@ -4,72 +4,47 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"testing"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
-// CheckVJP checks the cell's vector–Jacobian products against central
-// finite differences of its forward evaluations.
-//
-// At each of Options.Points random points (z, x), with a random cotangent
-// g, let φ = ⟨g, f(z, x; θ)⟩ computed by EvalExact (after SetInput). VJP's
-// (∂f/∂z)ᵀg, (∂f/∂x)ᵀg and the gradient it adds to every parameter must
-// match (φ(a + h·e_i) − φ(a − h·e_i))/(2h) for up to Options.MaxCoords
-// coordinates i of each argument a, h = Options.Step. VJPHidden is checked
-// the same way against ⟨g, Eval(z; s)⟩ for a Sample s of
-// Options.SampleSize unit samples held fixed (and for the exact Sample,
-// against which it must also agree with VJP's dz).
-//
-// A coordinate fails when its error exceeds
-//
-//	RelTol·max_i|D_i| + 64·ε·Σ_j|g_j f_j|/h,
-//
-// D_i the argument's difference quotients: the first term is the relative
-// tolerance (with h = 1e-6 the truncation error of a central difference of
-// a smooth map, O(h²), is far below 1e-6 relative), the second the
-// float64 rounding of φ (ε the machine epsilon, 64 ulps of the magnitude
-// of its terms) amplified by 1/h. A point that fails is redrawn up to
-// Options.Retries times, and reported only if every draw fails, so that
-// ReLU kinks (see the package documentation) do not cause failures. The
-// parameters and their gradients are restored on return.
-func CheckVJP(t testing.TB, c layers.Cell, o *Options) {
-	t.Helper()
-	runCheck(t, "CheckVJP", c, o, 0x3c6ef372fe94f82b, func(k *kit) {
-		t.Helper()
-		sv := save(c)
-		defer sv.restore()
-		for p := range k.o.Points {
-			var first []string
-			failed := 0
-			for attempt := 0; attempt <= k.o.Retries; attempt++ {
-				x, z, err := k.point(p + attempt*k.o.Points)
-				if err != nil {
-					k.errorf("point %d: %v", p, err)
-					return
-				}
-				ms, err := k.vjpAt(sv, x, z)
-				if err != nil {
-					k.errorf("point %d: %v", p, err)
-					return
-				}
-				if len(ms) == 0 {
-					break
-				}
-				failed++
-				if first == nil {
-					first = ms
-				}
+// vjp is CheckVJP's body.
+func (k *kit) vjp() {
+	k.t.Helper()
+	sv := save(k.c)
+	defer sv.restore()
+	for p := range k.o.Points {
+		var first []string
+		failed := 0
+		for attempt := 0; attempt <= k.o.Retries; attempt++ {
+			x, z, err := k.point(p + attempt*k.o.Points)
+			if err != nil {
+				k.errorf("point %d: %v", p, err)
+				return
 			}
-			if failed <= k.o.Retries {
-				continue
+			ms, err := k.vjpAt(sv, x, z)
+			if err != nil {
+				k.errorf("point %d: %v", p, err)
+				return
 			}
-			for _, m := range first {
-				k.mismatch("point %d: %s (and %d further points failed too)", p, m, k.o.Retries)
+			if len(ms) == 0 {
+				break
+			}
+			failed++
+			if first == nil {
+				first = ms
 			}
 		}
-	})
+		if failed <= k.o.Retries {
+			continue
+		}
+		for _, m := range first {
+			k.mismatch("point %d: %s (and %d further points failed too)", p, m, k.o.Retries)
+		}
+	}
 }
 
 // vjpAt compares the VJPs at (z, x) with finite differences and returns a
@@ -113,11 +88,11 @@ func (k *kit) vjpAt(sv saved, x, z []float64) ([]string, error) {
 		for j, i := range idx {
 			fd[j] = k.central(arg, i, eval)
 		}
-		tol := k.o.RelTol*normInf(fd) + round
+		tol := k.o.RelTol*floats.Norm(fd, math.Inf(1)) + round
 		for j, i := range idx {
 			if d := math.Abs(got[i] - fd[j]); !(d <= tol) {
 				out = append(out, fmt.Sprintf("∂⟨g, f⟩/∂%s[%d]: %s gives %.8g, the central difference (h = %g) %.8g: they differ by %.3g > %.3g (%g of the largest difference quotient %.3g, plus rounding %.2g)",
-					what, i, method, got[i], k.o.Step, fd[j], d, tol, k.o.RelTol, normInf(fd), round))
+					what, i, method, got[i], k.o.Step, fd[j], d, tol, k.o.RelTol, floats.Norm(fd, math.Inf(1)), round))
 			}
 		}
 	}
@@ -158,7 +133,7 @@ func (k *kit) vjpAt(sv saved, x, z []float64) ([]string, error) {
 	if _, err := ev.VJPHidden(dh, z, g, k.exact()); err != nil {
 		return nil, err
 	}
-	tol := 1e-10 * normInf(dz)
+	tol := 1e-10 * floats.Norm(dz, math.Inf(1))
 	for i := range dh {
 		if d := math.Abs(dh[i] - dz[i]); !(d <= tol) {
 			out = append(out, fmt.Sprintf("VJPHidden with the exact Sample (Size %d) and VJP's dz differ at %s: %.8g against %.8g, by %.3g > %.3g (1e-10·‖dz‖∞)",

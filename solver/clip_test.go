@@ -10,10 +10,7 @@ import (
 
 func TestClipDifference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	l2, _ := NewLP(2, 4)
-	l3, _ := NewLP(3, 4)
-	linf, _ := NewLInf(4)
-	for _, norm := range []Norm{l2, l3, linf} {
+	for _, norm := range []Norm{mustLP(2, 4), mustLP(3, 4), mustLP(math.Inf(1), 4)} {
 		for trial := range 500 {
 			delta := make([]float64, 4)
 			for i := range delta {

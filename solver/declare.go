@@ -2,7 +2,6 @@ package solver
 
 import (
 	"errors"
-	"fmt"
 	"math"
 )
 
@@ -80,12 +79,7 @@ const (
 var certRuleNames = [...]string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom"}
 
 // String returns the rule's name as ParseCertRule accepts it.
-func (r CertRule) String() string {
-	if r >= 0 && int(r) < len(certRuleNames) {
-		return certRuleNames[r]
-	}
-	return fmt.Sprintf("CertRule(%d)", int(r))
-}
+func (r CertRule) String() string { return enumName(r, certRuleNames[:], "CertRule") }
 
 // Rigorous reports whether the rule proves its Bound: every rule but
 // RuleEstimate.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/internal/numeric"
@@ -326,14 +327,6 @@ func distBound(residual, gamma float64, n int, scale float64) float64 {
 	return residual/(1-gamma) + cond*float64(n)*epsRound*scale
 }
 
-func maxAbs(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		m = math.Max(m, math.Abs(v))
-	}
-	return m
-}
-
 func TestAffineContractions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seconds under -race; single-goroutine numerics, run by the full suite")
@@ -365,7 +358,7 @@ func TestAffineContractions(t *testing.T) {
 				require.LessOrEqual(t, res.Certificate.Bound, res.Residual*(1+1e-12))
 				diff := make([]float64, n)
 				subInto(diff, res.X, p.xstar)
-				require.LessOrEqual(t, p.norm.Norm(diff), distBound(res.Residual, p.gamma, n, maxAbs(p.xstar)))
+				require.LessOrEqual(t, p.norm.Norm(diff), distBound(res.Residual, p.gamma, n, floats.Norm(p.xstar, math.Inf(1))))
 				t.Logf("%s: %d iterations, residual %.3g", t.Name(), res.Stats.Iterations, res.Residual)
 			})
 		}
@@ -453,11 +446,11 @@ func TestBellman(t *testing.T) {
 	for i, gamma := range []float64{0.5, 0.9, 0.99} {
 		m := newMDP(uint64(100+i), states, actions, gamma)
 		m.vstar = m.policyIteration(t)
-		scale := maxAbs(m.vstar)
+		scale := floats.Norm(m.vstar, math.Inf(1))
 		vi := m.valueIteration(1e-12)
 		diff := make([]float64, states)
 		subInto(diff, vi, m.vstar)
-		require.LessOrEqual(t, maxAbs(diff), distBound(1e-12, gamma, states, scale), "value iteration disagrees with policy iteration")
+		require.LessOrEqual(t, floats.Norm(diff, math.Inf(1)), distBound(1e-12, gamma, states, scale), "value iteration disagrees with policy iteration")
 		norm, err := NewLInf(states)
 		require.NoError(t, err)
 		for _, dm := range detMethods {
@@ -469,7 +462,7 @@ func TestBellman(t *testing.T) {
 				require.Equal(t, Success, res.Status, "residual %g after %d iterations", res.Residual, res.Stats.Iterations)
 				checkBest(t, res)
 				subInto(diff, res.X, m.vstar)
-				require.LessOrEqual(t, maxAbs(diff), distBound(res.Residual, gamma, states, scale))
+				require.LessOrEqual(t, floats.Norm(diff, math.Inf(1)), distBound(res.Residual, gamma, states, scale))
 				t.Logf("%s: %d iterations, residual %.3g", t.Name(), res.Stats.Iterations, res.Residual)
 			})
 		}

@@ -2,11 +2,20 @@ package solver
 
 import "fmt"
 
-// enum is the shape of the package's enumerations: Model, Status and
+// enum is the shape of the package's enumerations: Model, Status, CertRule and
 // Aggregate.
 type enum interface {
 	~int
 	fmt.Stringer
+}
+
+// enumName returns names[v], the name of v, or typ(v) for a value outside
+// names: the String of every enumeration of the package.
+func enumName[E ~int](v E, names []string, typ string) string {
+	if v >= 0 && int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // parseEnum returns the value of first..last whose String is name, or an

@@ -42,10 +42,7 @@ func bruteMoM(means [][]float64, norm Norm) (int, float64) {
 
 func TestMedianOfMeansMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	l2, _ := NewLP(2, 3)
-	l4, _ := NewLP(4, 3)
-	linf, _ := NewLInf(3)
-	for _, norm := range []Norm{l2, l4, linf} {
+	for _, norm := range []Norm{mustLP(2, 3), mustLP(4, 3), mustLP(math.Inf(1), 3)} {
 		for trial := range 200 {
 			k := 1 + trial%12
 			means := make([][]float64, k)

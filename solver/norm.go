@@ -339,16 +339,10 @@ const (
 	AggMean
 )
 
+var aggregateNames = [...]string{"max", "mean"}
+
 // String returns "max" or "mean", the names ParseAggregate accepts.
-func (a Aggregate) String() string {
-	switch a {
-	case AggMax:
-		return "max"
-	case AggMean:
-		return "mean"
-	}
-	return fmt.Sprintf("Aggregate(%d)", int(a))
-}
+func (a Aggregate) String() string { return enumName(a, aggregateNames[:], "Aggregate") }
 
 // ErrUnknownAggregate is wrapped by the errors of ParseAggregate and
 // Aggregate.UnmarshalText for a name that is not an Aggregate's.

@@ -2,7 +2,6 @@ package solver
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Sample names the randomness of one oracle evaluation: the average of Size
@@ -39,22 +38,10 @@ const (
 	Deterministic
 )
 
+var modelNames = [...]string{"unspecified", "bounded-variance", "lipschitz-expectation", "samplewise-lipschitz", "deterministic"}
+
 // String returns the model's name as accepted by ParseModel.
-func (m Model) String() string {
-	switch m {
-	case UnspecifiedModel:
-		return "unspecified"
-	case BoundedVariance:
-		return "bounded-variance"
-	case LipschitzInExpectation:
-		return "lipschitz-expectation"
-	case SamplewiseLipschitz:
-		return "samplewise-lipschitz"
-	case Deterministic:
-		return "deterministic"
-	}
-	return fmt.Sprintf("Model(%d)", int(m))
-}
+func (m Model) String() string { return enumName(m, modelNames[:], "Model") }
 
 // isOracleModel reports whether m is a model an Oracle may report.
 func (m Model) isOracleModel() bool { return m >= BoundedVariance && m <= Deterministic }

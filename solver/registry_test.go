@@ -64,46 +64,19 @@ func TestLookupMethodUnknown(t *testing.T) {
 // its sentinel error.
 func TestEnumText(t *testing.T) {
 	for s := NotTerminated; s <= ToleranceEstimated; s++ {
-		got, err := ParseStatus(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, got)
-		b, err := json.Marshal(s)
-		require.NoError(t, err)
-		require.Equal(t, `"`+s.String()+`"`, string(b))
-		var back Status
-		require.NoError(t, json.Unmarshal(b, &back))
-		require.Equal(t, s, back)
+		requireTextRoundTrip(t, s, ParseStatus)
 	}
 	for m := UnspecifiedModel; m <= Deterministic; m++ {
-		b, err := json.Marshal(m)
-		require.NoError(t, err)
-		require.Equal(t, `"`+m.String()+`"`, string(b))
-		var back Model
-		require.NoError(t, json.Unmarshal(b, &back))
-		require.Equal(t, m, back)
+		requireTextRoundTrip(t, m, ParseModel)
 	}
 	for r := RuleEstimate; r <= RuleVarianceMoM; r++ {
-		got, err := ParseCertRule(r.String())
-		require.NoError(t, err)
-		require.Equal(t, r, got)
-		b, err := json.Marshal(r)
-		require.NoError(t, err)
-		var back CertRule
-		require.NoError(t, json.Unmarshal(b, &back))
-		require.Equal(t, r, back)
+		requireTextRoundTrip(t, r, ParseCertRule)
 		require.Equal(t, r != RuleEstimate, r.Rigorous(), "%v", r)
 	}
 	_, err0 := ParseCertRule("mom-empirical-scale")
 	require.ErrorIs(t, err0, ErrUnknownCertRule)
 	for _, a := range []Aggregate{AggMax, AggMean} {
-		got, err := ParseAggregate(a.String())
-		require.NoError(t, err)
-		require.Equal(t, a, got)
-		b, err := json.Marshal(a)
-		require.NoError(t, err)
-		var back Aggregate
-		require.NoError(t, json.Unmarshal(b, &back))
-		require.Equal(t, a, back)
+		requireTextRoundTrip(t, a, ParseAggregate)
 	}
 	_, err := ParseStatus("success")
 	require.ErrorIs(t, err, ErrUnknownStatus)
@@ -123,4 +96,20 @@ func TestEnumText(t *testing.T) {
 	require.ErrorAs(t, err, &ne)
 	require.Equal(t, "", ne.Name)
 	require.Equal(t, "solver: "+ne.Reason, err.Error())
+}
+
+// requireTextRoundTrip requires that parse reads v back from its String,
+// and that v marshals to JSON as that name in quotes and unmarshals back to
+// itself.
+func requireTextRoundTrip[E enum](t *testing.T, v E, parse func(string) (E, error)) {
+	t.Helper()
+	got, err := parse(v.String())
+	require.NoError(t, err)
+	require.Equal(t, v, got)
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.Equal(t, `"`+v.String()+`"`, string(b))
+	var back E
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, v, back)
 }

@@ -47,12 +47,7 @@ var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "Sam
 
 // String implements fmt.Stringer. It returns the name of the constant, as
 // ParseStatus accepts it.
-func (s Status) String() string {
-	if s >= 0 && int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
-}
+func (s Status) String() string { return enumName(s, statusNames[:], "Status") }
 
 // ErrUnknownStatus is wrapped by the errors of ParseStatus and
 // Status.UnmarshalText for a name that is not a Status's.

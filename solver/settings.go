@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -116,18 +117,10 @@ func (s *Settings) withDefaults() (Settings, error) {
 	case c.Certify.Calls < 0:
 		return c, fmt.Errorf("solver: Settings.Certify.Calls = %d must not be negative", c.Certify.Calls)
 	}
-	if c.Tol == 0 {
-		c.Tol = DefaultTol
-	}
-	if c.MaxIter == 0 {
-		c.MaxIter = DefaultMaxIter
-	}
-	if c.DivergenceFactor == 0 {
-		c.DivergenceFactor = DefaultDivergenceFactor
-	}
-	if c.Certify.Delta == 0 {
-		c.Certify.Delta = DefaultCertDelta
-	}
+	c.Tol = cmp.Or(c.Tol, DefaultTol)
+	c.MaxIter = cmp.Or(c.MaxIter, DefaultMaxIter)
+	c.DivergenceFactor = cmp.Or(c.DivergenceFactor, DefaultDivergenceFactor)
+	c.Certify.Delta = cmp.Or(c.Certify.Delta, DefaultCertDelta)
 	return c, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/solver/problems"
 )
@@ -171,17 +172,10 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	return &solveJob{flags: f, entry: entry, problem: p, method: entry.New(f.methodOptions(p))}, nil
 }
 
-// number is a float64 that encodes NaN and ±Inf as JSON null.
-type number float64
-
-// MarshalJSON implements json.Marshaler.
-func (n number) MarshalJSON() ([]byte, error) {
-	v := float64(n)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
-}
+// number is a float64 that encodes NaN and ±Inf as JSON null, the bench
+// report's Number, so that every JSON the command prints spells a missing
+// value the same way.
+type number = report.Number
 
 // certReport is the certificate part of a solveReport.
 type certReport struct {

@@ -63,12 +63,7 @@ func WriteTraining(dir string, history []train.EpochMetrics, tol, gamma float64)
 		{Accuracy, "Accuracy", "accuracy", false,
 			func(e train.EpochMetrics) float64 { return e.TrainAcc }, func(e train.EpochMetrics) float64 { return e.TestAcc }},
 	} {
-		p := plot.New()
-		p.Title.Text = pe.title
-		p.X.Label.Text = "epoch"
-		p.X.Tick.Marker = IntegerTicks{}
-		p.Y.Label.Text = pe.ylabel
-		p.Legend.Top = pe.legendTop
+		p := countPlot(pe.title, "epoch", pe.ylabel, pe.legendTop)
 		for k, s := range []struct {
 			label string
 			f     func(train.EpochMetrics) float64
@@ -105,15 +100,21 @@ func WriteTraining(dir string, history []train.EpochMetrics, tol, gamma float64)
 	return append(paths, path), nil
 }
 
+// countPlot returns a plot whose x axis counts (epochs, iterations) with
+// integer ticks, with the legend at the top when legendTop.
+func countPlot(title, xLabel, yLabel string, legendTop bool) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.X.Tick.Marker = IntegerTicks{}
+	p.Legend.Top = legendTop
+	return p
+}
+
 // spectralPlot draws the spectral radius and norm of ∂f/∂z per epoch, with
 // the declared bound gamma when finite.
 func spectralPlot(history []train.EpochMetrics, gamma float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Jacobian ∂f/∂z at the fixed point"
-	p.X.Label.Text = "epoch"
-	p.X.Tick.Marker = IntegerTicks{}
-	p.Y.Label.Text = "largest over the monitored test images"
-	p.Legend.Top = false
+	p := countPlot("Jacobian ∂f/∂z at the fixed point", "epoch", "largest over the monitored test images", false)
 	first, last := 0.0, 0.0
 	for k, s := range []struct {
 		label string
@@ -145,14 +146,9 @@ func spectralPlot(history []train.EpochMetrics, gamma float64) (*plot.Plot, erro
 // residualPlot draws the forward residual traces of the first and the last
 // epoch, with the tolerance tol when positive.
 func residualPlot(history []train.EpochMetrics, tol float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Forward residual of a training batch"
-	p.X.Label.Text = "solver iteration"
-	p.X.Tick.Marker = IntegerTicks{}
-	p.Y.Label.Text = "residual ‖f(z) − z‖"
+	p := countPlot("Forward residual of a training batch", "solver iteration", "residual ‖f(z) − z‖", true)
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
 	picks := []int{0}
 	if len(history) > 1 {
 		picks = append(picks, len(history)-1)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/solver"
@@ -99,14 +100,6 @@ func maxAbsDiff(a, b []float64) float64 {
 	return m
 }
 
-func maxAbs(a []float64) float64 {
-	m := 0.0
-	for _, v := range a {
-		m = math.Max(m, math.Abs(v))
-	}
-	return m
-}
-
 func TestNewShapesAndDefaults(t *testing.T) {
 	for _, info := range List() {
 		p := mustNew(t, Config{Name: info.Name})
@@ -135,7 +128,7 @@ func TestFixedPointIndependent(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			p := mustNew(t, c.cfg)
 			xs := p.FixedPoint
-			scale := 1 + maxAbs(xs)
+			scale := 1 + floats.Norm(xs, math.Inf(1))
 			require.LessOrEqual(t, maxAbsDiff(exactT(t, p, xs), xs), 1e-10*scale, "T(x*) ≠ x*")
 			x := append([]float64(nil), p.X0...)
 			tx := make([]float64, len(x))
