@@ -127,7 +127,7 @@ func TestTermVarianceExact(t *testing.T) {
 // TestTermRelVarMonteCarlo checks the sampled estimate of TermRelVar (used
 // for evaluators without an exact variance) against the exact one.
 func TestTermRelVarMonteCarlo(t *testing.T) {
-	tc := testCell{"wide", mustCell(NewWide(WideConfig{Hidden: 4, Input: 3, Units: 6, Activation: Tanh, Seed: 2})), 3}
+	tc := testCell{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 6, Activation: Tanh, Seed: 2})), 3}
 	e, _, z, _ := setup(t, tc, 6)
 	mf := testCell{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 6, Activation: Tanh, Seed: 2})), 3}
 	em, _, zm, _ := setup(t, mf, 6)

@@ -11,7 +11,7 @@ import (
 // check: by projecting the trained W (the default) or by training other
 // parameters from which W is computed (a reparameterisation, whose
 // gradient flows through the normalisation). Only Dense offers it (its
-// DenseConfig.Normalization); Wide, Mixture and Conv keep their projection.
+// DenseConfig.Normalization); MeanField, Experts and Conv keep their projection.
 type Normalization int
 
 const (

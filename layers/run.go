@@ -244,7 +244,7 @@ func (r runner[T]) VJP(dz, dx, z, g []float64) error {
 
 // rowMajor gives readState and readGrads to the evaluators whose graphs
 // lay out states, inputs and parameters as the cell stores them (Dense and
-// Wide): the gradient nodes are ∂/∂z, ∂/∂x, then the parameters in Params
+// MeanField): the gradient nodes are ∂/∂z, ∂/∂x, then the parameters in Params
 // order.
 type rowMajor struct{ params []*Param }
 

@@ -22,8 +22,8 @@ const (
 	DefaultMaxBadBatches = 10
 	DefaultEvalBatchSize = 500
 	DefaultHidden        = 64
-	DefaultUnitsPerDim   = 4 // Wide: Units = 4·Hidden
-	DefaultTerms         = 8 // Mixture
+	DefaultUnitsPerDim   = 4 // MeanField: Units = 4·Hidden
+	DefaultTerms         = 8 // Experts: Terms = 8 experts
 	DefaultGamma         = 0.9
 	DefaultForwardTol    = 1e-3
 	DefaultForwardIter   = 40
@@ -230,15 +230,14 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 // default), or without it relu, and the cell is N(relu(W∗z + e + b)) or
 // relu(W∗z + e + b).
 type ModelConfig struct {
-	// Cell is DenseCell (the zero value, deterministic), WideCell (a
-	// stochastic two-layer cell averaging Units hidden units) or
-	// MixtureCell (a stochastic cell averaging Terms terms, each reading
-	// Encoder/Terms encoder features).
+	// Cell is DenseCell (the zero value, deterministic), MeanFieldCell (a
+	// stochastic cell: the injection of the encoder's features plus the
+	// mean-field average of Units hidden units), ExpertsCell (the
+	// injection plus the average of Terms dense experts) or ConvCell.
 	Cell CellKind
 	// Hidden is the size of the hidden state. Zero means DefaultHidden.
 	Hidden int
-	// Encoder is the number of encoder features. Zero means Hidden (for
-	// mixture, the multiple of Terms nearest above Hidden).
+	// Encoder is the number of encoder features. Zero means Hidden.
 	Encoder int
 	// Activation is the cell's activation; the zero value is layers.ReLU.
 	Activation layers.Activation
@@ -251,14 +250,15 @@ type ModelConfig struct {
 	// the cell's Lipschitz constraint is layers.ConstraintFor it (ℓ2 for
 	// Schatten-p, which on vector states is the ℓ2 norm).
 	Norm NormSpec
-	// Units is the Wide cell's number of hidden units M. Zero means
+	// Units is the MeanField cell's number of hidden units M. Zero means
 	// DefaultUnitsPerDim·Hidden.
 	Units int
-	// Terms is the Mixture cell's number of terms M. Zero means
-	// DefaultTerms.
+	// Terms is the Experts cell's number of experts M (its terms). Zero
+	// means DefaultTerms. (The name is the one checkpoints have always
+	// stored, so that they keep loading.)
 	Terms int
 	// ExactEvery makes every ExactEvery-th projection of an l2-constrained
-	// dense or mixture cell compute the exact spectral norm (an SVD);
+	// dense or experts cell compute the exact spectral norm (an SVD);
 	// projections in between use power iteration. Zero means 1. For the
 	// conv cell it is layers.ConvConfig.CertifyEvery: every ExactEvery-th
 	// projection also enforces the Fourier upper bound on the kernels'
@@ -473,23 +473,13 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	d.Hidden = cmp.Or(m.Hidden, DefaultHidden)
 	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
 	d.ExactEvery = cmp.Or(m.ExactEvery, 1)
+	d.Encoder = cmp.Or(m.Encoder, d.Hidden)
+	d.Units, d.Terms = 0, 0
 	switch d.Cell {
-	case WideCell:
+	case MeanFieldCell:
 		d.Units = cmp.Or(m.Units, DefaultUnitsPerDim*d.Hidden)
-		d.Terms = 0
-		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
-	case MixtureCell:
+	case ExpertsCell:
 		d.Terms = cmp.Or(m.Terms, DefaultTerms)
-		d.Units = 0
-		if d.Encoder == 0 {
-			d.Encoder = (d.Hidden + d.Terms - 1) / d.Terms * d.Terms
-		}
-		if d.Encoder%d.Terms != 0 {
-			return d, fieldErr("Model.Encoder", d.Encoder, fmt.Sprintf("is not a multiple of Terms = %d", d.Terms))
-		}
-	default:
-		d.Units, d.Terms = 0, 0
-		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
 	}
 	return d, nil
 }

@@ -192,10 +192,10 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 			if err != nil && cfg.Normalization != layers.Projection {
 				err = fmt.Errorf("train: Config.Model.Normalization = %v: %w", cfg.Normalization, err)
 			}
-		case WideCell:
-			m.cell, err = layers.NewWide(layers.WideConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
-		case MixtureCell:
-			m.cell, err = layers.NewMixture(layers.MixtureConfig{Hidden: cfg.Hidden, Terms: cfg.Terms, PatchLen: cfg.Encoder / cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
+		case MeanFieldCell:
+			m.cell, err = layers.NewMeanField(layers.MeanFieldConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
+		case ExpertsCell:
+			m.cell, err = layers.NewExperts(layers.ExpertsConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Experts: cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
 		default:
 			err = fmt.Errorf("train: Config.Model.Cell = %v is not a cell kind", cfg.Cell)
 		}

@@ -61,7 +61,7 @@ func stepCases() []stepCase {
 		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, Activation: layers.Tanh, Gamma: 0.7},
 			squares("squares/train", 64, side, 1), squares("squares/test", 10, side, 2)}
 	}
-	return []stepCase{vec(DenseCell), vec(WideCell), vec(MixtureCell),
+	return []stepCase{vec(DenseCell), vec(MeanFieldCell), vec(ExpertsCell),
 		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3)}
 }
 

@@ -96,7 +96,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		stops []int // cancel after this many batches of each (re)started run
 	}
 	stochastic := func(c *Config) {
-		c.Model.Cell, c.Model.Terms = MixtureCell, 3
+		c.Model.Cell, c.Model.Terms = ExpertsCell, 3
 		c.Model.Encoder = 6
 		c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
 		c.Backward.Solver.Method = methodNamed("picard")
@@ -108,9 +108,9 @@ func TestResumeContinuesExactly(t *testing.T) {
 		{"dense/during-eval", nil, []int{8}},
 		{"dense/twice", nil, []int{5, 6}},
 		{"dense/at-start", nil, []int{0}},
-		{"mixture-vrghal/mid-epoch", stochastic, []int{11}},
-		{"wide-anderson-step", func(c *Config) {
-			c.Model.Cell = WideCell
+		{"experts-vrghal/mid-epoch", stochastic, []int{11}},
+		{"meanfield-anderson-step", func(c *Config) {
+			c.Model.Cell = MeanFieldCell
 			c.Forward.Method, c.Backward.Solver.Method = methodNamed("anderson"), methodNamed("anderson")
 			c.Schedule, c.WeightDecay = Step, 1e-3
 		}, []int{2, 9}},
