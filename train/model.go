@@ -422,6 +422,37 @@ type EvalMetrics struct {
 	Accuracy, Loss float64
 	// Solver summarises the forward solves, one per batch.
 	Solver SolveSummary
+	// TermRelVar is σ²/‖z*‖² of one term sample at the fixed points of the
+	// first batch (layers.TermRelVar); zero for a deterministic cell.
+	TermRelVar float64
+}
+
+// termRelVarDraws is the number of one-term samples layers.TermRelVar
+// averages for a cell whose evaluator does not compute the variance
+// exactly.
+const termRelVarDraws = 64
+
+// terms returns the number of terms of the cell's evaluator for batches
+// of n.
+func (m *Model) terms(n int) int {
+	ev, err := m.cell.Evaluator(n)
+	if err != nil {
+		return 1 // n is a batch size the layer has already evaluated
+	}
+	return ev.Terms()
+}
+
+// termRelVar returns layers.TermRelVar at the fixed points z of the batch
+// of n examples whose encoder features are e, 0 for a cell of one term.
+func (m *Model) termRelVar(e, z []float64, n int, seed uint64) (float64, error) {
+	ev, err := m.cell.Evaluator(n)
+	if err != nil || ev.Terms() <= 1 {
+		return 0, err
+	}
+	if err := ev.SetInput(e); err != nil {
+		return 0, err
+	}
+	return layers.TermRelVar(ev, z, termRelVarDraws, seed)
 }
 
 // Evaluate classifies the images of d (raw pixels, as datasets.Open
@@ -613,6 +644,11 @@ func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 			return nil, err
 		}
 		acc.add(sol.Result, tol)
+		if i == 0 {
+			if em.TermRelVar, err = m.termRelVar(w.e, sol.Z, n, seed); err != nil {
+				return nil, err
+			}
+		}
 		m.readout(w, sol.Z, n)
 		lo, c := crossEntropy(nil, w.logits, b.Labels, m.Classes)
 		loss += lo
