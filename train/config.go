@@ -307,9 +307,9 @@ type SolverConfig struct {
 	// exact operator, as a deterministic oracle, of the dense cell).
 	Method Method
 	// Tol is the residual tolerance in the model's norm, for every example
-	// of a batch: a solve succeeds when a proven bound on its residual is at
-	// most Tol (see solver.Status). A batch "meets the tolerance" when its
-	// certificate's bound is at most Tol.
+	// of a batch, absolute unless Relative: a solve succeeds when a proven
+	// bound on its residual is at most Tol (see solver.Status). A batch
+	// "meets the tolerance" when its certificate's bound is at most Tol.
 	Tol float64
 	// MaxIter limits iterations (epochs for VR-GHAL).
 	MaxIter int
@@ -322,6 +322,17 @@ type SolverConfig struct {
 	// Memory is Anderson's or Broyden's memory (zero means the solver
 	// package's default).
 	Memory int
+	// Relative makes Tol relative to the residual of the solve's start
+	// point (solver.Settings.Relative). The zero value, the default, is an
+	// absolute tolerance: the start point of a forward solve depends on
+	// the batch (and, with warm starts, on the previous epoch's fixed
+	// point, whose residual is already small), so a tolerance relative to
+	// it would ask different batches for different accuracies, and the
+	// certificates, which bound the absolute residual, would no longer
+	// be compared with one number. Eval is relative when Forward is. The
+	// adjoint solve (Backward.Solver) ignores it: its tolerance is always
+	// relative, its right-hand side ∂L/∂z* setting the scale.
+	Relative bool `json:",omitempty"`
 }
 
 // defaultMethod returns the default method of the forward and adjoint
@@ -591,6 +602,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	d.Delta = cmp.Or(s.Delta, base.Delta)
 	d.SampleScale = cmp.Or(s.SampleScale, base.SampleScale)
 	d.Memory = cmp.Or(s.Memory, base.Memory)
+	d.Relative = s.Relative || base.Relative
 	return d, nil
 }
 

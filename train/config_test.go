@@ -260,3 +260,24 @@ func TestConfigDiff(t *testing.T) {
 		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
 }
+
+// TestForwardToleranceMode checks the forward tolerance's mode: absolute
+// by default, relative to the start point's residual with
+// Forward.Relative, which the evaluation inherits; the layers the
+// Trainer builds pass it to the solver.
+func TestForwardToleranceMode(t *testing.T) {
+	tr, te := blobData(64, 20)
+	for _, rel := range []bool{false, true} {
+		cfg := tinyConfig()
+		cfg.Forward.Relative = rel
+		d, err := cfg.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, rel, d.Forward.Relative)
+		require.Equal(t, rel, d.Eval.Relative, "Eval inherits the forward's mode")
+		trn, err := New(cfg, tr, te, nil)
+		require.NoError(t, err)
+		require.Equal(t, rel, trn.layer.Settings().ForwardSettings.Relative)
+		require.Equal(t, rel, trn.evalLayer.Settings().ForwardSettings.Relative)
+		require.True(t, trn.layer.Settings().AdjointSettings.Relative, "the adjoint tolerance is always relative")
+	}
+}

@@ -486,7 +486,7 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	ds := deq.Settings{
 		Norm:            norm,
-		ForwardSettings: s.settings(false, false),
+		ForwardSettings: s.settings(false, s.Relative),
 		ForwardOracle:   s.oracle(),
 		Monitor:         deq.MonitorNever,
 	}

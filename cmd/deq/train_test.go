@@ -311,7 +311,7 @@ func TestTrainEveryOption(t *testing.T) {
 	for _, s := range train.Methods() {
 		runs = append(runs, []string{"--solver", s.String(), "--backward-solver", s.String()})
 	}
-	runs = append(runs, []string{"--cell", "meanfield", "--units", "16"}, []string{"--cell", "experts", "--terms", "4"})
+	runs = append(runs, []string{"--cell", "meanfield", "--units", "16"}, []string{"--cell", "experts", "--terms", "4"}, []string{"--tol-relative"})
 	for _, b := range train.BackwardModes() {
 		runs = append(runs, []string{"--backward", b.String()})
 	}
