@@ -47,15 +47,22 @@ func inputTerm(dst []float64, x blas64.General, u, b []float64) {
 // column sums of δ to the gradients of W, U and b.
 func affineVJP(dz, dx, z, x, delta []float64, w, u, b *Param, rows int) {
 	h, k := w.Dims()
-	d, _ := u.Dims()
-	dm := dense(rows, k, delta)
 	if dz != nil {
-		mulABt(1, dm, dense(h, k, w.Data()), 0, dense(rows, h, dz))
+		mulABt(1, dense(rows, k, delta), dense(h, k, w.Data()), 0, dense(rows, h, dz))
 	}
+	mulAtB(1, dense(rows, h, z), dense(rows, k, delta), 1, dense(h, k, w.GradData()))
+	inputVJP(dx, x, delta, u, b, rows)
+}
+
+// inputVJP back-propagates the cotangent delta (rows×k) of the input term
+// xU + b, with U Input×k and b 1×k: it sets dx = δUᵀ unless dx is nil and
+// adds xᵀδ and the column sums of δ to the gradients of U and b.
+func inputVJP(dx, x, delta []float64, u, b *Param, rows int) {
+	d, k := u.Dims()
+	dm := dense(rows, k, delta)
 	if dx != nil {
 		mulABt(1, dm, dense(d, k, u.Data()), 0, dense(rows, d, dx))
 	}
-	mulAtB(1, dense(rows, h, z), dm, 1, dense(h, k, w.GradData()))
 	mulAtB(1, dense(rows, d, x), dm, 1, dense(d, k, u.GradData()))
 	addColSums(b.GradData(), delta, rows, k)
 }

@@ -277,23 +277,13 @@ type injection struct {
 }
 
 // set computes xU + b for the rows×Input input x.
-func (j *injection) set(x []float64, rows, d, h int) {
-	b := j.b.Data()
-	for r := range rows {
-		copy(j.inj[r*h:(r+1)*h], b)
-	}
-	mulAB(1, dense(rows, d, x), dense(d, h, j.u.Data()), 1, dense(rows, h, j.inj))
+func (j *injection) set(x []float64, rows, d int) {
+	inputTerm(j.inj, dense(rows, d, x), j.u.Data(), j.b.Data())
 }
 
 // vjp writes (∂f/∂x)ᵀg = gUᵀ into dx unless it is nil and adds xᵀg and the
 // column sums of g to the gradients of U and b.
-func (j *injection) vjp(dx, x, g []float64, rows, d, h int) {
-	if dx != nil {
-		mulABt(1, dense(rows, h, g), dense(d, h, j.u.Data()), 0, dense(rows, d, dx))
-	}
-	mulAtB(1, dense(rows, d, x), dense(rows, h, g), 1, dense(d, h, j.u.GradData()))
-	addColSums(j.b.GradData(), g, rows, h)
-}
+func (j *injection) vjp(dx, x, g []float64, rows int) { inputVJP(dx, x, g, j.u, j.b, rows) }
 
 // node returns the graph node xU + b.
 func (j *injection) node(gr graph, x *G.Node) (u, b, out *G.Node) {
@@ -332,7 +322,7 @@ func newSumEval(kind string, s Shape, n, m int, u, b *Param) sumEval {
 // SetInput implements Evaluator: it computes the injection xU + b.
 func (e *sumEval) SetInput(x []float64) error {
 	e.setInput(x)
-	e.set(e.x, e.rows, e.input, e.hidden)
+	e.set(e.x, e.rows, e.input)
 	e.hasX = true
 	return nil
 }
@@ -505,13 +495,13 @@ func (e *mfEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 // zᵀδ, the column sums of δ and (1/M) Aᵀg.
 func (e *mfEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	h, d, m := c.shape.Hidden, c.shape.Input, c.m
+	h, m := c.shape.Hidden, c.m
 	e.delta(z, g, c.w.Data(), c.v.Data(), c.c.Data(), m)
 	dm := dense(e.rows, m, e.da)
 	if dz != nil {
 		mulABt(1, dm, dense(h, m, c.w.Data()), 0, dense(e.rows, h, dz))
 	}
-	e.vjp(dx, e.x, g, e.rows, d, h)
+	e.vjp(dx, e.x, g, e.rows)
 	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, m, c.w.GradData()))
 	addColSums(c.c.GradData(), e.da, e.rows, m)
 	mulAtB(1/float64(m), dense(e.rows, m, e.pre), dense(e.rows, h, g), 1, dense(m, h, c.v.GradData()))
@@ -537,7 +527,7 @@ func (e *mfEval) delta(z, g, w, v, c []float64, k int) {
 // (gradient with respect to z; the injection does not depend on z).
 type mfGraph struct {
 	tape
-	z, x, c, w, v, g []float64
+	x, c, w, v []float64
 }
 
 func (e *mfEval) graph(full bool, k int) (*mfGraph, error) {
@@ -545,11 +535,8 @@ func (e *mfEval) graph(full bool, k int) (*mfGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		mg := &mfGraph{}
-		gr := graph{G.NewGraph()}
-		err := build("MeanField", func() {
-			var z, g, w, cn, v *G.Node
-			z, mg.z = gr.input("z", e.rows, h)
-			g, mg.g = gr.input("g", e.rows, h)
+		err := buildVJP("MeanField", &mg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
+			var w, cn, v *G.Node
 			var wrt G.Nodes
 			var inj *G.Node
 			if full {

@@ -260,7 +260,7 @@ func (e *expEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 // the column sums of δ_m.
 func (e *expEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	h, d := c.shape.Hidden, c.shape.Input
+	h := c.shape.Hidden
 	if dz != nil {
 		clear(dz)
 	}
@@ -273,7 +273,7 @@ func (e *expEval) fusedFull(dz, dx, z, g []float64) {
 		mulAtB(1, dense(e.rows, h, z), dense(e.rows, h, dl), 1, dense(h, h, gw[m*h*h:(m+1)*h*h]))
 		addColSums(gc[m*h:(m+1)*h], dl, e.rows, h)
 	})
-	e.vjp(dx, e.x, g, e.rows, d, h)
+	e.vjp(dx, e.x, g, e.rows)
 }
 
 // expGraph is the graph of the Experts cell with the gradient of ⟨g, f⟩.
@@ -288,9 +288,8 @@ func (e *expEval) fusedFull(dz, dx, z, g []float64) {
 // respect to z.
 type expGraph struct {
 	tape
-	k             int
-	z, x, g       []float64
-	wcat, ccat, s []float64
+	k                int
+	x, wcat, ccat, s []float64
 }
 
 func (e *expEval) graph(full bool, k int) (*expGraph, error) {
@@ -298,11 +297,8 @@ func (e *expEval) graph(full bool, k int) (*expGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		eg := &expGraph{k: k}
-		gr := graph{G.NewGraph()}
-		err := build("Experts", func() {
-			var z, g, wcat, ccat, s *G.Node
-			z, eg.z = gr.input("z", e.rows, h)
-			g, eg.g = gr.input("g", e.rows, h)
+		err := buildVJP("Experts", &eg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
+			var wcat, ccat, s *G.Node
 			wcat, eg.wcat = gr.input("Wcat", h, k*h)
 			ccat, eg.ccat = gr.input("ccat", 1, k*h)
 			s, eg.s = gr.input("S", k*h, h)
