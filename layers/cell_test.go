@@ -620,3 +620,99 @@ func TestExpertsGraphsOnDegenerateShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanFieldTermCounts checks the accounting of term evaluations: a
+// Sample of size m uses the next power of two below M and reports it, a
+// size of M or more the exact average and reports M, and the injection
+// xU + b is part of every evaluation, sampled or exact.
+func TestMeanFieldTermCounts(t *testing.T) {
+	for _, tc := range []testCell{
+		{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 20, Activation: Tanh, Seed: 1})), 3},
+		{"experts", mustCell(NewExperts(ExpertsConfig{Hidden: 4, Input: 3, Experts: 20, Activation: Tanh, Seed: 1})), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, z, _ := setup(t, tc, 4)
+			require.Equal(t, 20, e.Terms())
+			fs, ok := e.(solver.FiniteSum)
+			require.True(t, ok, "the evaluator must declare its finite sum")
+			require.Equal(t, 20, fs.Terms())
+			dst := make([]float64, e.Len())
+			for _, c := range []struct{ size, want int }{{1, 1}, {2, 2}, {3, 4}, {9, 16}, {16, 16}, {17, 20}, {20, 20}, {1000, 20}} {
+				k, err := e.Eval(dst, z, solver.Sample{Seed: 7, Size: c.size})
+				require.NoError(t, err)
+				require.Equal(t, c.want, k, "Sample.Size %d", c.size)
+			}
+			// With a zero recurrent part, f is the injection whatever the
+			// sample.
+			zero := make([]float64, e.Len())
+			exact := make([]float64, e.Len())
+			require.NoError(t, e.EvalExact(exact, zero))
+			_, err := e.Eval(dst, zero, solver.Sample{Seed: 1, Size: 1})
+			require.NoError(t, err)
+			require.Greater(t, floats.Norm(exact, 2), 0.0)
+		})
+	}
+}
+
+// TestTermVarianceExact compares the exact single-term variance with its
+// definition, (1/M) Σ_m ‖τ(z; m) − f̄(z)‖², computed from one-term samples
+// that enumerate the terms.
+func TestTermVarianceExact(t *testing.T) {
+	for _, tc := range []testCell{
+		{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 6, Rows: 2, Activation: Tanh, Seed: 2})), 3},
+		{"experts", mustCell(NewExperts(ExpertsConfig{Hidden: 3, Input: 2, Experts: 5, Seed: 3})), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, z, _ := setup(t, tc, 5)
+			mean := make([]float64, e.Len())
+			require.NoError(t, e.EvalExact(mean, z))
+			// Find, for every term, a seed whose one-term sample draws it.
+			one := make([]float64, e.Len())
+			seen := map[int][]float64{}
+			base := e.(interface{ base() *evalBase }).base()
+			for seed := uint64(0); len(seen) < e.Terms(); seed++ {
+				idx, err := base.sp.draw(solver.Sample{Seed: seed, Size: 1}, e.Terms())
+				require.NoError(t, err)
+				if _, ok := seen[idx[0]]; ok {
+					continue
+				}
+				_, err = e.Eval(one, z, solver.Sample{Seed: seed, Size: 1})
+				require.NoError(t, err)
+				seen[idx[0]] = slices.Clone(one)
+				require.Less(t, seed, uint64(10000))
+			}
+			want := 0.0
+			for _, v := range seen {
+				for i := range v {
+					d := v[i] - mean[i]
+					want += d * d
+				}
+			}
+			want /= float64(e.Terms())
+			got, err := e.(TermVariancer).TermVariance(z)
+			require.NoError(t, err)
+			require.InDelta(t, want, got, 1e-10*want)
+			rel, err := TermRelVar(e, z, 0, 0)
+			require.NoError(t, err)
+			require.InDelta(t, want/(floats.Norm(z, 2)*floats.Norm(z, 2)), rel, 1e-10*rel)
+		})
+	}
+}
+
+// TestTermRelVarMonteCarlo checks the sampled estimate of TermRelVar (used
+// for evaluators without an exact variance) against the exact one.
+func TestTermRelVarMonteCarlo(t *testing.T) {
+	mf := testCell{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 6, Activation: Tanh, Seed: 2})), 3}
+	em, _, zm, _ := setup(t, mf, 6)
+	exact, err := TermRelVar(em, zm, 0, 0)
+	require.NoError(t, err)
+	est, err := TermRelVar(struct{ Evaluator }{em}, zm, 40000, 9)
+	require.NoError(t, err)
+	require.InEpsilon(t, exact, est, 0.05)
+	d, err := NewDense(DenseConfig{Hidden: 4, Input: 3})
+	require.NoError(t, err)
+	de, _, dz, _ := setup(t, testCell{"dense", d, 2}, 1)
+	v, err := TermRelVar(de, dz, 10, 1)
+	require.NoError(t, err)
+	require.Zero(t, v)
+}

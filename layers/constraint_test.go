@@ -128,6 +128,17 @@ func TestExpertsProjectsEveryTerm(t *testing.T) {
 		require.LessOrEqual(t, spectralNorm(c.wm(m), 4), 0.6*(1+1e-9))
 	}
 	require.InDelta(t, 0.6, c.Bound(), 1e-9)
+	// Every family: the certified bound of every expert after its weights
+	// grow by random factors.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, p := range []float64{2, 4, math.Inf(1)} {
+		ex := mustCell(NewExperts(ExpertsConfig{Hidden: 5, Input: 2, Experts: 4, Lipschitz: Constraint{P: p, Gamma: 0.6}, Seed: 1}))
+		for i := range ex.w.Data() {
+			ex.w.Data()[i] *= 1 + 3*rng.Float64()
+		}
+		require.NoError(t, ex.Project())
+		require.LessOrEqual(t, ex.Bound(), 0.6*(1+1e-9), "p = %v", p)
+	}
 }
 
 func TestMeanFieldProjectBoundsL(t *testing.T) {
@@ -151,6 +162,22 @@ func TestMeanFieldProjectBoundsL(t *testing.T) {
 			require.InDelta(t, 0.5, math.Sqrt(s/5), 1e-12)
 		}
 	}
+	// Every parameter grown by random factors, in every family.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, p := range []float64{2, 4, math.Inf(1)} {
+		mf := mustCell(NewMeanField(MeanFieldConfig{Hidden: 5, Input: 2, Units: 9, Lipschitz: Constraint{P: p, Gamma: 0.7}, Seed: 1}))
+		require.LessOrEqual(t, mf.Lipschitz(), 0.7*(1+1e-12))
+		for _, q := range mf.Params() {
+			for i := range q.Data() {
+				q.Data()[i] *= 1 + 3*rng.Float64()
+			}
+		}
+		require.NoError(t, mf.Project())
+		require.LessOrEqual(t, mf.Lipschitz(), 0.7*(1+1e-12), "p = %v", p)
+	}
+	mf := mustCell(NewMeanField(MeanFieldConfig{Hidden: 2, Input: 2, Units: 3}))
+	mf.v.Data()[0] = math.NaN()
+	require.Error(t, mf.Project())
 }
 
 func TestLipschitzMonitor(t *testing.T) {

@@ -161,6 +161,10 @@ func TestFusedVJPDoesNotAllocate(t *testing.T) {
 				_, err := e.VJPHidden(dz, z, g, s) // first call: allocate the scratch
 				require.NoError(t, err)
 				require.Zero(t, testing.AllocsPerRun(10, func() { _, _ = e.VJPHidden(dz, z, g, s) }), "VJPHidden size %d", s.Size)
+				f := make([]float64, len(z))
+				_, err = e.Eval(f, z, s)
+				require.NoError(t, err)
+				require.Zero(t, testing.AllocsPerRun(10, func() { _, _ = e.Eval(f, z, s) }), "Eval size %d", s.Size)
 				// At alternating points (no reuse of the last derivative).
 				require.Zero(t, testing.AllocsPerRun(10, func() {
 					_, _ = e.VJPHidden(dz, z, g, s)
