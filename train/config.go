@@ -380,13 +380,11 @@ func BackwardModes() []deq.Backward {
 // Its errors are *FieldError.
 func (c Config) Defaults() (Config, error) {
 	d := c
+	if err := nonNegative(intField{"Epochs", c.Epochs}, intField{"BatchSize", c.BatchSize}, intField{"EvalBatchSize", c.EvalBatchSize},
+		intField{"MaxBadBatches", c.MaxBadBatches}, intField{"Backward.PhantomSteps", c.Backward.PhantomSteps}); err != nil {
+		return d, err
+	}
 	switch {
-	case c.Epochs < 0:
-		return d, fieldErr("Epochs", c.Epochs, "must not be negative")
-	case c.BatchSize < 0:
-		return d, fieldErr("BatchSize", c.BatchSize, "must not be negative")
-	case c.EvalBatchSize < 0:
-		return d, fieldErr("EvalBatchSize", c.EvalBatchSize, "must not be negative")
 	case !c.Normalize.valid():
 		return d, fieldErr("Normalize", c.Normalize, "is not a normalisation")
 	case c.LR < 0 || notFinite(c.LR):
@@ -403,12 +401,8 @@ func (c Config) Defaults() (Config, error) {
 		return d, fieldErr("Beta2", c.Beta2, "must lie in (0, 1)")
 	case c.AdamEps < 0 || notFinite(c.AdamEps):
 		return d, fieldErr("AdamEps", c.AdamEps, "must be positive and finite")
-	case c.MaxBadBatches < 0:
-		return d, fieldErr("MaxBadBatches", c.MaxBadBatches, "must not be negative")
 	case !slices.Contains(BackwardModes(), c.Backward.Mode):
 		return d, fieldErr("Backward.Mode", c.Backward.Mode, "is not a backward mode")
-	case c.Backward.PhantomSteps < 0:
-		return d, fieldErr("Backward.PhantomSteps", c.Backward.PhantomSteps, "must not be negative")
 	}
 	if !c.Model.Cell.valid() {
 		return d, fieldErr("Model.Cell", c.Model.Cell, "is not a cell kind")
@@ -448,27 +442,19 @@ func (c Config) Defaults() (Config, error) {
 
 func (m ModelConfig) defaults() (ModelConfig, error) {
 	d := m
-	switch {
-	case !m.Cell.valid():
+	if !m.Cell.valid() {
 		return d, fieldErr("Model.Cell", m.Cell, "is not a cell kind")
-	case m.Hidden < 0:
-		return d, fieldErr("Model.Hidden", m.Hidden, "must not be negative")
-	case m.Encoder < 0:
-		return d, fieldErr("Model.Encoder", m.Encoder, "must not be negative")
+	}
+	if err := nonNegative(intField{"Model.Hidden", m.Hidden}, intField{"Model.Encoder", m.Encoder}, intField{"Model.Units", m.Units},
+		intField{"Model.Terms", m.Terms}, intField{"Model.ExactEvery", m.ExactEvery}, intField{"Model.Channels", m.Channels},
+		intField{"Model.Kernels", m.Kernels}); err != nil {
+		return d, err
+	}
+	switch {
 	case !validText(m.Activation):
 		return d, fieldErr("Model.Activation", m.Activation, "is not an activation")
 	case m.Gamma < 0 || m.Gamma >= 1 || math.IsNaN(m.Gamma):
 		return d, fieldErr("Model.Gamma", m.Gamma, "must lie in (0, 1)")
-	case m.Units < 0:
-		return d, fieldErr("Model.Units", m.Units, "must not be negative")
-	case m.Terms < 0:
-		return d, fieldErr("Model.Terms", m.Terms, "must not be negative")
-	case m.ExactEvery < 0:
-		return d, fieldErr("Model.ExactEvery", m.ExactEvery, "must not be negative")
-	case m.Channels < 0:
-		return d, fieldErr("Model.Channels", m.Channels, "must not be negative")
-	case m.Kernels < 0:
-		return d, fieldErr("Model.Kernels", m.Kernels, "must not be negative")
 	case !validText(m.Normalization):
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
 	case m.Normalization != layers.Projection && m.Cell != DenseCell:
@@ -647,6 +633,24 @@ type FieldError struct {
 // Error implements error.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("train: Config.%s = %v %s", e.Field, e.Value, e.Reason)
+}
+
+// intField is an integer field with its path below Config, for
+// nonNegative.
+type intField struct {
+	name string
+	v    int
+}
+
+// nonNegative returns the FieldError of the first of fs that is negative,
+// or nil.
+func nonNegative(fs ...intField) error {
+	for _, f := range fs {
+		if f.v < 0 {
+			return fieldErr(f.name, f.v, "must not be negative")
+		}
+	}
+	return nil
 }
 
 func fieldErr(field string, v any, why string) error {

@@ -76,43 +76,38 @@ type pool struct {
 
 func (p pool) outLen() int { return p.c * (p.h / 2) * (p.w / 2) }
 
-// forward writes the pooled images of the n images z into dst.
-func (p pool) forward(dst, z []float64, n int) {
+// blocks calls fn for every 2×2 block of n images, in order, with the
+// index t of its top-left pixel in the images and the index o of its
+// pixel in the pooled images; the block is t, t+1, t+w and t+w+1.
+func (p pool) blocks(n int, fn func(t, o int)) {
 	oh, ow := p.h/2, p.w/2
-	in, out := p.c*p.h*p.w, p.outLen()
-	for b := range n {
-		zb, db := z[b*in:(b+1)*in], dst[b*out:(b+1)*out]
-		for ch := range p.c {
-			zc, dc := zb[ch*p.h*p.w:], db[ch*oh*ow:]
-			for i := range oh {
-				r0, r1 := zc[2*i*p.w:], zc[(2*i+1)*p.w:]
-				for j := range ow {
-					dc[i*ow+j] = 0.25 * (r0[2*j] + r0[2*j+1] + r1[2*j] + r1[2*j+1])
-				}
+	o := 0
+	for img := range n * p.c {
+		for i := range oh {
+			row := img*p.h*p.w + 2*i*p.w
+			for j := range ow {
+				fn(row+2*j, o)
+				o++
 			}
 		}
 	}
+}
+
+// forward writes the pooled images of the n images z into dst.
+func (p pool) forward(dst, z []float64, n int) {
+	p.blocks(n, func(t, o int) {
+		dst[o] = 0.25 * (z[t] + z[t+1] + z[t+p.w] + z[t+p.w+1])
+	})
 }
 
 // backward writes into dz the cotangent of the n images for the cotangent
 // g of their pooled images.
 func (p pool) backward(dz, g []float64, n int) {
 	clear(dz)
-	oh, ow := p.h/2, p.w/2
-	in, out := p.c*p.h*p.w, p.outLen()
-	for b := range n {
-		zb, gb := dz[b*in:(b+1)*in], g[b*out:(b+1)*out]
-		for ch := range p.c {
-			zc, gc := zb[ch*p.h*p.w:], gb[ch*oh*ow:]
-			for i := range oh {
-				r0, r1 := zc[2*i*p.w:], zc[(2*i+1)*p.w:]
-				for j := range ow {
-					v := 0.25 * gc[i*ow+j]
-					r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1] = v, v, v, v
-				}
-			}
-		}
-	}
+	p.blocks(n, func(t, o int) {
+		v := 0.25 * g[o]
+		dz[t], dz[t+1], dz[t+p.w], dz[t+p.w+1] = v, v, v, v
+	})
 }
 
 // work is the scratch of a batch size: everything a training step or an

@@ -130,45 +130,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 				c.cfg(&cfg)
 			}
 			want, wantBytes := run(t, cfg, tr, te, tempPath(t, "full.ckpt"))
-			path := tempPath(t, "run.ckpt")
-			var trn *Trainer
-			var err error
-			for i, stop := range c.stops {
-				ctx, cancel := context.WithCancel(context.Background())
-				seen := 0
-				opts := &Options{Checkpoint: path, OnBatch: func(*BatchMetrics) {
-					seen++
-					if seen == stop {
-						cancel()
-					}
-				}}
-				if stop == 0 {
-					cancel()
-				}
-				if i == 0 {
-					trn, err = New(cfg, tr, te, opts)
-				} else {
-					trn, err = Resume(path, tr, te, opts)
-				}
-				require.NoError(t, err)
-				res, err := trn.Run(ctx)
-				cancel()
-				require.ErrorIs(t, err, context.Canceled)
-				require.True(t, res.Interrupted)
-				ck, err := Load(path)
-				require.NoError(t, err)
-				require.Equal(t, res.Epoch, ck.Epoch)
-				require.Equal(t, res.Batch, ck.Batch)
-			}
-			trn, err = Resume(path, tr, te, &Options{Checkpoint: path})
-			require.NoError(t, err)
-			got, err := trn.Run(context.Background())
-			require.NoError(t, err)
-			gotBytes, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.Equal(t, withoutTimes(want.Epochs), withoutTimes(got.Epochs))
-			require.Equal(t, want.Steps, got.Steps)
-			require.True(t, equalBytes(wantBytes, gotBytes), "resumed run ends with the uninterrupted run's checkpoint")
+			requireResumesExactly(t, cfg, tr, te, c.stops, want, wantBytes)
 		})
 	}
 }
