@@ -56,7 +56,7 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	for i, l := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
-		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max", "spectral_radius", "spectral_norm"} {
+		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max", "spectral_radius", "spectral_norm", "fwd_term_evals_mean", "bwd_term_evals_mean"} {
 			require.Contains(t, m, k, "line %d", i)
 		}
 		require.Equal(t, float64(i+1), m["epoch"])
@@ -337,6 +337,12 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Equal(t, 2.0, final["batches"])
 			require.Equal(t, 0.0, final["skipped"])
 			require.Positive(t, final["fwd_calls_mean"])
+			require.Greater(t, final["fwd_term_evals_mean"], final["fwd_calls_mean"], "the certificate's call counts too")
+			if slices.Contains(extra, "meanfield") || slices.Contains(extra, "experts") {
+				require.Positive(t, final["term_rel_var"])
+			} else if !slices.Contains(extra, "--kernels") {
+				require.NotContains(t, final, "term_rel_var", "a deterministic cell has none")
+			}
 			require.Positive(t, final["test"].(map[string]any)["certified"])
 			require.Positive(t, final["spectral_radius"])
 			require.Positive(t, final["spectral_norm"])
