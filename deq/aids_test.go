@@ -250,7 +250,7 @@ func TestCorrectionStatesAreSolverIterates(t *testing.T) {
 	// T/(K − 1), of k·T/K), the last being the returned z*. The caller's
 	// own Recorder still sees every point.
 	dense := must(layers.NewDense(layers.DenseConfig{Hidden: 4, Input: 3, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.9}, Seed: 5}))
-	wide := manyTermCells("l2", 1)["wide"]
+	meanField := manyTermCells("l2", 1)["meanfield"]
 	cases := []struct {
 		name string
 		cell layers.Cell
@@ -264,7 +264,7 @@ func TestCorrectionStatesAreSolverIterates(t *testing.T) {
 		{"ghal", dense, solver.GHAL{Gamma: 0.9}, 1e-10, Auto},
 		{"anderson", dense, solver.Anderson{}, 1e-12, Auto},
 		{"broyden", dense, solver.Broyden{}, 1e-12, Auto},
-		{"vrghal", wide, solver.VRGHAL{Gamma: wide.Gamma()}, 5e-3, Sampled},
+		{"vrghal", meanField, solver.VRGHAL{Gamma: meanField.Gamma()}, 5e-3, Sampled},
 	}
 	for _, c := range cases {
 		for _, K := range []int{1, 2, 5} {

@@ -18,9 +18,9 @@ import (
 // certificate that holds with probability 1 − δ.
 func Example_swapSolver() {
 	ctx := context.Background()
-	// z ↦ (1/M) Σ_m v_m tanh(w_mᵀz + u_mᵀx + b_m) over M = 4096 hidden units,
-	// re-parameterised to be 0.8-Lipschitz in ℓ2.
-	cell, err := layers.NewWide(layers.WideConfig{
+	// z ↦ xU + b + (1/M) Σ_m v_m tanh(w_mᵀz + c_m) over M = 4096 hidden
+	// units, projected to be 0.8-Lipschitz (mean-square) in ℓ2.
+	cell, err := layers.NewMeanField(layers.MeanFieldConfig{
 		Hidden: 8, Input: 4, Units: 4096, Activation: layers.Tanh,
 		Lipschitz: layers.Constraint{P: 2, Gamma: 0.8}, Seed: 1,
 	})

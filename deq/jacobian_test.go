@@ -15,8 +15,8 @@ import (
 )
 
 // jacobianCells are small cells whose Jacobians the tests form explicitly:
-// a symmetric-free Dense and Wide (non-normal Jacobians, possibly complex
-// eigenvalues) and a Mixture, all tanh.
+// a symmetric-free Dense and MeanField (non-normal Jacobians, possibly
+// complex eigenvalues) and an Experts cell, all tanh.
 func jacobianCells() []struct {
 	name string
 	cell layers.Cell
@@ -26,8 +26,8 @@ func jacobianCells() []struct {
 		cell layers.Cell
 	}{
 		{"dense", must(layers.NewDense(layers.DenseConfig{Hidden: 6, Input: 3, Activation: layers.Tanh, Seed: 1}))},
-		{"wide", must(layers.NewWide(layers.WideConfig{Hidden: 5, Input: 2, Units: 9, Activation: layers.Tanh, Seed: 2}))},
-		{"mixture-rows", must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Rows: 2, Activation: layers.Tanh, Seed: 3}))},
+		{"meanfield", must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 5, Input: 2, Units: 9, Activation: layers.Tanh, Seed: 2}))},
+		{"experts-rows", must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 6, Experts: 3, Rows: 2, Activation: layers.Tanh, Seed: 3}))},
 	}
 }
 
@@ -117,7 +117,7 @@ func TestSpectralNormMatchesSVD(t *testing.T) {
 				// error.
 				require.LessOrEqual(t, got.PerExample[b], want*(1+1e-8), "example %d", b)
 			}
-			if tc.name != "wide" { // Wide's γ̄ bounds a mean-square constant
+			if tc.name != "meanfield" { // MeanField's γ̄ bounds a mean-square constant
 				require.LessOrEqual(t, got.Value, tc.cell.Gamma()*(1+1e-9))
 			}
 		})

@@ -82,14 +82,14 @@ func TestJacobianRegularizeEstimate(t *testing.T) {
 }
 
 func TestJacobianRegularizeRefusesOtherCells(t *testing.T) {
-	c := must(layers.NewWide(layers.WideConfig{Hidden: 3, Input: 2, Units: 4, Activation: layers.Tanh, Seed: 3}))
+	c := must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 3, Input: 2, Units: 4, Activation: layers.Tanh, Seed: 3}))
 	l := must(New(c, nil))
 	x := randVec(rand.New(rand.NewPCG(1, 1)), 2*c.Shape().InputLen(), 1)
 	sol := must(l.Forward(context.Background(), x))
 	_, err := l.JacobianRegularize(sol, 0.5, nil, nil, nil)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, ErrJacobianUnsupported))
-	require.Contains(t, err.Error(), "Wide")
+	require.Contains(t, err.Error(), "MeanField")
 	// A zero weight measures R for every cell.
 	est, err := l.JacobianRegularize(sol, 0, nil, nil, nil)
 	require.NoError(t, err)

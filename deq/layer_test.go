@@ -72,8 +72,8 @@ func gradCells() []gradCase {
 	return []gradCase{
 		{"dense", must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Activation: layers.Tanh, Lipschitz: con, Seed: 1})), 2},
 		{"dense-rows-linf", must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Rows: 2, Activation: layers.Tanh, Lipschitz: constraint("linf", 0.5), Seed: 2})), 2},
-		{"wide", must(layers.NewWide(layers.WideConfig{Hidden: 3, Input: 2, Units: 4, Activation: layers.Tanh, Lipschitz: con, Seed: 3})), 2},
-		{"mixture", must(layers.NewMixture(layers.MixtureConfig{Hidden: 3, Terms: 2, PatchLen: 2, Activation: layers.Tanh, Lipschitz: con, Seed: 4})), 2},
+		{"meanfield", must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 3, Input: 2, Units: 4, Activation: layers.Tanh, Lipschitz: con, Seed: 3})), 2},
+		{"experts", must(layers.NewExperts(layers.ExpertsConfig{Hidden: 3, Input: 4, Experts: 2, Activation: layers.Tanh, Lipschitz: con, Seed: 4})), 2},
 	}
 }
 
@@ -239,7 +239,7 @@ func TestCheapBackwardModes(t *testing.T) {
 }
 
 func TestForwardExposesSolverResult(t *testing.T) {
-	tc := gradCells()[2] // the wide cell: stochastic, solved exactly by Picard
+	tc := gradCells()[2] // the mean-field cell: stochastic, solved exactly by Picard
 	l := must(New(tc.cell, &Settings{ForwardSettings: solver.Settings{Tol: 1e-9}, AdjointSettings: solver.Settings{Tol: 1e-9}}))
 	rng := rand.New(rand.NewPCG(1, 1))
 	x := randVec(rng, tc.n*tc.cell.Shape().InputLen(), 1)
@@ -252,8 +252,8 @@ func TestForwardExposesSolverResult(t *testing.T) {
 	require.Equal(t, solver.RuleExact, sol.Result.Certificate.Rule)
 	require.LessOrEqual(t, sol.Result.Certificate.Bound, 1e-9)
 	require.Len(t, sol.Result.Certificate.PerExample, tc.n)
-	require.Equal(t, int64(tc.cell.(*layers.Wide).Units())*sol.Result.Stats.Calls, sol.Result.Stats.Samples,
-		"an exact evaluation of the wide cell counts its M units")
+	require.Equal(t, int64(tc.cell.(*layers.MeanField).Units())*sol.Result.Stats.Calls, sol.Result.Stats.Samples,
+		"an exact evaluation of the mean-field cell counts its M units")
 	st, err := l.Backward(context.Background(), sol, make([]float64, len(sol.Z)), nil)
 	require.NoError(t, err)
 	require.Equal(t, solver.Success, st.Adjoint.Status)

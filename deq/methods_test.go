@@ -60,8 +60,8 @@ func TestForwardMethodsGiveTheImplicitGradient(t *testing.T) {
 func manyTermCells(norm string, rows int) map[string]layers.Cell {
 	con := constraint(norm, 0.6)
 	return map[string]layers.Cell{
-		"wide":    must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 4000, Rows: rows, Lipschitz: con, Seed: 31})),
-		"mixture": must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 4000, PatchLen: 2, Rows: rows, Lipschitz: con, Seed: 32})),
+		"meanfield": must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 4, Input: 3, Units: 4000, Rows: rows, Lipschitz: con, Seed: 31})),
+		"experts":   must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 3, Experts: 4000, Rows: rows, Lipschitz: con, Seed: 32})),
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // solve (VR-GHAL on a sampled oracle) the draws of a Layer built with that
 // seed, and that another seed gives other draws.
 func TestSetSeedsActsLikeSettingsSeed(t *testing.T) {
-	cell := must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 6, PatchLen: 2, Lipschitz: layers.Constraint{Gamma: 0.6}, Seed: 3}))
+	cell := must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 12, Experts: 6, Lipschitz: layers.Constraint{Gamma: 0.6}, Seed: 3}))
 	x := randVec(rand.New(rand.NewPCG(5, 5)), 3*cell.Shape().InputLen(), 1)
 	forward := func(seed uint64, set bool) []float64 {
 		// The paper's constants, which sample this 6-term cell (the tuned
@@ -53,7 +53,7 @@ func TestAppliedSolutionOfDivergedSolve(t *testing.T) {
 		failing bool
 	}{
 		{"dense", must(layers.NewDense(layers.DenseConfig{Hidden: 3, Input: 2, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: 1})), nil, false},
-		{"mixture/vrghal", must(layers.NewMixture(layers.MixtureConfig{Hidden: 3, Terms: 2, PatchLen: 1, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: 1})),
+		{"experts/vrghal", must(layers.NewExperts(layers.ExpertsConfig{Hidden: 3, Input: 2, Experts: 2, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: 1})),
 			&Settings{Forward: solver.VRGHAL{SampleScale: 0.01}, ForwardOracle: Sampled, ForwardSettings: solver.Settings{Tol: 1e-2}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

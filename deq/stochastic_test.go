@@ -21,27 +21,27 @@ type normCase struct {
 }
 
 // normCases covers every norm offered, with both stochastic cells; matrix
-// states (Rows = 2) for the Schatten norms. The mixture cell under
+// states (Rows = 2) for the Schatten norms. The experts cell under
 // Schatten-4 is not provably Lipschitz and is monitored.
 func normCases() []normCase {
 	const gamma = 0.6
-	wide := func(norm string, rows int) layers.Cell {
-		return must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 8, Rows: rows, Lipschitz: constraint(norm, gamma), Seed: 11}))
+	meanField := func(norm string, rows int) layers.Cell {
+		return must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 4, Input: 3, Units: 8, Rows: rows, Lipschitz: constraint(norm, gamma), Seed: 11}))
 	}
-	mix := func(norm string, rows int) layers.Cell {
-		return must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 5, PatchLen: 2, Rows: rows, Lipschitz: constraint(norm, gamma), Seed: 12}))
+	experts := func(norm string, rows int) layers.Cell {
+		return must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 10, Experts: 5, Rows: rows, Lipschitz: constraint(norm, gamma), Seed: 12}))
 	}
 	return []normCase{
-		{"wide", "l2", wide("l2", 1), true},
-		{"mixture", "l2", mix("l2", 1), true},
-		{"wide", "linf", wide("linf", 1), true},
-		{"mixture", "linf", mix("linf", 1), true},
-		{"wide", "lp:4", wide("lp:4", 1), true},
-		{"mixture", "lp:4", mix("lp:4", 1), true},
-		{"wide", "schatten:2", wide("l2", 2), true},
-		{"mixture", "schatten:2", mix("l2", 2), true},
-		{"wide", "schatten:4", wide("l2", 2), true},
-		{"mixture", "schatten:4", mix("l2", 2), false},
+		{"meanfield", "l2", meanField("l2", 1), true},
+		{"experts", "l2", experts("l2", 1), true},
+		{"meanfield", "linf", meanField("linf", 1), true},
+		{"experts", "linf", experts("linf", 1), true},
+		{"meanfield", "lp:4", meanField("lp:4", 1), true},
+		{"experts", "lp:4", experts("lp:4", 1), true},
+		{"meanfield", "schatten:2", meanField("l2", 2), true},
+		{"experts", "schatten:2", experts("l2", 2), true},
+		{"meanfield", "schatten:4", meanField("l2", 2), true},
+		{"experts", "schatten:4", experts("l2", 2), false},
 	}
 }
 

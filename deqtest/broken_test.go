@@ -75,8 +75,8 @@ var (
 )
 
 func TestBrokenCellsAreCaught(t *testing.T) {
-	mixture := func(seed uint64) layers.Cell {
-		return must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Activation: layers.Tanh, Seed: seed}))
+	experts := func(seed uint64) layers.Cell {
+		return must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 6, Experts: 3, Activation: layers.Tanh, Seed: seed}))
 	}
 	dense := func(seed uint64) layers.Cell {
 		return must(layers.NewDense(layers.DenseConfig{Hidden: 5, Input: 3, Activation: layers.Tanh, Seed: seed}))
@@ -86,14 +86,14 @@ func TestBrokenCellsAreCaught(t *testing.T) {
 		t.Run("biased-oracle", func(t *testing.T) {
 			// A bias of 0.01 on a sampled oracle whose draws spread by
 			// about 0.3: 5 standard errors of a mean of 20000 draws.
-			c := biasedCell(mixture(seed), 0.01)
+			c := biasedCell(experts(seed), 0.01)
 			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, c, o) }, "CheckUnbiased", "standard errors")
 			// CheckFixedPoint cannot see this bias, and need not: every
 			// cell is a finite sum, so the solver certifies the stochastic
 			// solve with one exact evaluation (solver.FiniteSum), and the
 			// certificate is true whatever the sampled oracle does. The
 			// sampled oracle's bias is CheckUnbiased's to catch.
-			many := must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 1024, PatchLen: 1, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: seed}))
+			many := must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 2, Experts: 1024, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.5}, Seed: seed}))
 			rec := &recorder{TB: t}
 			deqtest.CheckFixedPoint(rec, biasedCell(many, 0.5), o)
 			require.Empty(t, rec.errs, "the exact certificate holds for the biased cell too")
@@ -103,12 +103,12 @@ func TestBrokenCellsAreCaught(t *testing.T) {
 			caught(t, func(tb testing.TB) { deqtest.CheckVJP(tb, c, o) }, "CheckVJP", "∂⟨g, f⟩/∂z", "central difference")
 		})
 		t.Run("understated-lipschitz", func(t *testing.T) {
-			for _, c := range []layers.Cell{dense(seed), mixture(seed)} {
+			for _, c := range []layers.Cell{dense(seed), experts(seed)} {
 				caught(t, func(tb testing.TB) { deqtest.CheckLipschitz(tb, understatedCell{c}, o) }, "CheckLipschitz", "exceeds Gamma()")
 			}
 		})
 		t.Run("nan", func(t *testing.T) {
-			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, biasedCell(mixture(seed), math.NaN()), o) }, "CheckUnbiased")
+			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, biasedCell(experts(seed), math.NaN()), o) }, "CheckUnbiased")
 		})
 	}
 }

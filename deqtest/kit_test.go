@@ -30,10 +30,10 @@ func builtin(seed uint64) []struct {
 	}{
 		{"dense-tanh", must(layers.NewDense(layers.DenseConfig{Hidden: 5, Input: 3, Activation: layers.Tanh, Seed: seed}))},
 		{"dense-relu-rows-linf", must(layers.NewDense(layers.DenseConfig{Hidden: 4, Input: 3, Rows: 2, Lipschitz: layers.Constraint{P: math.Inf(1), Gamma: 0.8}, Seed: seed}))},
-		{"wide-tanh", must(layers.NewWide(layers.WideConfig{Hidden: 4, Input: 3, Units: 7, Activation: layers.Tanh, Seed: seed}))},
-		{"wide-relu-rows-lp4", must(layers.NewWide(layers.WideConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Lipschitz: layers.Constraint{P: 4}, Seed: seed}))},
-		{"mixture-tanh", must(layers.NewMixture(layers.MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Activation: layers.Tanh, Seed: seed}))},
-		{"mixture-relu-rows", must(layers.NewMixture(layers.MixtureConfig{Hidden: 3, Terms: 4, PatchLen: 2, Rows: 2, Seed: seed}))},
+		{"meanfield-tanh", must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 4, Input: 3, Units: 7, Activation: layers.Tanh, Seed: seed}))},
+		{"meanfield-relu-rows-lp4", must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Lipschitz: layers.Constraint{P: 4}, Seed: seed}))},
+		{"experts-tanh", must(layers.NewExperts(layers.ExpertsConfig{Hidden: 4, Input: 6, Experts: 3, Activation: layers.Tanh, Seed: seed}))},
+		{"experts-relu-rows", must(layers.NewExperts(layers.ExpertsConfig{Hidden: 3, Input: 8, Experts: 4, Rows: 2, Seed: seed}))},
 		{"conv-tanh-kernels", must(layers.NewConv(layers.ConvConfig{Channels: 2, Height: 3, Width: 3, Kernels: 3, Activation: layers.Tanh, CertifyEvery: 1, Seed: seed}))},
 		{"conv-relu-inputconv", must(layers.NewConv(layers.ConvConfig{Channels: 2, Height: 3, Width: 2, InputConv: true, CertifyEvery: 1, Seed: seed}))},
 	}

@@ -1,7 +1,6 @@
 package layers
 
 import (
-	"fmt"
 	"math"
 
 	G "gorgonia.org/gorgonia"
@@ -20,53 +19,23 @@ const (
 	Tanh
 )
 
+var activations = enumNames[Activation]{typ: "Activation", what: "activation", field: "Activation", invalid: "ReLU or Tanh", names: []string{"relu", "tanh"}}
+
 // String returns the name accepted by ParseActivation.
-func (a Activation) String() string {
-	switch a {
-	case ReLU:
-		return "relu"
-	case Tanh:
-		return "tanh"
-	}
-	return fmt.Sprintf("Activation(%d)", int(a))
-}
+func (a Activation) String() string { return activations.name(a) }
 
 // ParseActivation returns the activation named s: "relu" or "tanh" (as
 // String names them). Any other name is an error.
-func ParseActivation(s string) (Activation, error) {
-	switch s {
-	case "relu":
-		return ReLU, nil
-	case "tanh":
-		return Tanh, nil
-	}
-	return 0, fmt.Errorf("layers: unknown activation %q (want relu or tanh)", s)
-}
+func ParseActivation(s string) (Activation, error) { return activations.parse(s) }
 
 // MarshalText implements encoding.TextMarshaler with the activation's
 // name. It returns an error for a value that is not an activation.
-func (a Activation) MarshalText() ([]byte, error) {
-	if err := a.valid(); err != nil {
-		return nil, err
-	}
-	return []byte(a.String()), nil
-}
+func (a Activation) MarshalText() ([]byte, error) { return activations.marshal(a) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseActivation.
-func (a *Activation) UnmarshalText(text []byte) error {
-	v, err := ParseActivation(string(text))
-	if err == nil {
-		*a = v
-	}
-	return err
-}
+func (a *Activation) UnmarshalText(text []byte) error { return activations.unmarshal(a, text) }
 
-func (a Activation) valid() error {
-	if a != ReLU && a != Tanh {
-		return fmt.Errorf("layers: Activation = %v is not ReLU or Tanh", a)
-	}
-	return nil
-}
+func (a Activation) valid() error { return activations.valid(a) }
 
 // apply replaces every x[i] by σ(x[i]).
 func (a Activation) apply(x []float64) {

@@ -9,9 +9,9 @@ import (
 )
 
 // Benchmark shapes: a batch of 256 examples with 128 hidden and 128 input
-// features; the wide cell has 256 units and samples 32 of them. The mixture
-// cell has many small terms: 4096 patches of 4 features, 16 hidden
-// features, a batch of 64, minibatches of 64 terms.
+// features; the mean-field cell has 256 units and samples 32 of them. The
+// experts cell has many small terms: 4096 experts over 16 hidden and 16
+// input features, a batch of 64, minibatches of 64 experts.
 const (
 	benchBatch  = 256
 	benchHidden = 128
@@ -21,7 +21,6 @@ const (
 	benchMixBatch  = 64
 	benchMixHidden = 16
 	benchMixTerms  = 4096
-	benchMixPatch  = 4
 	benchMixSample = 64
 )
 
@@ -29,12 +28,12 @@ func benchDense() Cell {
 	return mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: benchHidden, Seed: 1}))
 }
 
-func benchWide() Cell {
-	return mustCell(NewWide(WideConfig{Hidden: benchHidden, Input: benchHidden, Units: benchUnits, Seed: 1}))
+func benchMeanField() Cell {
+	return mustCell(NewMeanField(MeanFieldConfig{Hidden: benchHidden, Input: benchHidden, Units: benchUnits, Seed: 1}))
 }
 
-func benchMixture() Cell {
-	return mustCell(NewMixture(MixtureConfig{Hidden: benchMixHidden, Terms: benchMixTerms, PatchLen: benchMixPatch, Seed: 1}))
+func benchExperts() Cell {
+	return mustCell(NewExperts(ExpertsConfig{Hidden: benchMixHidden, Input: benchMixHidden, Experts: benchMixTerms, Seed: 1}))
 }
 
 // benchOp times one evaluator operation on a batch of benchBatch examples
@@ -95,34 +94,40 @@ func BenchmarkDenseVJPHidden(b *testing.B)      { benchOp(b, benchDense(), "vjp-
 func BenchmarkDenseVJPHiddenGraph(b *testing.B) { benchOp(b, benchDense(), "vjp-hidden-graph", 0) }
 func BenchmarkDenseVJP(b *testing.B)            { benchOp(b, benchDense(), "vjp", 0) }
 func BenchmarkDenseVJPGraph(b *testing.B)       { benchOp(b, benchDense(), "vjp-graph", 0) }
-func BenchmarkWideForward(b *testing.B)         { benchOp(b, benchWide(), "eval", 0) }
-func BenchmarkWideForwardSampled(b *testing.B)  { benchOp(b, benchWide(), "eval", benchSample) }
-func BenchmarkWideVJPHidden(b *testing.B)       { benchOp(b, benchWide(), "vjp-hidden", 0) }
-func BenchmarkWideVJPHiddenGraph(b *testing.B)  { benchOp(b, benchWide(), "vjp-hidden-graph", 0) }
-func BenchmarkWideVJPHiddenSample(b *testing.B) { benchOp(b, benchWide(), "vjp-hidden", benchSample) }
-func BenchmarkWideVJPHiddenSampleGraph(b *testing.B) {
-	benchOp(b, benchWide(), "vjp-hidden-graph", benchSample)
+func BenchmarkMeanFieldForward(b *testing.B)    { benchOp(b, benchMeanField(), "eval", 0) }
+func BenchmarkMeanFieldForwardSampled(b *testing.B) {
+	benchOp(b, benchMeanField(), "eval", benchSample)
 }
-func BenchmarkWideVJP(b *testing.B)      { benchOp(b, benchWide(), "vjp", 0) }
-func BenchmarkWideVJPGraph(b *testing.B) { benchOp(b, benchWide(), "vjp-graph", 0) }
+func BenchmarkMeanFieldVJPHidden(b *testing.B) { benchOp(b, benchMeanField(), "vjp-hidden", 0) }
+func BenchmarkMeanFieldVJPHiddenGraph(b *testing.B) {
+	benchOp(b, benchMeanField(), "vjp-hidden-graph", 0)
+}
+func BenchmarkMeanFieldVJPHiddenSample(b *testing.B) {
+	benchOp(b, benchMeanField(), "vjp-hidden", benchSample)
+}
+func BenchmarkMeanFieldVJPHiddenSampleGraph(b *testing.B) {
+	benchOp(b, benchMeanField(), "vjp-hidden-graph", benchSample)
+}
+func BenchmarkMeanFieldVJP(b *testing.B)      { benchOp(b, benchMeanField(), "vjp", 0) }
+func BenchmarkMeanFieldVJPGraph(b *testing.B) { benchOp(b, benchMeanField(), "vjp-graph", 0) }
 
-// benchMix times an operation of the benchmark mixture cell (see benchOpN).
+// benchMix times an operation of the benchmark experts cell (see benchOpN).
 func benchMix(b *testing.B, op string, size int) {
-	benchOpN(b, benchMixture(), benchMixBatch, op, size)
+	benchOpN(b, benchExperts(), benchMixBatch, op, size)
 }
 
-func BenchmarkMixtureForward(b *testing.B)        { benchMix(b, "eval", 0) }
-func BenchmarkMixtureForwardSampled(b *testing.B) { benchMix(b, "eval", benchMixSample) }
-func BenchmarkMixtureVJPHidden(b *testing.B)      { benchMix(b, "vjp-hidden", 0) }
-func BenchmarkMixtureVJPHiddenGraph(b *testing.B) { benchMix(b, "vjp-hidden-graph", 0) }
-func BenchmarkMixtureVJPHiddenSample(b *testing.B) {
+func BenchmarkExpertsForward(b *testing.B)        { benchMix(b, "eval", 0) }
+func BenchmarkExpertsForwardSampled(b *testing.B) { benchMix(b, "eval", benchMixSample) }
+func BenchmarkExpertsVJPHidden(b *testing.B)      { benchMix(b, "vjp-hidden", 0) }
+func BenchmarkExpertsVJPHiddenGraph(b *testing.B) { benchMix(b, "vjp-hidden-graph", 0) }
+func BenchmarkExpertsVJPHiddenSample(b *testing.B) {
 	benchMix(b, "vjp-hidden", benchMixSample)
 }
-func BenchmarkMixtureVJPHiddenSampleGraph(b *testing.B) {
+func BenchmarkExpertsVJPHiddenSampleGraph(b *testing.B) {
 	benchMix(b, "vjp-hidden-graph", benchMixSample)
 }
-func BenchmarkMixtureVJP(b *testing.B)      { benchMix(b, "vjp", 0) }
-func BenchmarkMixtureVJPGraph(b *testing.B) { benchMix(b, "vjp-graph", 0) }
+func BenchmarkExpertsVJP(b *testing.B)      { benchMix(b, "vjp", 0) }
+func BenchmarkExpertsVJPGraph(b *testing.B) { benchMix(b, "vjp-graph", 0) }
 
 // benchProject times Project of a 128-hidden dense cell whose W is pushed
 // off the constraint before every call.

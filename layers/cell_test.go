@@ -34,10 +34,10 @@ func smallCells() []testCell {
 	return []testCell{
 		{"dense-tanh", mustCell(NewDense(DenseConfig{Hidden: 5, Input: 3, Activation: Tanh, Seed: 1})), 3},
 		{"dense-relu-rows", mustCell(NewDense(DenseConfig{Hidden: 4, Input: 3, Rows: 3, Seed: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.8}})), 2},
-		{"wide-tanh", mustCell(NewWide(WideConfig{Hidden: 4, Input: 3, Units: 7, Activation: Tanh, Seed: 3})), 3},
-		{"wide-relu-rows", mustCell(NewWide(WideConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Seed: 4, Lipschitz: Constraint{P: 4}})), 2},
-		{"mixture-tanh", mustCell(NewMixture(MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Activation: Tanh, Seed: 5})), 3},
-		{"mixture-relu-rows", mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: 4, PatchLen: 2, Rows: 2, Seed: 6})), 2},
+		{"meanfield-tanh", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 7, Activation: Tanh, Seed: 3})), 3},
+		{"meanfield-relu-rows", mustCell(NewMeanField(MeanFieldConfig{Hidden: 3, Input: 2, Units: 6, Rows: 2, Seed: 4, Lipschitz: Constraint{P: 4}})), 2},
+		{"experts-tanh", mustCell(NewExperts(ExpertsConfig{Hidden: 4, Input: 6, Experts: 3, Activation: Tanh, Seed: 5})), 3},
+		{"experts-relu-rows", mustCell(NewExperts(ExpertsConfig{Hidden: 3, Input: 8, Experts: 4, Rows: 2, Seed: 6})), 2},
 	}
 }
 
@@ -335,10 +335,10 @@ func TestProvenLipschitz(t *testing.T) {
 		{"dense-l2-vector", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Lipschitz: Constraint{Gamma: 0.7}, Seed: 1})), []string{"l2", "schatten:4", "schatten:inf"}, 0},
 		{"dense-linf", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 2})), []string{"linf"}, 0},
 		{"dense-lp4", mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Rows: 2, Lipschitz: Constraint{P: 4, Gamma: 0.7}, Seed: 3})), []string{"lp:4"}, 0},
-		{"wide-l2", mustCell(NewWide(WideConfig{Hidden: 5, Input: 2, Units: 9, Rows: 3, Lipschitz: Constraint{Gamma: 0.7}, Seed: 4})), []string{"l2", "schatten:2", "schatten:4", "schatten:inf"}, 0},
-		{"wide-linf", mustCell(NewWide(WideConfig{Hidden: 5, Input: 2, Units: 9, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 5})), []string{"linf"}, 0},
-		{"mixture-l2-sampled", mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 4, PatchLen: 2, Rows: 2, Lipschitz: Constraint{Gamma: 0.7}, Seed: 6})), []string{"l2", "schatten:2"}, 1},
-		{"mixture-linf-sampled", mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 4, PatchLen: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 7})), []string{"linf"}, 2},
+		{"meanfield-l2", mustCell(NewMeanField(MeanFieldConfig{Hidden: 5, Input: 2, Units: 9, Rows: 3, Lipschitz: Constraint{Gamma: 0.7}, Seed: 4})), []string{"l2", "schatten:2", "schatten:4", "schatten:inf"}, 0},
+		{"meanfield-linf", mustCell(NewMeanField(MeanFieldConfig{Hidden: 5, Input: 2, Units: 9, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 5})), []string{"linf"}, 0},
+		{"experts-l2-sampled", mustCell(NewExperts(ExpertsConfig{Hidden: 5, Input: 8, Experts: 4, Rows: 2, Lipschitz: Constraint{Gamma: 0.7}, Seed: 6})), []string{"l2", "schatten:2"}, 1},
+		{"experts-linf-sampled", mustCell(NewExperts(ExpertsConfig{Hidden: 5, Input: 8, Experts: 4, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 7})), []string{"linf"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range tc.cell.Params() {
@@ -374,8 +374,8 @@ func TestProvenTable(t *testing.T) {
 	dense := func(norm string, rows int) Cell {
 		return mustCell(NewDense(DenseConfig{Hidden: 3, Input: 1, Rows: rows, Lipschitz: Constraint{P: constraintP(norm)}}))
 	}
-	wide := func(norm string) Cell {
-		return mustCell(NewWide(WideConfig{Hidden: 3, Input: 1, Units: 2, Rows: 2, Lipschitz: Constraint{P: constraintP(norm)}}))
+	meanField := func(norm string) Cell {
+		return mustCell(NewMeanField(MeanFieldConfig{Hidden: 3, Input: 1, Units: 2, Rows: 2, Lipschitz: Constraint{P: constraintP(norm)}}))
 	}
 	for _, tc := range []struct {
 		cell Cell
@@ -391,10 +391,10 @@ func TestProvenTable(t *testing.T) {
 		{dense("linf", 2), "l2", false},
 		{dense("lp:4", 2), "lp:4", true},
 		{dense("lp:4", 2), "lp:3", false},
-		{wide("l2"), "schatten:4", true},
-		{wide("l2"), "linf", false},
-		{wide("linf"), "linf", true},
-		{wide("lp:3"), "lp:3", true},
+		{meanField("l2"), "schatten:4", true},
+		{meanField("l2"), "linf", false},
+		{meanField("linf"), "linf", true},
+		{meanField("lp:3"), "lp:3", true},
 	} {
 		sh := tc.cell.Shape()
 		n, err := solver.ParseNorm(tc.norm, sh.Rows, sh.Hidden)
@@ -416,10 +416,10 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{P: 1}})), "Constraint.P"},
 		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{P: -2}})), "Constraint.P"},
 		{second(NewDense(DenseConfig{Hidden: 1, Input: 1, Lipschitz: Constraint{P: math.NaN()}})), "Constraint.P"},
-		{second(NewWide(WideConfig{Hidden: 1, Input: 1, Units: 1, Lipschitz: Constraint{P: math.Inf(-1)}})), "Constraint.P"},
-		{second(NewWide(WideConfig{Hidden: 1, Input: 1})), "WideConfig.Units"},
-		{second(NewMixture(MixtureConfig{Hidden: 1, Terms: 2})), "MixtureConfig.PatchLen"},
-		{second(NewMixture(MixtureConfig{Hidden: 1, PatchLen: 2})), "MixtureConfig.Terms"},
+		{second(NewMeanField(MeanFieldConfig{Hidden: 1, Input: 1, Units: 1, Lipschitz: Constraint{P: math.Inf(-1)}})), "Constraint.P"},
+		{second(NewMeanField(MeanFieldConfig{Hidden: 1, Input: 1})), "MeanFieldConfig.Units"},
+		{second(NewExperts(ExpertsConfig{Hidden: 1, Experts: 2})), "ExpertsConfig.Input"},
+		{second(NewExperts(ExpertsConfig{Hidden: 1, Input: 2})), "ExpertsConfig.Experts"},
 	} {
 		require.ErrorContains(t, tc.err, tc.want)
 	}
@@ -513,8 +513,8 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 		{17, m}, {20, m}, {25, m},
 	}
 	for _, tc := range []testCell{
-		{"wide", mustCell(NewWide(WideConfig{Hidden: 3, Input: 2, Units: m, Activation: Tanh, Seed: 8})), 2},
-		{"mixture", mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: m, PatchLen: 1, Activation: Tanh, Seed: 9})), 2},
+		{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 3, Input: 2, Units: m, Activation: Tanh, Seed: 8})), 2},
+		{"experts", mustCell(NewExperts(ExpertsConfig{Hidden: 3, Input: m, Experts: m, Activation: Tanh, Seed: 9})), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _, z, g := setup(t, tc, 10)
@@ -548,10 +548,10 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 			var keys []int
 			collect := func(k int, _ any) { keys = append(keys, k) }
 			switch e := e.(type) {
-			case *wideEval:
-				e.graphs.hidden.Each(func(k int, g *wideGraph) { collect(k, g) })
-			case *mixEval:
-				e.graphs.hidden.Each(func(k int, g *mixGraph) { collect(k, g) })
+			case *mfEval:
+				e.graphs.hidden.Each(func(k int, g *mfGraph) { collect(k, g) })
+			case *expEval:
+				e.graphs.hidden.Each(func(k int, g *expGraph) { collect(k, g) })
 			}
 			slices.Sort(keys)
 			require.Equal(t, []int{1, 2, 4, 8, 16, m}, keys)
@@ -559,15 +559,16 @@ func TestSampleSizesRoundUpToPowersOfTwo(t *testing.T) {
 	}
 }
 
-func TestMixtureGraphSizeIndependentOfTerms(t *testing.T) {
-	// The full graphs of cells with 2 and 64 terms have the same number of
-	// nodes, and so have their hidden graphs for 1 to 64 sampled terms.
+func TestExpertsGraphSizeIndependentOfTerms(t *testing.T) {
+	// The full graphs of cells with 2 and 64 experts have the same number
+	// of nodes, and so have their hidden graphs for 1 to 64 sampled
+	// experts.
 	var full, hidden []int
 	for _, m := range []int{2, 64} {
-		c := mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: m, PatchLen: 2, Seed: 1}))
+		c := mustCell(NewExperts(ExpertsConfig{Hidden: 3, Input: 2, Experts: m, Seed: 1}))
 		ev, err := c.Evaluator(2)
 		require.NoError(t, err)
-		e := ev.(*mixEval)
+		e := ev.(*expEval)
 		mg, err := e.graph(true, m)
 		require.NoError(t, err)
 		full = append(full, len(mg.out.Graph().AllNodes()))
@@ -581,16 +582,16 @@ func TestMixtureGraphSizeIndependentOfTerms(t *testing.T) {
 	require.Equal(t, slices.Repeat([]int{hidden[0]}, len(hidden)), hidden)
 }
 
-func TestMixtureGraphsOnDegenerateShapes(t *testing.T) {
-	// The stacked graphs handle one hidden feature, one term, one patch
+func TestExpertsGraphsOnDegenerateShapes(t *testing.T) {
+	// The stacked graphs handle one hidden feature, one expert, one input
 	// feature and one row (where gorgonia's matrices are 1×1 or vectors):
 	// the graph agrees with the gonum path, the exact hidden VJP with the
 	// full one, and a one-term sampled VJP with finite differences.
 	for _, h := range []int{1, 2} {
 		for _, m := range []int{1, 3} {
-			for _, pl := range []int{1, 2} {
+			for _, d := range []int{1, 2} {
 				for _, n := range []int{1, 2} {
-					tc := testCell{fmt.Sprintf("h%d-m%d-p%d-n%d", h, m, pl, n), mustCell(NewMixture(MixtureConfig{Hidden: h, Terms: m, PatchLen: pl, Activation: Tanh, Seed: 3})), n}
+					tc := testCell{fmt.Sprintf("h%d-m%d-d%d-n%d", h, m, d, n), mustCell(NewExperts(ExpertsConfig{Hidden: h, Input: d, Experts: m, Activation: Tanh, Seed: 3})), n}
 					t.Run(tc.name, func(t *testing.T) {
 						e, _, z, g := setup(t, tc, 1)
 						a := make([]float64, len(z))
@@ -618,4 +619,100 @@ func TestMixtureGraphsOnDegenerateShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMeanFieldTermCounts checks the accounting of term evaluations: a
+// Sample of size m uses the next power of two below M and reports it, a
+// size of M or more the exact average and reports M, and the injection
+// xU + b is part of every evaluation, sampled or exact.
+func TestMeanFieldTermCounts(t *testing.T) {
+	for _, tc := range []testCell{
+		{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 20, Activation: Tanh, Seed: 1})), 3},
+		{"experts", mustCell(NewExperts(ExpertsConfig{Hidden: 4, Input: 3, Experts: 20, Activation: Tanh, Seed: 1})), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, z, _ := setup(t, tc, 4)
+			require.Equal(t, 20, e.Terms())
+			fs, ok := e.(solver.FiniteSum)
+			require.True(t, ok, "the evaluator must declare its finite sum")
+			require.Equal(t, 20, fs.Terms())
+			dst := make([]float64, e.Len())
+			for _, c := range []struct{ size, want int }{{1, 1}, {2, 2}, {3, 4}, {9, 16}, {16, 16}, {17, 20}, {20, 20}, {1000, 20}} {
+				k, err := e.Eval(dst, z, solver.Sample{Seed: 7, Size: c.size})
+				require.NoError(t, err)
+				require.Equal(t, c.want, k, "Sample.Size %d", c.size)
+			}
+			// With a zero recurrent part, f is the injection whatever the
+			// sample.
+			zero := make([]float64, e.Len())
+			exact := make([]float64, e.Len())
+			require.NoError(t, e.EvalExact(exact, zero))
+			_, err := e.Eval(dst, zero, solver.Sample{Seed: 1, Size: 1})
+			require.NoError(t, err)
+			require.Greater(t, floats.Norm(exact, 2), 0.0)
+		})
+	}
+}
+
+// TestTermVarianceExact compares the exact single-term variance with its
+// definition, (1/M) Σ_m ‖τ(z; m) − f̄(z)‖², computed from one-term samples
+// that enumerate the terms.
+func TestTermVarianceExact(t *testing.T) {
+	for _, tc := range []testCell{
+		{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 6, Rows: 2, Activation: Tanh, Seed: 2})), 3},
+		{"experts", mustCell(NewExperts(ExpertsConfig{Hidden: 3, Input: 2, Experts: 5, Seed: 3})), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, z, _ := setup(t, tc, 5)
+			mean := make([]float64, e.Len())
+			require.NoError(t, e.EvalExact(mean, z))
+			// Find, for every term, a seed whose one-term sample draws it.
+			one := make([]float64, e.Len())
+			seen := map[int][]float64{}
+			base := e.(interface{ base() *evalBase }).base()
+			for seed := uint64(0); len(seen) < e.Terms(); seed++ {
+				idx, err := base.sp.draw(solver.Sample{Seed: seed, Size: 1}, e.Terms())
+				require.NoError(t, err)
+				if _, ok := seen[idx[0]]; ok {
+					continue
+				}
+				_, err = e.Eval(one, z, solver.Sample{Seed: seed, Size: 1})
+				require.NoError(t, err)
+				seen[idx[0]] = slices.Clone(one)
+				require.Less(t, seed, uint64(10000))
+			}
+			want := 0.0
+			for _, v := range seen {
+				for i := range v {
+					d := v[i] - mean[i]
+					want += d * d
+				}
+			}
+			want /= float64(e.Terms())
+			got, err := e.(TermVariancer).TermVariance(z)
+			require.NoError(t, err)
+			require.InDelta(t, want, got, 1e-10*want)
+			rel, err := TermRelVar(e, z, 0, 0)
+			require.NoError(t, err)
+			require.InDelta(t, want/(floats.Norm(z, 2)*floats.Norm(z, 2)), rel, 1e-10*rel)
+		})
+	}
+}
+
+// TestTermRelVarMonteCarlo checks the sampled estimate of TermRelVar (used
+// for evaluators without an exact variance) against the exact one.
+func TestTermRelVarMonteCarlo(t *testing.T) {
+	mf := testCell{"meanfield", mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 3, Units: 6, Activation: Tanh, Seed: 2})), 3}
+	em, _, zm, _ := setup(t, mf, 6)
+	exact, err := TermRelVar(em, zm, 0, 0)
+	require.NoError(t, err)
+	est, err := TermRelVar(struct{ Evaluator }{em}, zm, 40000, 9)
+	require.NoError(t, err)
+	require.InEpsilon(t, exact, est, 0.05)
+	d, err := NewDense(DenseConfig{Hidden: 4, Input: 3})
+	require.NoError(t, err)
+	de, _, dz, _ := setup(t, testCell{"dense", d, 2}, 1)
+	v, err := TermRelVar(de, dz, 10, 1)
+	require.NoError(t, err)
+	require.Zero(t, v)
 }

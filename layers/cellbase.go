@@ -10,7 +10,8 @@ import (
 
 // This file holds the pieces of the cells whose pre-activation is the
 // affine map zW + xU + b of a row z of the hidden state and the matching
-// row x of the input (Dense, Wide, and per term Mixture).
+// row x of the input (Dense), or whose injection is xU + b (MeanField,
+// Experts), and small vector helpers of the cells.
 
 // normalInit is a parameter to fill with independent N(0, 1/fanIn)
 // entries.
@@ -46,15 +47,22 @@ func inputTerm(dst []float64, x blas64.General, u, b []float64) {
 // column sums of δ to the gradients of W, U and b.
 func affineVJP(dz, dx, z, x, delta []float64, w, u, b *Param, rows int) {
 	h, k := w.Dims()
-	d, _ := u.Dims()
-	dm := dense(rows, k, delta)
 	if dz != nil {
-		mulABt(1, dm, dense(h, k, w.Data()), 0, dense(rows, h, dz))
+		mulABt(1, dense(rows, k, delta), dense(h, k, w.Data()), 0, dense(rows, h, dz))
 	}
+	mulAtB(1, dense(rows, h, z), dense(rows, k, delta), 1, dense(h, k, w.GradData()))
+	inputVJP(dx, x, delta, u, b, rows)
+}
+
+// inputVJP back-propagates the cotangent delta (rows×k) of the input term
+// xU + b, with U Input×k and b 1×k: it sets dx = δUᵀ unless dx is nil and
+// adds xᵀδ and the column sums of δ to the gradients of U and b.
+func inputVJP(dx, x, delta []float64, u, b *Param, rows int) {
+	d, k := u.Dims()
+	dm := dense(rows, k, delta)
 	if dx != nil {
 		mulABt(1, dm, dense(d, k, u.Data()), 0, dense(rows, d, dx))
 	}
-	mulAtB(1, dense(rows, h, z), dm, 1, dense(h, k, w.GradData()))
 	mulAtB(1, dense(rows, d, x), dm, 1, dense(d, k, u.GradData()))
 	addColSums(b.GradData(), delta, rows, k)
 }
@@ -64,4 +72,37 @@ func affineVJP(dz, dx, z, x, delta []float64, w, u, b *Param, rows int) {
 func affineNode(z, w, x, u, b *G.Node) *G.Node {
 	pre := G.Must(G.Add(G.Must(G.Mul(z, w)), G.Must(G.Mul(x, u))))
 	return G.Must(G.BroadcastAdd(pre, b, nil, []byte{0}))
+}
+
+// pnorm returns the ℓp norm of x, 1 ≤ p ≤ ∞.
+func pnorm(x []float64, p float64) float64 {
+	switch {
+	case math.IsInf(p, 1):
+		m := 0.0
+		for _, v := range x {
+			m = math.Max(m, math.Abs(v))
+		}
+		return m
+	case p == 1:
+		s := 0.0
+		for _, v := range x {
+			s += math.Abs(v)
+		}
+		return s
+	case p == 2:
+		return blas64.Nrm2(blas64.Vector{N: len(x), Inc: 1, Data: x})
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Pow(math.Abs(v), p)
+	}
+	return math.Pow(s, 1/p)
+}
+
+// mulScaled sets dst = w·src.
+func mulScaled(dst []float64, w float64, src []float64) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = w * v
+	}
 }

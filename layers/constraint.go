@@ -338,14 +338,11 @@ func (o *opNorm) setState(kind string, s ProjectionState) error {
 }
 
 // ProjectionStater is implemented by cells whose Project keeps state
-// between calls (Dense and Mixture; Wide's Project is a pure function of
-// its parameters).
+// between calls (Dense, Experts and Conv; MeanField's Project is a pure
+// function of its parameters).
 type ProjectionStater interface {
 	ProjectionState() ProjectionState
 	SetProjectionState(ProjectionState) error
 }
 
-var (
-	_ ProjectionStater = (*Dense)(nil)
-	_ ProjectionStater = (*Mixture)(nil)
-)
+var _ ProjectionStater = (*Dense)(nil)

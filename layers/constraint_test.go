@@ -120,25 +120,36 @@ func TestPowerIterationWithoutExactCheck(t *testing.T) {
 	require.Equal(t, 201, o.calls+1)
 }
 
-func TestMixtureProjectsEveryTerm(t *testing.T) {
-	c := mustCell(NewMixture(MixtureConfig{Hidden: 4, Terms: 3, PatchLen: 2, Lipschitz: Constraint{Gamma: 0.6}, Seed: 1}))
-	floats.Scale(20, c.W().Data())
+func TestExpertsProjectsEveryTerm(t *testing.T) {
+	c := mustCell(NewExperts(ExpertsConfig{Hidden: 4, Input: 6, Experts: 3, Lipschitz: Constraint{Gamma: 0.6}, Seed: 1}))
+	floats.Scale(20, c.w.Data())
 	require.NoError(t, c.Project())
 	for m := 0; m < 3; m++ {
 		require.LessOrEqual(t, spectralNorm(c.wm(m), 4), 0.6*(1+1e-9))
 	}
 	require.InDelta(t, 0.6, c.Bound(), 1e-9)
+	// Every family: the certified bound of every expert after its weights
+	// grow by random factors.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, p := range []float64{2, 4, math.Inf(1)} {
+		ex := mustCell(NewExperts(ExpertsConfig{Hidden: 5, Input: 2, Experts: 4, Lipschitz: Constraint{P: p, Gamma: 0.6}, Seed: 1}))
+		for i := range ex.w.Data() {
+			ex.w.Data()[i] *= 1 + 3*rng.Float64()
+		}
+		require.NoError(t, ex.Project())
+		require.LessOrEqual(t, ex.Bound(), 0.6*(1+1e-9), "p = %v", p)
+	}
 }
 
-func TestWideProjectBoundsL(t *testing.T) {
+func TestMeanFieldProjectBoundsL(t *testing.T) {
 	for _, norm := range []string{"l2", "linf", "lp:3"} {
-		c := mustCell(NewWide(WideConfig{Hidden: 4, Input: 2, Units: 5, Lipschitz: Constraint{P: constraintP(norm), Gamma: 0.5}, Seed: 2}))
-		floats.Scale(10, c.Params()[3].Data())
+		c := mustCell(NewMeanField(MeanFieldConfig{Hidden: 4, Input: 2, Units: 5, Lipschitz: Constraint{P: constraintP(norm), Gamma: 0.5}, Seed: 2}))
+		floats.Scale(10, c.v.Data())
 		require.NoError(t, c.Project())
 		require.InDelta(t, 0.5, c.Lipschitz(), 1e-12, norm)
 		// Independent recomputation of L for l2.
 		if norm == "l2" {
-			w, v := c.Params()[0].Data(), c.Params()[3].Data()
+			w, v := c.w.Data(), c.v.Data()
 			s := 0.0
 			for m := 0; m < 5; m++ {
 				wn, vn := 0.0, 0.0
@@ -151,6 +162,22 @@ func TestWideProjectBoundsL(t *testing.T) {
 			require.InDelta(t, 0.5, math.Sqrt(s/5), 1e-12)
 		}
 	}
+	// Every parameter grown by random factors, in every family.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, p := range []float64{2, 4, math.Inf(1)} {
+		mf := mustCell(NewMeanField(MeanFieldConfig{Hidden: 5, Input: 2, Units: 9, Lipschitz: Constraint{P: p, Gamma: 0.7}, Seed: 1}))
+		require.LessOrEqual(t, mf.Lipschitz(), 0.7*(1+1e-12))
+		for _, q := range mf.Params() {
+			for i := range q.Data() {
+				q.Data()[i] *= 1 + 3*rng.Float64()
+			}
+		}
+		require.NoError(t, mf.Project())
+		require.LessOrEqual(t, mf.Lipschitz(), 0.7*(1+1e-12), "p = %v", p)
+	}
+	mf := mustCell(NewMeanField(MeanFieldConfig{Hidden: 2, Input: 2, Units: 3}))
+	mf.v.Data()[0] = math.NaN()
+	require.Error(t, mf.Project())
 }
 
 func TestLipschitzMonitor(t *testing.T) {
@@ -172,7 +199,7 @@ func TestLipschitzMonitor(t *testing.T) {
 		require.Equal(t, tc.exceeded, st.Warning != "")
 	}
 	// A stochastic oracle is compared only between equal Samples.
-	c := mustCell(NewMixture(MixtureConfig{Hidden: 3, Terms: 4, PatchLen: 1, Seed: 1}))
+	c := mustCell(NewExperts(ExpertsConfig{Hidden: 3, Input: 4, Experts: 4, Seed: 1}))
 	e, err := c.Evaluator(1)
 	require.NoError(t, err)
 	require.NoError(t, e.SetInput(make([]float64, 4)))
@@ -187,21 +214,6 @@ func TestLipschitzMonitor(t *testing.T) {
 	require.LessOrEqual(t, m.Stats().Max, c.Gamma()*(1+1e-9))
 	_, err = NewLipschitzMonitor(e, n, 0)
 	require.ErrorContains(t, err, "gamma")
-}
-
-func TestPatchPermutation(t *testing.T) {
-	perm, err := PatchPermutation(4, 2)
-	require.NoError(t, err)
-	// 4×4 image, 2×2 patches: top-left, top-right, bottom-left, bottom-right.
-	require.Equal(t, []int{0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15}, perm)
-	perm, err = PatchPermutation(28, 7)
-	require.NoError(t, err)
-	sorted := slices.Sorted(slices.Values(perm))
-	for i, v := range sorted {
-		require.Equal(t, i, v, "a permutation of 0..783")
-	}
-	_, err = PatchPermutation(28, 5)
-	require.ErrorContains(t, err, "divide")
 }
 
 // constraintP returns the exponent of the constraint for the solver norm

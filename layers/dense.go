@@ -343,7 +343,7 @@ func (e *denseEval) delta(z, g []float64) []float64 {
 // z, x, W, U, b; hidden: z).
 type denseGraph struct {
 	tape
-	z, x, c, g []float64 // input backings (x for full, c for hidden)
+	x, c []float64 // input backings (x for full, c for hidden)
 }
 
 func (e *denseEval) graph(full bool, k int) (*denseGraph, error) {
@@ -351,12 +351,9 @@ func (e *denseEval) graph(full bool, k int) (*denseGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		dg := &denseGraph{}
-		gr := graph{G.NewGraph()}
-		err := build("Dense", func() {
-			var z, w, g, pre *G.Node
-			z, dg.z = gr.input("z", e.rows, h)
-			g, dg.g = gr.input("g", e.rows, h)
-			w = gr.bound("W", c.w.value)
+		err := buildVJP("Dense", &dg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
+			var pre *G.Node
+			w := gr.bound("W", c.w.value)
 			wrt := G.Nodes{z}
 			if full {
 				var x *G.Node

@@ -14,10 +14,6 @@
 // # Cells
 //
 //   - Dense: z ↦ σ(zW + xU + b), deterministic.
-//   - Wide: z ↦ (1/M) Σ_m v_m σ(⟨w_m, z⟩ + ⟨u_m, x⟩ + b_m) over M hidden
-//     units; its oracle samples units (LipschitzInExpectation).
-//   - Mixture: z ↦ (1/M) Σ_m σ(zW_m + x_m U_m + b_m) over M input patches or
-//     heads x_m; its oracle samples terms (SamplewiseLipschitz).
 //   - MeanField: z ↦ xU + b + (1/M) Σ_m v_m σ(w_mᵀz + c_m), the injection
 //     xU + b computed once per batch and only the z-dependent average
 //     sampled, with mean-field scaling (each unit O(1) whatever M); its
@@ -41,10 +37,10 @@
 // solve on any cell with one exact evaluation. The built-in cells'
 // vector–Jacobian products are hand-written gonum BLAS code, allocation
 // free per call; their gorgonia graphs remain as the tests' reference
-// (EvalGraph) and run a GraphCell. Wide and Mixture are the first stochastic
-// cells, kept for their tests and checkpoints: they put the input inside
-// the sampled average (scaled by 1/M), which trains badly; MeanField and
-// Experts are the design that samples only what must be sampled.
+// (EvalGraph) and run a GraphCell. The stochastic cells MeanField and
+// Experts sample only what must be sampled: the input enters through an
+// injection outside the average, and only the z-dependence is
+// constrained.
 //
 // σ is ReLU or tanh. Each cell's Project rescales its weights after an
 // optimiser step so that the cell is γ̄-Lipschitz in z in a chosen ℓp norm
@@ -125,7 +121,7 @@
 //   - The ℓp constraint for 2 < p < ∞ uses the Riesz–Thorin bound, which can
 //     be loose; the ℓ2 constraint's bound is exact only on the calls that run
 //     the exact check (every call by default).
-//   - The Wide cell's individual units need not be contractive: only the
+//   - The MeanField cell's individual units need not be contractive: only the
 //     exact operator and the mean-square Lipschitz constant L are bounded.
 //   - Cells and evaluators are not safe for concurrent use.
 package layers

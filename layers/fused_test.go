@@ -44,8 +44,8 @@ func fusedCells() []testCell {
 				name := func(kind string) string { return fmt.Sprintf("%s-%v-rows%d-n%d", kind, act, rows, n) }
 				out = append(out,
 					testCell{name("dense"), mustCell(NewDense(DenseConfig{Hidden: 6, Input: 4, Rows: rows, Activation: act, Seed: seed})), n},
-					testCell{name("wide"), mustCell(NewWide(WideConfig{Hidden: 5, Input: 3, Units: 11, Rows: rows, Activation: act, Seed: seed})), n},
-					testCell{name("mixture"), mustCell(NewMixture(MixtureConfig{Hidden: 4, Terms: 5, PatchLen: 3, Rows: rows, Activation: act, Seed: seed})), n},
+					testCell{name("meanfield"), mustCell(NewMeanField(MeanFieldConfig{Hidden: 5, Input: 3, Units: 11, Rows: rows, Activation: act, Seed: seed})), n},
+					testCell{name("experts"), mustCell(NewExperts(ExpertsConfig{Hidden: 4, Input: 15, Experts: 5, Rows: rows, Activation: act, Seed: seed})), n},
 				)
 			}
 		}
@@ -147,8 +147,8 @@ func TestFusedVJPDoesNotAllocate(t *testing.T) {
 	// threshold of four 64×64 blocks.
 	cells := append(smallCells(),
 		testCell{"dense-medium", mustCell(NewDense(DenseConfig{Hidden: 64, Input: 32, Activation: Tanh, Seed: 1})), 64},
-		testCell{"wide-medium", mustCell(NewWide(WideConfig{Hidden: 64, Input: 32, Units: 64, Seed: 1})), 64},
-		testCell{"mixture-medium", mustCell(NewMixture(MixtureConfig{Hidden: 16, Terms: 64, PatchLen: 4, Seed: 1})), 64},
+		testCell{"meanfield-medium", mustCell(NewMeanField(MeanFieldConfig{Hidden: 64, Input: 32, Units: 64, Seed: 1})), 64},
+		testCell{"experts-medium", mustCell(NewExperts(ExpertsConfig{Hidden: 16, Input: 32, Experts: 64, Seed: 1})), 64},
 	)
 	for _, tc := range cells {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,6 +161,10 @@ func TestFusedVJPDoesNotAllocate(t *testing.T) {
 				_, err := e.VJPHidden(dz, z, g, s) // first call: allocate the scratch
 				require.NoError(t, err)
 				require.Zero(t, testing.AllocsPerRun(10, func() { _, _ = e.VJPHidden(dz, z, g, s) }), "VJPHidden size %d", s.Size)
+				f := make([]float64, len(z))
+				_, err = e.Eval(f, z, s)
+				require.NoError(t, err)
+				require.Zero(t, testing.AllocsPerRun(10, func() { _, _ = e.Eval(f, z, s) }), "Eval size %d", s.Size)
 				// At alternating points (no reuse of the last derivative).
 				require.Zero(t, testing.AllocsPerRun(10, func() {
 					_, _ = e.VJPHidden(dz, z, g, s)

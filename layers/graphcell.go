@@ -189,7 +189,7 @@ func (e *graphCellEval) EvalExact(dst, z []float64) error { return e.EvalGraph(d
 // with respect to z, x and the parameters (full) or z (hidden).
 type graphCellGraph struct {
 	tape
-	z, x, g []float64
+	x []float64
 }
 
 func (e *graphCellEval) graph(full bool, k int) (*graphCellGraph, error) {
@@ -197,13 +197,10 @@ func (e *graphCellEval) graph(full bool, k int) (*graphCellGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		gg := &graphCellGraph{}
-		gr := graph{G.NewGraph()}
 		var userErr error
-		err := build("GraphCell", func() {
-			var z, x, g *G.Node
-			z, gg.z = gr.input("z", e.rows, h)
+		err := buildVJP("GraphCell", &gg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
+			var x *G.Node
 			x, gg.x = gr.input("x", e.rows, d)
-			g, gg.g = gr.input("g", e.rows, h)
 			ps := make(G.Nodes, len(c.params))
 			for i, p := range c.params {
 				ps[i] = gr.bound(p.name, p.value)

@@ -78,13 +78,10 @@ type MeanFieldConfig struct {
 // Its parameters, in Params order, are U (Input×Hidden), b (1×Hidden),
 // W (Hidden×M, column m is w_m), c (1×M) and V (M×Hidden, row m is v_m).
 type MeanField struct {
-	shape Shape
-	m     int
-	act   Activation
+	sumCell
 	kind  normKind
 	p, q  float64 // exponents of v's and w's norms
 	gamma float64
-	u, b  *Param
 	w, c  *Param
 	v     *Param
 	evals mru.Cache[int, *mfEval]
@@ -92,15 +89,39 @@ type MeanField struct {
 
 var _ Cell = (*MeanField)(nil)
 
+// sumCell is what the mean-field cells (MeanField, Experts) share: the
+// shape, the number M of terms, σ and the injection's parameters U
+// (Input×Hidden) and b (1×Hidden).
+type sumCell struct {
+	shape Shape
+	m     int
+	act   Activation
+	u, b  *Param
+}
+
+// newSumCell checks the configuration fields the mean-field cells share
+// (config names the configuration type, field the one holding M) and
+// returns the shared part, U and b zero.
+func newSumCell(config, field string, rows, hidden, input, m int, act Activation) (sumCell, error) {
+	shape, err := checkConfig(config, rows, hidden, input, act)
+	if err != nil {
+		return sumCell{}, err
+	}
+	if m < 1 {
+		return sumCell{}, fmt.Errorf("layers: %s.%s = %d must be positive", config, field, m)
+	}
+	return sumCell{shape: shape, m: m, act: act, u: newParam("U", input, hidden), b: newParam("b", 1, hidden)}, nil
+}
+
+// Shape implements Cell.
+func (c *sumCell) Shape() Shape { return c.shape }
+
 // NewMeanField returns a MeanField cell initialised from cfg.Seed and
 // projected.
 func NewMeanField(cfg MeanFieldConfig) (*MeanField, error) {
-	shape, err := checkConfig("MeanFieldConfig", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Activation)
+	sc, err := newSumCell("MeanFieldConfig", "Units", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Units, cfg.Activation)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Units < 1 {
-		return nil, fmt.Errorf("layers: MeanFieldConfig.Units = %d must be positive", cfg.Units)
 	}
 	con, err := newOpNorm(Constraint{P: cfg.Lipschitz.P, Gamma: cfg.Lipschitz.Gamma}, 1)
 	if err != nil {
@@ -108,10 +129,8 @@ func NewMeanField(cfg MeanFieldConfig) (*MeanField, error) {
 	}
 	h, d, m := cfg.Hidden, cfg.Input, cfg.Units
 	c := &MeanField{
-		shape: shape, m: m, act: cfg.Activation,
-		kind: con.kind, p: con.p, q: con.dualExponent(), gamma: con.gamma,
-		u:     newParam("U", d, h),
-		b:     newParam("b", 1, h),
+		sumCell: sc,
+		kind:    con.kind, p: con.p, q: con.dualExponent(), gamma: con.gamma,
 		w:     newParam("W", h, m),
 		c:     newParam("c", 1, m),
 		v:     newParam("V", m, h),
@@ -127,9 +146,6 @@ func NewMeanField(cfg MeanFieldConfig) (*MeanField, error) {
 	}
 	return c, nil
 }
-
-// Shape implements Cell.
-func (c *MeanField) Shape() Shape { return c.shape }
 
 // Units returns M.
 func (c *MeanField) Units() int { return c.m }
@@ -261,23 +277,13 @@ type injection struct {
 }
 
 // set computes xU + b for the rows×Input input x.
-func (j *injection) set(x []float64, rows, d, h int) {
-	b := j.b.Data()
-	for r := range rows {
-		copy(j.inj[r*h:(r+1)*h], b)
-	}
-	mulAB(1, dense(rows, d, x), dense(d, h, j.u.Data()), 1, dense(rows, h, j.inj))
+func (j *injection) set(x []float64, rows, d int) {
+	inputTerm(j.inj, dense(rows, d, x), j.u.Data(), j.b.Data())
 }
 
 // vjp writes (∂f/∂x)ᵀg = gUᵀ into dx unless it is nil and adds xᵀg and the
 // column sums of g to the gradients of U and b.
-func (j *injection) vjp(dx, x, g []float64, rows, d, h int) {
-	if dx != nil {
-		mulABt(1, dense(rows, h, g), dense(d, h, j.u.Data()), 0, dense(rows, d, dx))
-	}
-	mulAtB(1, dense(rows, d, x), dense(rows, h, g), 1, dense(d, h, j.u.GradData()))
-	addColSums(j.b.GradData(), g, rows, h)
-}
+func (j *injection) vjp(dx, x, g []float64, rows int) { inputVJP(dx, x, g, j.u, j.b, rows) }
 
 // node returns the graph node xU + b.
 func (j *injection) node(gr graph, x *G.Node) (u, b, out *G.Node) {
@@ -287,11 +293,75 @@ func (j *injection) node(gr graph, x *G.Node) (u, b, out *G.Node) {
 	return u, b, out
 }
 
-type mfEval struct {
+// sumEval is what the evaluators of the mean-field cells (MeanField,
+// Experts) share: the evaluator base, the injection xU + b computed once
+// per SetInput, and the oracle methods, built on the cell's forward pass
+// over k of its M terms.
+type sumEval struct {
 	evalBase
+	injection
+	input int // Input features per row
+	// sum writes xU + b plus the k-term average of the terms idx (all M
+	// when idx is nil) at z into dst.
+	sum func(dst, z []float64, idx []int, k int)
+}
+
+var _ Injector = (*sumEval)(nil)
+
+// newSumEval returns the shared part of the evaluator of a mean-field cell
+// of kind with shape s, M = m terms and injection parameters u and b, for
+// n examples; the caller sets sum.
+func newSumEval(kind string, s Shape, n, m int, u, b *Param) sumEval {
+	return sumEval{
+		evalBase:  newEvalBase(kind, s, n, m, true),
+		injection: injection{u: u, b: b, inj: make([]float64, n*s.Rows*s.Hidden)},
+		input:     s.Input,
+	}
+}
+
+// SetInput implements Evaluator: it computes the injection xU + b.
+func (e *sumEval) SetInput(x []float64) error {
+	e.setInput(x)
+	e.set(e.x, e.rows, e.input)
+	e.hasX = true
+	return nil
+}
+
+// Injection implements Injector.
+func (e *sumEval) Injection(dst []float64) error {
+	checkLen("dst", len(dst), e.Len())
+	copy(dst, e.inj)
+	return e.ready()
+}
+
+// Eval implements solver.Oracle. It returns the number of terms used: the
+// drawn size (see Evaluator), or M for the exact average.
+func (e *sumEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
+	if err := e.checkEval(dst, z); err != nil {
+		return 0, err
+	}
+	idx, k, err := e.sp.terms(s, e.m)
+	if err != nil {
+		return 0, err
+	}
+	e.sum(dst, z, idx, k)
+	return k, nil
+}
+
+// EvalExact implements solver.Exact and solver.FiniteSum: the average over
+// all M terms, M term evaluations.
+func (e *sumEval) EvalExact(dst, z []float64) error {
+	if err := e.checkEval(dst, z); err != nil {
+		return err
+	}
+	e.sum(dst, z, nil, e.m)
+	return nil
+}
+
+type mfEval struct {
+	sumEval
 	runner[*mfGraph]
 	rowMajor
-	injection
 	c *MeanField
 	// Scratch for sampled evaluations, sized for all M units: the
 	// activations (rows×M), the gathered W columns (Hidden×M), V rows
@@ -305,43 +375,32 @@ var (
 	_ fusedVJP         = (*mfEval)(nil)
 	_ TermVariancer    = (*mfEval)(nil)
 	_ solver.FiniteSum = (*mfEval)(nil)
+	_ Evaluator        = (*expEval)(nil)
+	_ fusedVJP         = (*expEval)(nil)
+	_ TermVariancer    = (*expEval)(nil)
+	_ solver.FiniteSum = (*expEval)(nil)
 )
 
 func newMFEval(c *MeanField, n int) *mfEval {
 	rows := n * c.shape.Rows
 	h, m := c.shape.Hidden, c.m
 	e := &mfEval{
-		evalBase:  newEvalBase("MeanField", c.shape, n, m, true),
-		rowMajor:  rowMajor{c.Params()},
-		injection: injection{u: c.u, b: c.b, inj: make([]float64, rows*h)},
-		c:         c,
-		pre:       make([]float64, rows*m),
-		ws:        make([]float64, h*m),
-		vs:        make([]float64, m*h),
-		cs:        make([]float64, m),
-		graphs:    newGraphs[*mfGraph](m),
+		sumEval:  newSumEval("MeanField", c.shape, n, m, c.u, c.b),
+		rowMajor: rowMajor{c.Params()},
+		c:        c,
+		pre:      make([]float64, rows*m),
+		ws:       make([]float64, h*m),
+		vs:       make([]float64, m*h),
+		cs:       make([]float64, m),
+		graphs:   newGraphs[*mfGraph](m),
 	}
 	e.runner.e = e
+	e.sum = e.forward
 	return e
 }
 
 // Model implements solver.Oracle: LipschitzInExpectation (see MeanField).
 func (e *mfEval) Model() solver.Model { return solver.LipschitzInExpectation }
-
-// SetInput implements Evaluator: it computes the injection xU + b.
-func (e *mfEval) SetInput(x []float64) error {
-	e.setInput(x)
-	e.set(e.x, e.rows, e.c.shape.Input, e.c.shape.Hidden)
-	e.hasX = true
-	return nil
-}
-
-// Injection implements Injector.
-func (e *mfEval) Injection(dst []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	copy(dst, e.inj)
-	return e.ready()
-}
 
 // gather fills ws (Hidden×k), vs (k×Hidden) and cs (k) with the columns,
 // rows and entries of W, V and c selected by idx.
@@ -394,30 +453,6 @@ func (e *mfEval) forward(dst, z []float64, idx []int, k int) {
 	mulAB(1/float64(k), dense(e.rows, k, a), dense(k, h, v), 1, dense(e.rows, h, dst))
 }
 
-// Eval implements solver.Oracle. It returns the number of units used: the
-// drawn size (see Evaluator), or M for the exact average.
-func (e *mfEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
-	if err := e.checkEval(dst, z); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.sp.terms(s, e.c.m)
-	if err != nil {
-		return 0, err
-	}
-	e.forward(dst, z, idx, k)
-	return k, nil
-}
-
-// EvalExact implements solver.Exact and solver.FiniteSum: the average over
-// all M units, M term evaluations.
-func (e *mfEval) EvalExact(dst, z []float64) error {
-	if err := e.checkEval(dst, z); err != nil {
-		return err
-	}
-	e.forward(dst, z, nil, e.c.m)
-	return nil
-}
-
 // TermVariance implements TermVariancer. A unit is the rank-one matrix
 // a_m v_mᵀ (a_m = σ(Zw_m + c_m), the m-th column of A), so
 // ‖φ_m‖² = ‖a_m‖²‖v_m‖² and σ² = (1/M)Σ_m ‖a_m‖²‖v_m‖² − ‖φ̄‖².
@@ -460,13 +495,13 @@ func (e *mfEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 // zᵀδ, the column sums of δ and (1/M) Aᵀg.
 func (e *mfEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	h, d, m := c.shape.Hidden, c.shape.Input, c.m
+	h, m := c.shape.Hidden, c.m
 	e.delta(z, g, c.w.Data(), c.v.Data(), c.c.Data(), m)
 	dm := dense(e.rows, m, e.da)
 	if dz != nil {
 		mulABt(1, dm, dense(h, m, c.w.Data()), 0, dense(e.rows, h, dz))
 	}
-	e.vjp(dx, e.x, g, e.rows, d, h)
+	e.vjp(dx, e.x, g, e.rows)
 	mulAtB(1, dense(e.rows, h, z), dm, 1, dense(h, m, c.w.GradData()))
 	addColSums(c.c.GradData(), e.da, e.rows, m)
 	mulAtB(1/float64(m), dense(e.rows, m, e.pre), dense(e.rows, h, g), 1, dense(m, h, c.v.GradData()))
@@ -492,7 +527,7 @@ func (e *mfEval) delta(z, g, w, v, c []float64, k int) {
 // (gradient with respect to z; the injection does not depend on z).
 type mfGraph struct {
 	tape
-	z, x, c, w, v, g []float64
+	x, c, w, v []float64
 }
 
 func (e *mfEval) graph(full bool, k int) (*mfGraph, error) {
@@ -500,11 +535,8 @@ func (e *mfEval) graph(full bool, k int) (*mfGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		mg := &mfGraph{}
-		gr := graph{G.NewGraph()}
-		err := build("MeanField", func() {
-			var z, g, w, cn, v *G.Node
-			z, mg.z = gr.input("z", e.rows, h)
-			g, mg.g = gr.input("g", e.rows, h)
+		err := buildVJP("MeanField", &mg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
+			var w, cn, v *G.Node
 			var wrt G.Nodes
 			var inj *G.Node
 			if full {

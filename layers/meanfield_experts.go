@@ -55,11 +55,8 @@ type ExpertsConfig struct {
 // Its parameters, in Params order, are U (Input×Hidden), b (1×Hidden),
 // W ((M·Hidden)×Hidden, the W_m stacked) and c (M×Hidden, row m is c_m).
 type Experts struct {
-	shape Shape
-	m     int
-	act   Activation
+	sumCell
 	con   *opNorm
-	u, b  *Param
 	w, c  *Param
 	evals mru.Cache[int, *expEval]
 }
@@ -72,12 +69,9 @@ var (
 // NewExperts returns an Experts cell initialised from cfg.Seed and
 // projected.
 func NewExperts(cfg ExpertsConfig) (*Experts, error) {
-	shape, err := checkConfig("ExpertsConfig", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Activation)
+	sc, err := newSumCell("ExpertsConfig", "Experts", cfg.Rows, cfg.Hidden, cfg.Input, cfg.Experts, cfg.Activation)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Experts < 1 {
-		return nil, fmt.Errorf("layers: ExpertsConfig.Experts = %d must be positive", cfg.Experts)
 	}
 	con, err := newOpNorm(cfg.Lipschitz, cfg.Hidden)
 	if err != nil {
@@ -85,9 +79,7 @@ func NewExperts(cfg ExpertsConfig) (*Experts, error) {
 	}
 	h, d, m := cfg.Hidden, cfg.Input, cfg.Experts
 	c := &Experts{
-		shape: shape, m: m, act: cfg.Activation, con: con,
-		u:     newParam("U", d, h),
-		b:     newParam("b", 1, h),
+		sumCell: sc, con: con,
 		w:     newParam("W", m*h, h),
 		c:     newParam("c", m, h),
 		evals: mru.Cache[int, *expEval]{Max: MaxCachedBatches},
@@ -101,9 +93,6 @@ func NewExperts(cfg ExpertsConfig) (*Experts, error) {
 	}
 	return c, nil
 }
-
-// Shape implements Cell.
-func (c *Experts) Shape() Shape { return c.shape }
 
 // Experts returns M.
 func (c *Experts) Experts() int { return c.m }
@@ -158,56 +147,32 @@ func (c *Experts) Evaluator(n int) (Evaluator, error) {
 }
 
 type expEval struct {
-	evalBase
+	sumEval
 	runner[*expGraph]
-	injection
 	c          *Experts
 	count      []int
 	act, delta []float64 // rows×Hidden scratch of one expert
 	graphs     graphs[*expGraph]
 }
 
-var (
-	_ Evaluator        = (*expEval)(nil)
-	_ fusedVJP         = (*expEval)(nil)
-	_ TermVariancer    = (*expEval)(nil)
-	_ Injector         = (*expEval)(nil)
-	_ solver.FiniteSum = (*expEval)(nil)
-)
-
 func newExpEval(c *Experts, n int) *expEval {
 	rows := n * c.shape.Rows
 	h := c.shape.Hidden
 	e := &expEval{
-		evalBase:  newEvalBase("Experts", c.shape, n, c.m, true),
-		injection: injection{u: c.u, b: c.b, inj: make([]float64, rows*h)},
-		c:         c,
-		count:     make([]int, c.m),
-		act:       make([]float64, rows*h),
-		delta:     make([]float64, rows*h),
-		graphs:    newGraphs[*expGraph](c.m),
+		sumEval: newSumEval("Experts", c.shape, n, c.m, c.u, c.b),
+		c:       c,
+		count:   make([]int, c.m),
+		act:     make([]float64, rows*h),
+		delta:   make([]float64, rows*h),
+		graphs:  newGraphs[*expGraph](c.m),
 	}
 	e.runner.e = e
+	e.sum = e.forward
 	return e
 }
 
 // Model implements solver.Oracle: SamplewiseLipschitz (see Experts).
 func (e *expEval) Model() solver.Model { return solver.SamplewiseLipschitz }
-
-// SetInput implements Evaluator: it computes the injection xU + b.
-func (e *expEval) SetInput(x []float64) error {
-	e.setInput(x)
-	e.set(e.x, e.rows, e.c.shape.Input, e.c.shape.Hidden)
-	e.hasX = true
-	return nil
-}
-
-// Injection implements Injector.
-func (e *expEval) Injection(dst []float64) error {
-	checkLen("dst", len(dst), e.Len())
-	copy(dst, e.inj)
-	return e.ready()
-}
 
 // expert leaves σ(zW_m + c_m) in e.act.
 func (e *expEval) expert(z []float64, m int) []float64 {
@@ -250,30 +215,6 @@ func (e *expEval) forward(dst, z []float64, idx []int, k int) {
 		a := e.expert(z, m)
 		blas64.Axpy(w, blas64.Vector{N: len(a), Inc: 1, Data: a}, blas64.Vector{N: len(dst), Inc: 1, Data: dst})
 	})
-}
-
-// Eval implements solver.Oracle. It returns the number of experts used:
-// the drawn size (see Evaluator), or M for the exact average.
-func (e *expEval) Eval(dst, z []float64, s solver.Sample) (int, error) {
-	if err := e.checkEval(dst, z); err != nil {
-		return 0, err
-	}
-	idx, k, err := e.sp.terms(s, e.c.m)
-	if err != nil {
-		return 0, err
-	}
-	e.forward(dst, z, idx, k)
-	return k, nil
-}
-
-// EvalExact implements solver.Exact and solver.FiniteSum: the average over
-// all M experts, M term evaluations.
-func (e *expEval) EvalExact(dst, z []float64) error {
-	if err := e.checkEval(dst, z); err != nil {
-		return err
-	}
-	e.forward(dst, z, nil, e.c.m)
-	return nil
 }
 
 // TermVariance implements TermVariancer: (1/M) Σ_m ‖φ_m‖² − ‖φ̄‖², one
@@ -319,7 +260,7 @@ func (e *expEval) fusedHidden(dst, z, g []float64, idx []int, k int) {
 // the column sums of δ_m.
 func (e *expEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	h, d := c.shape.Hidden, c.shape.Input
+	h := c.shape.Hidden
 	if dz != nil {
 		clear(dz)
 	}
@@ -332,7 +273,7 @@ func (e *expEval) fusedFull(dz, dx, z, g []float64) {
 		mulAtB(1, dense(e.rows, h, z), dense(e.rows, h, dl), 1, dense(h, h, gw[m*h*h:(m+1)*h*h]))
 		addColSums(gc[m*h:(m+1)*h], dl, e.rows, h)
 	})
-	e.vjp(dx, e.x, g, e.rows, d, h)
+	e.vjp(dx, e.x, g, e.rows)
 }
 
 // expGraph is the graph of the Experts cell with the gradient of ⟨g, f⟩.
@@ -347,9 +288,8 @@ func (e *expEval) fusedFull(dz, dx, z, g []float64) {
 // respect to z.
 type expGraph struct {
 	tape
-	k             int
-	z, x, g       []float64
-	wcat, ccat, s []float64
+	k                int
+	x, wcat, ccat, s []float64
 }
 
 func (e *expEval) graph(full bool, k int) (*expGraph, error) {
@@ -357,11 +297,8 @@ func (e *expEval) graph(full bool, k int) (*expGraph, error) {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
 		eg := &expGraph{k: k}
-		gr := graph{G.NewGraph()}
-		err := build("Experts", func() {
-			var z, g, wcat, ccat, s *G.Node
-			z, eg.z = gr.input("z", e.rows, h)
-			g, eg.g = gr.input("g", e.rows, h)
+		err := buildVJP("Experts", &eg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
+			var wcat, ccat, s *G.Node
 			wcat, eg.wcat = gr.input("Wcat", h, k*h)
 			ccat, eg.ccat = gr.input("ccat", 1, k*h)
 			s, eg.s = gr.input("S", k*h, h)

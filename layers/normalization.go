@@ -11,7 +11,7 @@ import (
 // check: by projecting the trained W (the default) or by training other
 // parameters from which W is computed (a reparameterisation, whose
 // gradient flows through the normalisation). Only Dense offers it (its
-// DenseConfig.Normalization); Wide, Mixture and Conv keep their projection.
+// DenseConfig.Normalization); MeanField, Experts and Conv keep their projection.
 type Normalization int
 
 const (
@@ -46,56 +46,25 @@ const (
 	SpectralNorm
 )
 
+var normalizations = enumNames[Normalization]{typ: "Normalization", what: "normalization", field: "DenseConfig.Normalization", invalid: "a normalization", names: []string{"project", "weight", "spectral"}}
+
 // String returns the name ParseNormalization accepts: "project", "weight"
 // or "spectral".
-func (n Normalization) String() string {
-	switch n {
-	case Projection:
-		return "project"
-	case WeightNorm:
-		return "weight"
-	case SpectralNorm:
-		return "spectral"
-	}
-	return fmt.Sprintf("Normalization(%d)", int(n))
-}
+func (n Normalization) String() string { return normalizations.name(n) }
 
 // ParseNormalization returns the normalisation named s, as String names
 // them. Any other name is an error.
-func ParseNormalization(s string) (Normalization, error) {
-	for _, n := range []Normalization{Projection, WeightNorm, SpectralNorm} {
-		if s == n.String() {
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("layers: unknown normalization %q (want project, weight or spectral)", s)
-}
+func ParseNormalization(s string) (Normalization, error) { return normalizations.parse(s) }
 
 // MarshalText implements encoding.TextMarshaler with the normalisation's
 // name. It returns an error for a value that is not a normalisation.
-func (n Normalization) MarshalText() ([]byte, error) {
-	if err := n.valid(); err != nil {
-		return nil, err
-	}
-	return []byte(n.String()), nil
-}
+func (n Normalization) MarshalText() ([]byte, error) { return normalizations.marshal(n) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with
 // ParseNormalization.
-func (n *Normalization) UnmarshalText(text []byte) error {
-	v, err := ParseNormalization(string(text))
-	if err == nil {
-		*n = v
-	}
-	return err
-}
+func (n *Normalization) UnmarshalText(text []byte) error { return normalizations.unmarshal(n, text) }
 
-func (n Normalization) valid() error {
-	if n < Projection || n > SpectralNorm {
-		return fmt.Errorf("layers: DenseConfig.Normalization = %v is not a normalization", n)
-	}
-	return nil
-}
+func (n Normalization) valid() error { return normalizations.valid(n) }
 
 // reparam is the reparameterisation W = W(V, g) of a Dense cell under
 // WeightNorm or SpectralNorm: its parameters and what the chain rule needs

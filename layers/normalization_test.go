@@ -141,15 +141,6 @@ func TestNormalizationBoundsAndParams(t *testing.T) {
 	require.ErrorContains(t, err, "Normalization")
 	_, err = NewDense(DenseConfig{Hidden: 4, Input: 2, Normalization: 7})
 	require.ErrorContains(t, err, "Normalization")
-	for _, n := range []Normalization{Projection, WeightNorm, SpectralNorm} {
-		text, err := n.MarshalText()
-		require.NoError(t, err)
-		var back Normalization
-		require.NoError(t, back.UnmarshalText(text))
-		require.Equal(t, n, back)
-	}
-	_, err = ParseNormalization("batch")
-	require.Error(t, err)
 }
 
 func must[T any](v T, err error) T {

@@ -11,8 +11,8 @@ import (
 // stored row-major, with a gradient of the same shape.
 //
 // Every graph a cell builds reads the parameter's value from the same
-// backing slice (bound to it, or, for a Mixture's W, copied from it before
-// every run), so an update made in place (by a gorgonia solver, by
+// backing slice (bound to it, or, for an Experts cell's W, copied from it
+// before every run), so an update made in place (by a gorgonia solver, by
 // Project, or through Data) is seen by the next evaluation. Param implements
 // gorgonia.ValueGrad, so a model's parameters can be handed to gorgonia's
 // solvers directly:

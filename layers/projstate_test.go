@@ -24,8 +24,8 @@ func TestProjectionStateResumesExactly(t *testing.T) {
 		"dense/linf": func() cell {
 			return mustCell(NewDense(DenseConfig{Hidden: 6, Input: 2, Lipschitz: Constraint{P: math.Inf(1), Gamma: 0.7}, Seed: 4}))
 		},
-		"mixture/l2": func() cell {
-			return mustCell(NewMixture(MixtureConfig{Hidden: 5, Terms: 3, PatchLen: 2, Lipschitz: Constraint{Gamma: 0.7, ExactEvery: 2}, Seed: 4}))
+		"experts/l2": func() cell {
+			return mustCell(NewExperts(ExpertsConfig{Hidden: 5, Input: 6, Experts: 3, Lipschitz: Constraint{Gamma: 0.7, ExactEvery: 2}, Seed: 4}))
 		},
 	}
 	for name, mk := range build {

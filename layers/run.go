@@ -109,6 +109,20 @@ type tape struct {
 	out   *G.Node
 	grads G.Nodes
 	m     *machine
+	z, g  []float64 // backings of the inputs z and g (rows×Hidden)
+}
+
+// buildVJP builds a cell's graph into t (errors named by kind): it
+// declares the rows×hidden inputs z and g, keeps their backings in t, and
+// lets body add the rest and call finish.
+func buildVJP(kind string, t *tape, rows, hidden int, body func(gr graph, z, g *G.Node)) error {
+	gr := graph{G.NewGraph()}
+	return build(kind, func() {
+		var z, g *G.Node
+		z, t.z = gr.input("z", rows, hidden)
+		g, t.g = gr.input("g", rows, hidden)
+		body(gr, z, g)
+	})
 }
 
 func (t *tape) tp() *tape { return t }
@@ -244,7 +258,7 @@ func (r runner[T]) VJP(dz, dx, z, g []float64) error {
 
 // rowMajor gives readState and readGrads to the evaluators whose graphs
 // lay out states, inputs and parameters as the cell stores them (Dense and
-// Wide): the gradient nodes are ∂/∂z, ∂/∂x, then the parameters in Params
+// MeanField): the gradient nodes are ∂/∂z, ∂/∂x, then the parameters in Params
 // order.
 type rowMajor struct{ params []*Param }
 

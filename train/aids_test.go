@@ -322,10 +322,10 @@ func TestAidsRefusedNamingTheField(t *testing.T) {
 		{"Aids.CorrectionGamma", func(c *Config) { c.Aids.CorrectionStates, c.Aids.CorrectionGamma = 2, 2 }},
 		{"Aids.Dropout", func(c *Config) { c.Aids.Dropout = 1 }},
 		{"Model.Normalization", func(c *Config) { c.Model.Normalization = 7 }},
-		{"Model.Normalization", func(c *Config) { c.Model.Cell, c.Model.Normalization = WideCell, layers.WeightNorm }},
+		{"Model.Normalization", func(c *Config) { c.Model.Cell, c.Model.Normalization = MeanFieldCell, layers.WeightNorm }},
 		// Refused by New: a cell without the fused penalty, and solvers
 		// that need a bound γ̄ < 1.
-		{"Aids.JacWeight", func(c *Config) { c.Model.Cell, c.Model.Encoder, c.Aids.JacWeight = WideCell, 0, 0.1 }},
+		{"Aids.JacWeight", func(c *Config) { c.Model.Cell, c.Model.Encoder, c.Aids.JacWeight = MeanFieldCell, 0, 0.1 }},
 		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Forward.Method = layers.WeightNorm, methodNamed("ghal") }},
 		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Eval.Method = layers.WeightNorm, methodNamed("vrghal") }},
 		{"Aids.Dropout", func(c *Config) { c.Aids.Dropout, c.Forward.Method = 0.2, methodNamed("ghal") }},

@@ -42,7 +42,10 @@ const (
 //
 // A file is accepted only if it has exactly this length, the magic, this
 // version, the checksum, finite tensors, and metadata and a tensor table
-// consistent with the model its configuration describes.
+// consistent with the model its configuration describes. A version 1 file
+// of a retired cell ("wide" or "mixture", replaced by "meanfield" and
+// "experts") is refused with ErrVersion: its tensors belong to a cell this
+// build does not have.
 const CheckpointVersion = 1
 
 // Errors of Load and Resume; the returned errors wrap one of them.
@@ -274,6 +277,21 @@ func Load(path string) (*Checkpoint, error) {
 	return ck, nil
 }
 
+// retiredCell returns an error wrapping ErrVersion if the metadata's
+// configuration names a retired cell kind (see ParseCellKind).
+func retiredCell(meta []byte) error {
+	var m struct {
+		Config struct{ Model struct{ Cell string } } `json:"config"`
+	}
+	if json.Unmarshal(meta, &m) != nil {
+		return nil // decode reports malformed metadata
+	}
+	if k, ok := retiredCells[m.Config.Model.Cell]; ok {
+		return fmt.Errorf("%w: the checkpoint holds the retired cell %q, replaced by %q; it cannot be loaded or resumed", ErrVersion, m.Config.Model.Cell, k)
+	}
+	return nil
+}
+
 // decode parses and verifies a checkpoint.
 func decode(b []byte) (*Checkpoint, error) {
 	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
@@ -305,6 +323,9 @@ func decode(b []byte) (*Checkpoint, error) {
 	body := b[:want-sumLen]
 	if sha256.Sum256(body) != [32]byte(b[want-sumLen:]) {
 		return nil, ErrChecksum
+	}
+	if err := retiredCell(body[headerLen : headerLen+ml]); err != nil {
+		return nil, err
 	}
 	var m meta
 	dec := json.NewDecoder(bytes.NewReader(body[headerLen : headerLen+ml]))
@@ -496,9 +517,9 @@ func (c ModelConfig) minParams(inputDim, classes int) float64 {
 	switch c.Cell {
 	case DenseCell:
 		n += h * (h + e)
-	case WideCell:
-		n += float64(c.Units) * (h + e)
-	case MixtureCell:
+	case MeanFieldCell:
+		n += float64(c.Units)*2*h + e*h
+	case ExpertsCell:
 		n += float64(c.Terms)*h*h + e*h
 	case ConvCell:
 		// The encoder's and the cell's kernels: 9·C per channel each.

@@ -70,6 +70,12 @@ func TestLoadRefusesDamagedCheckpoints(t *testing.T) {
 			binary.LittleEndian.PutUint64(b[headerLen+ml:], math.Float64bits(math.NaN()))
 			return b
 		})), ErrCorrupt},
+		{"retired wide cell, valid checksum", resum(edit(func(b []byte) []byte {
+			i := strings.Index(string(b[:headerLen+ml]), `"Cell":"dense"`)
+			require.Positive(t, i)
+			copy(b[i:], `"Cell":"wide" `)
+			return b
+		})), ErrVersion},
 		{"metadata not JSON, valid checksum", resum(edit(func(b []byte) []byte { b[headerLen] = '['; return b })), ErrCorrupt},
 		{"epoch beyond the run, valid checksum", resum(edit(func(b []byte) []byte {
 			i := strings.Index(string(b[:headerLen+ml]), `"epoch":1,`)

@@ -22,8 +22,8 @@ const (
 	DefaultMaxBadBatches = 10
 	DefaultEvalBatchSize = 500
 	DefaultHidden        = 64
-	DefaultUnitsPerDim   = 4 // Wide: Units = 4·Hidden
-	DefaultTerms         = 8 // Mixture
+	DefaultUnitsPerDim   = 4 // MeanField: Units = 4·Hidden
+	DefaultTerms         = 8 // Experts: Terms = 8 experts
 	DefaultGamma         = 0.9
 	DefaultForwardTol    = 1e-3
 	DefaultForwardIter   = 40
@@ -230,15 +230,14 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 // default), or without it relu, and the cell is N(relu(W∗z + e + b)) or
 // relu(W∗z + e + b).
 type ModelConfig struct {
-	// Cell is DenseCell (the zero value, deterministic), WideCell (a
-	// stochastic two-layer cell averaging Units hidden units) or
-	// MixtureCell (a stochastic cell averaging Terms terms, each reading
-	// Encoder/Terms encoder features).
+	// Cell is DenseCell (the zero value, deterministic), MeanFieldCell (a
+	// stochastic cell: the injection of the encoder's features plus the
+	// mean-field average of Units hidden units), ExpertsCell (the
+	// injection plus the average of Terms dense experts) or ConvCell.
 	Cell CellKind
 	// Hidden is the size of the hidden state. Zero means DefaultHidden.
 	Hidden int
-	// Encoder is the number of encoder features. Zero means Hidden (for
-	// mixture, the multiple of Terms nearest above Hidden).
+	// Encoder is the number of encoder features. Zero means Hidden.
 	Encoder int
 	// Activation is the cell's activation; the zero value is layers.ReLU.
 	Activation layers.Activation
@@ -251,14 +250,15 @@ type ModelConfig struct {
 	// the cell's Lipschitz constraint is layers.ConstraintFor it (ℓ2 for
 	// Schatten-p, which on vector states is the ℓ2 norm).
 	Norm NormSpec
-	// Units is the Wide cell's number of hidden units M. Zero means
+	// Units is the MeanField cell's number of hidden units M. Zero means
 	// DefaultUnitsPerDim·Hidden.
 	Units int
-	// Terms is the Mixture cell's number of terms M. Zero means
-	// DefaultTerms.
+	// Terms is the Experts cell's number of experts M (its terms). Zero
+	// means DefaultTerms. (The name is the one checkpoints have always
+	// stored, so that they keep loading.)
 	Terms int
 	// ExactEvery makes every ExactEvery-th projection of an l2-constrained
-	// dense or mixture cell compute the exact spectral norm (an SVD);
+	// dense or experts cell compute the exact spectral norm (an SVD);
 	// projections in between use power iteration. Zero means 1. For the
 	// conv cell it is layers.ConvConfig.CertifyEvery: every ExactEvery-th
 	// projection also enforces the Fourier upper bound on the kernels'
@@ -307,9 +307,9 @@ type SolverConfig struct {
 	// exact operator, as a deterministic oracle, of the dense cell).
 	Method Method
 	// Tol is the residual tolerance in the model's norm, for every example
-	// of a batch: a solve succeeds when a proven bound on its residual is at
-	// most Tol (see solver.Status). A batch "meets the tolerance" when its
-	// certificate's bound is at most Tol.
+	// of a batch, absolute unless Relative: a solve succeeds when a proven
+	// bound on its residual is at most Tol (see solver.Status). A batch
+	// "meets the tolerance" when its certificate's bound is at most Tol.
 	Tol float64
 	// MaxIter limits iterations (epochs for VR-GHAL).
 	MaxIter int
@@ -322,6 +322,17 @@ type SolverConfig struct {
 	// Memory is Anderson's or Broyden's memory (zero means the solver
 	// package's default).
 	Memory int
+	// Relative makes Tol relative to the residual of the solve's start
+	// point (solver.Settings.Relative). The zero value, the default, is an
+	// absolute tolerance: the start point of a forward solve depends on
+	// the batch (and, with warm starts, on the previous epoch's fixed
+	// point, whose residual is already small), so a tolerance relative to
+	// it would ask different batches for different accuracies, and the
+	// certificates, which bound the absolute residual, would no longer
+	// be compared with one number. Eval is relative when Forward is. The
+	// adjoint solve (Backward.Solver) ignores it: its tolerance is always
+	// relative, its right-hand side ∂L/∂z* setting the scale.
+	Relative bool `json:",omitempty"`
 }
 
 // defaultMethod returns the default method of the forward and adjoint
@@ -369,13 +380,11 @@ func BackwardModes() []deq.Backward {
 // Its errors are *FieldError.
 func (c Config) Defaults() (Config, error) {
 	d := c
+	if err := nonNegative(intField{"Epochs", c.Epochs}, intField{"BatchSize", c.BatchSize}, intField{"EvalBatchSize", c.EvalBatchSize},
+		intField{"MaxBadBatches", c.MaxBadBatches}, intField{"Backward.PhantomSteps", c.Backward.PhantomSteps}); err != nil {
+		return d, err
+	}
 	switch {
-	case c.Epochs < 0:
-		return d, fieldErr("Epochs", c.Epochs, "must not be negative")
-	case c.BatchSize < 0:
-		return d, fieldErr("BatchSize", c.BatchSize, "must not be negative")
-	case c.EvalBatchSize < 0:
-		return d, fieldErr("EvalBatchSize", c.EvalBatchSize, "must not be negative")
 	case !c.Normalize.valid():
 		return d, fieldErr("Normalize", c.Normalize, "is not a normalisation")
 	case c.LR < 0 || notFinite(c.LR):
@@ -392,12 +401,8 @@ func (c Config) Defaults() (Config, error) {
 		return d, fieldErr("Beta2", c.Beta2, "must lie in (0, 1)")
 	case c.AdamEps < 0 || notFinite(c.AdamEps):
 		return d, fieldErr("AdamEps", c.AdamEps, "must be positive and finite")
-	case c.MaxBadBatches < 0:
-		return d, fieldErr("MaxBadBatches", c.MaxBadBatches, "must not be negative")
 	case !slices.Contains(BackwardModes(), c.Backward.Mode):
 		return d, fieldErr("Backward.Mode", c.Backward.Mode, "is not a backward mode")
-	case c.Backward.PhantomSteps < 0:
-		return d, fieldErr("Backward.PhantomSteps", c.Backward.PhantomSteps, "must not be negative")
 	}
 	if !c.Model.Cell.valid() {
 		return d, fieldErr("Model.Cell", c.Model.Cell, "is not a cell kind")
@@ -437,27 +442,19 @@ func (c Config) Defaults() (Config, error) {
 
 func (m ModelConfig) defaults() (ModelConfig, error) {
 	d := m
-	switch {
-	case !m.Cell.valid():
+	if !m.Cell.valid() {
 		return d, fieldErr("Model.Cell", m.Cell, "is not a cell kind")
-	case m.Hidden < 0:
-		return d, fieldErr("Model.Hidden", m.Hidden, "must not be negative")
-	case m.Encoder < 0:
-		return d, fieldErr("Model.Encoder", m.Encoder, "must not be negative")
+	}
+	if err := nonNegative(intField{"Model.Hidden", m.Hidden}, intField{"Model.Encoder", m.Encoder}, intField{"Model.Units", m.Units},
+		intField{"Model.Terms", m.Terms}, intField{"Model.ExactEvery", m.ExactEvery}, intField{"Model.Channels", m.Channels},
+		intField{"Model.Kernels", m.Kernels}); err != nil {
+		return d, err
+	}
+	switch {
 	case !validText(m.Activation):
 		return d, fieldErr("Model.Activation", m.Activation, "is not an activation")
 	case m.Gamma < 0 || m.Gamma >= 1 || math.IsNaN(m.Gamma):
 		return d, fieldErr("Model.Gamma", m.Gamma, "must lie in (0, 1)")
-	case m.Units < 0:
-		return d, fieldErr("Model.Units", m.Units, "must not be negative")
-	case m.Terms < 0:
-		return d, fieldErr("Model.Terms", m.Terms, "must not be negative")
-	case m.ExactEvery < 0:
-		return d, fieldErr("Model.ExactEvery", m.ExactEvery, "must not be negative")
-	case m.Channels < 0:
-		return d, fieldErr("Model.Channels", m.Channels, "must not be negative")
-	case m.Kernels < 0:
-		return d, fieldErr("Model.Kernels", m.Kernels, "must not be negative")
 	case !validText(m.Normalization):
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
 	case m.Normalization != layers.Projection && m.Cell != DenseCell:
@@ -473,23 +470,13 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	d.Hidden = cmp.Or(m.Hidden, DefaultHidden)
 	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
 	d.ExactEvery = cmp.Or(m.ExactEvery, 1)
+	d.Encoder = cmp.Or(m.Encoder, d.Hidden)
+	d.Units, d.Terms = 0, 0
 	switch d.Cell {
-	case WideCell:
+	case MeanFieldCell:
 		d.Units = cmp.Or(m.Units, DefaultUnitsPerDim*d.Hidden)
-		d.Terms = 0
-		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
-	case MixtureCell:
+	case ExpertsCell:
 		d.Terms = cmp.Or(m.Terms, DefaultTerms)
-		d.Units = 0
-		if d.Encoder == 0 {
-			d.Encoder = (d.Hidden + d.Terms - 1) / d.Terms * d.Terms
-		}
-		if d.Encoder%d.Terms != 0 {
-			return d, fieldErr("Model.Encoder", d.Encoder, fmt.Sprintf("is not a multiple of Terms = %d", d.Terms))
-		}
-	default:
-		d.Units, d.Terms = 0, 0
-		d.Encoder = cmp.Or(m.Encoder, d.Hidden)
 	}
 	return d, nil
 }
@@ -601,6 +588,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	d.Delta = cmp.Or(s.Delta, base.Delta)
 	d.SampleScale = cmp.Or(s.SampleScale, base.SampleScale)
 	d.Memory = cmp.Or(s.Memory, base.Memory)
+	d.Relative = s.Relative || base.Relative
 	return d, nil
 }
 
@@ -645,6 +633,24 @@ type FieldError struct {
 // Error implements error.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("train: Config.%s = %v %s", e.Field, e.Value, e.Reason)
+}
+
+// intField is an integer field with its path below Config, for
+// nonNegative.
+type intField struct {
+	name string
+	v    int
+}
+
+// nonNegative returns the FieldError of the first of fs that is negative,
+// or nil.
+func nonNegative(fs ...intField) error {
+	for _, f := range fs {
+		if f.v < 0 {
+			return fieldErr(f.name, f.v, "must not be negative")
+		}
+	}
+	return nil
 }
 
 func fieldErr(field string, v any, why string) error {

@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,13 +33,15 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, c, again, "Defaults is idempotent")
 
 	// Cell-specific defaults.
-	w, err := Config{Model: ModelConfig{Cell: WideCell, Hidden: 10}}.Defaults()
+	w, err := Config{Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, 40, w.Model.Units)
 	require.Equal(t, 10, w.Model.Encoder)
-	m, err := Config{Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4}}.Defaults()
+	m, err := Config{Model: ModelConfig{Cell: ExpertsCell, Hidden: 10}}.Defaults()
 	require.NoError(t, err)
-	require.Equal(t, 12, m.Model.Encoder, "rounded up to a multiple of Terms")
+	require.Equal(t, DefaultTerms, m.Model.Terms)
+	require.Equal(t, 10, m.Model.Encoder)
+	require.Zero(t, m.Model.Units)
 	cv, err := Config{Model: ModelConfig{Cell: ConvCell}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, ModelConfig{Cell: ConvCell, Channels: DefaultConvChannels, Kernels: 1, Activation: layers.ReLU, Gamma: DefaultGamma,
@@ -101,7 +104,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Model: ModelConfig{Gamma: 1}}, "Model.Gamma"},
 		{Config{Model: ModelConfig{Hidden: -4}}, "Model.Hidden"},
 		{Config{Model: ModelConfig{Activation: layers.Activation(5)}}, "Model.Activation"},
-		{Config{Model: ModelConfig{Cell: MixtureCell, Terms: 3, Encoder: 7}}, "Model.Encoder"},
+		{Config{Model: ModelConfig{Cell: ExpertsCell, Terms: -3}}, "Model.Terms"},
+		{Config{Model: ModelConfig{Cell: MeanFieldCell, Units: -1}}, "Model.Units"},
 		{Config{Forward: SolverConfig{Method: baseline}}, "Forward.Method"},
 		{Config{Forward: SolverConfig{Method: Method{index: 99}}}, "Forward.Method"},
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
@@ -125,7 +129,7 @@ func TestParseNames(t *testing.T) {
 		good  []string
 		bad   []string
 	}{
-		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "wide", "mixture", "conv"}, []string{"convolution", "", "Dense"}},
+		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "meanfield", "experts", "conv"}, []string{"convolution", "", "Dense", "wide", "mixture"}},
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
 		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
 		{"method", func(s string) (any, error) { return ParseMethod(s) }, []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}, []string{"newton", "minibatch-km", "page-halpern", "stochastic-halpern", ""}},
@@ -143,6 +147,11 @@ func TestParseNames(t *testing.T) {
 			_, err := tc.parse(s)
 			require.Error(t, err, "%s %q", tc.name, s)
 		}
+	}
+	for old, now := range map[string]string{"wide": "meanfield", "mixture": "experts"} {
+		_, err := ParseCellKind(old)
+		require.ErrorIs(t, err, ErrUnknownName)
+		require.ErrorContains(t, err, fmt.Sprintf("replaced by %q", now))
 	}
 	var names []string
 	for _, m := range Methods() {
@@ -176,8 +185,8 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: WideCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
-		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: MixtureCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
 		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
@@ -250,4 +259,25 @@ func TestConfigDiff(t *testing.T) {
 		{"Model.Norm", NormSpec{}, normSpec("linf")},
 		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
+}
+
+// TestForwardToleranceMode checks the forward tolerance's mode: absolute
+// by default, relative to the start point's residual with
+// Forward.Relative, which the evaluation inherits; the layers the
+// Trainer builds pass it to the solver.
+func TestForwardToleranceMode(t *testing.T) {
+	tr, te := blobData(64, 20)
+	for _, rel := range []bool{false, true} {
+		cfg := tinyConfig()
+		cfg.Forward.Relative = rel
+		d, err := cfg.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, rel, d.Forward.Relative)
+		require.Equal(t, rel, d.Eval.Relative, "Eval inherits the forward's mode")
+		trn, err := New(cfg, tr, te, nil)
+		require.NoError(t, err)
+		require.Equal(t, rel, trn.layer.Settings().ForwardSettings.Relative)
+		require.Equal(t, rel, trn.evalLayer.Settings().ForwardSettings.Relative)
+		require.True(t, trn.layer.Settings().AdjointSettings.Relative, "the adjoint tolerance is always relative")
+	}
 }

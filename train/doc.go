@@ -5,9 +5,11 @@
 //
 // A Model standardises its input with statistics of the training set,
 // encodes it with a ReLU layer, finds the fixed point z* = f(z*, e; θ) of a
-// Lipschitz-constrained cell of package layers (dense, wide or mixture) with
-// a deq.Layer, and classifies z* with a linear readout under the softmax
-// cross-entropy loss (see ModelConfig). The conv model (ConvCell) encodes
+// Lipschitz-constrained cell of package layers (dense, or the stochastic
+// meanfield and experts cells, whose injection of the encoder's features is
+// computed once per batch and whose average of M terms a stochastic solver
+// samples) with a deq.Layer, and classifies z* with a linear readout under
+// the softmax cross-entropy loss (see ModelConfig). The conv model (ConvCell) encodes
 // an image with a stride-2 convolution (layers.ConvEncoder) into a
 // C×⌈H/2⌉×⌈W/2⌉ state of the convolutional cell layers.Conv, and reads z*
 // out after 2×2 average pooling; its defaults (DefaultsFor) are chosen for
@@ -127,7 +129,7 @@
 //     Stochastic Fixed-Point Equations with High Probability" by Jelena
 //     Diakonikolas, is expensive on the stochastic cells with the paper's
 //     constants: its sample sizes grow at least as 1/Tol² and with the
-//     number of iterations, so a forward solve of a mixture or wide cell
+//     number of iterations, so a forward solve of a meanfield or experts cell
 //     draws many more unit samples than a deterministic method needs
 //     evaluations of the exact operator at the same tolerance. SolverConfig.SampleScale
 //     scales the paper's sample sizes down, giving up the paper's

@@ -126,3 +126,50 @@ func methodNamed(name string) Method {
 	}
 	return m
 }
+
+// requireResumesExactly runs cfg, canceling each (re)started run after
+// the number of batches of stops (0: before the first), resumes it from its
+// checkpoint to the end and requires the metrics, steps and final
+// checkpoint bytes of the uninterrupted run want, wantBytes.
+func requireResumesExactly(t *testing.T, cfg Config, tr, te *datasets.Dataset, stops []int, want *Result, wantBytes []byte) {
+	t.Helper()
+	path := tempPath(t, "run.ckpt")
+	var trn *Trainer
+	var err error
+	for i, stop := range stops {
+		ctx, cancel := context.WithCancel(context.Background())
+		seen := 0
+		opts := &Options{Checkpoint: path, OnBatch: func(*BatchMetrics) {
+			seen++
+			if seen == stop {
+				cancel()
+			}
+		}}
+		if stop == 0 {
+			cancel()
+		}
+		if i == 0 {
+			trn, err = New(cfg, tr, te, opts)
+		} else {
+			trn, err = Resume(path, tr, te, opts)
+		}
+		require.NoError(t, err)
+		res, err := trn.Run(ctx)
+		cancel()
+		require.ErrorIs(t, err, context.Canceled)
+		require.True(t, res.Interrupted)
+		ck, err := Load(path)
+		require.NoError(t, err)
+		require.Equal(t, res.Epoch, ck.Epoch)
+		require.Equal(t, res.Batch, ck.Batch)
+	}
+	trn, err = Resume(path, tr, te, &Options{Checkpoint: path})
+	require.NoError(t, err)
+	got, err := trn.Run(context.Background())
+	require.NoError(t, err)
+	gotBytes, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, withoutTimes(want.Epochs), withoutTimes(got.Epochs))
+	require.Equal(t, want.Steps, got.Steps)
+	require.True(t, equalBytes(wantBytes, gotBytes), "resumed run ends with the uninterrupted run's checkpoint")
+}

@@ -100,6 +100,11 @@ type BatchMetrics struct {
 	Forward, Backward *solver.Result
 	// VJPs counts the full vector–Jacobian products of the backward pass.
 	VJPs int
+	// FwdTermEvals and BwdTermEvals count the term evaluations (one of the
+	// cell's terms on the whole batch) of the forward solve, its
+	// certificate included (deq.Solution.TermEvals), and of the backward
+	// pass (deq.BackwardStats.TermEvals).
+	FwdTermEvals, BwdTermEvals int64
 	// JacApplied reports whether the batch's step applied the Jacobian
 	// regularisation (Config.Aids), and JacFrob is then its Hutchinson
 	// estimate R of the mean ‖∂f/∂z‖_F² at z* (before the weight).
@@ -137,6 +142,22 @@ type EpochMetrics struct {
 	FwdSamplesMean float64 `json:"fwd_samples_mean"`
 	BwdCallsMean   float64 `json:"bwd_calls_mean"`
 	BwdItersMean   float64 `json:"bwd_iters_mean"`
+	// FwdTermEvalsMean and BwdTermEvalsMean are the mean term evaluations
+	// per used training batch of the forward solve (the certificate's
+	// exact call included) and of the backward pass: a term evaluation is
+	// one of the cell's M terms evaluated on the whole batch, so an exact
+	// call or an exact VJP counts M and a sampled one its sample size (1
+	// per call for a deterministic cell). They are the cost that decides
+	// whether sampling pays.
+	FwdTermEvalsMean float64 `json:"fwd_term_evals_mean"`
+	BwdTermEvalsMean float64 `json:"bwd_term_evals_mean"`
+	// TermRelVar is σ²/‖z*‖², the variance of one term sample at the fixed
+	// points z* of the first evaluation batch relative to their squared
+	// norm (layers.TermRelVar), measured after the epoch; zero for a
+	// deterministic cell. A sampled forward needs of the order of
+	// TermRelVar/ε² terms to reach a relative accuracy ε, against M per
+	// exact call.
+	TermRelVar float64 `json:"term_rel_var,omitempty"`
 	// CertBoundMax and CertBoundMean are the largest and mean certified
 	// residual bound of the training batches' forward solves; CertMetFrac
 	// the fraction of batches whose bound met Forward.Tol.
@@ -195,6 +216,10 @@ type epochAcc struct {
 	Forward  solveAcc
 	Backward solveAcc
 	Trace    []TracePoint
+	// The term evaluations of the used batches' forward and backward
+	// passes.
+	FwdTermEvals int64 `json:",omitempty"`
+	BwdTermEvals int64 `json:",omitempty"`
 	// The training aids' sums: the Jacobian estimates and the number of
 	// batches that applied the regularisation, and the correction losses
 	// weighted by examples.
@@ -218,6 +243,10 @@ func (a *epochAcc) finish(epoch int) EpochMetrics {
 	e.Backward = a.Backward.summary()
 	e.FwdCallsMean, e.FwdItersMean, e.FwdSamplesMean = e.Forward.CallsMean, e.Forward.ItersMean, e.Forward.SamplesMean
 	e.BwdCallsMean, e.BwdItersMean = e.Backward.CallsMean, e.Backward.ItersMean
+	if used := a.Batches - a.Skipped; used > 0 {
+		e.FwdTermEvalsMean = float64(a.FwdTermEvals) / float64(used)
+		e.BwdTermEvalsMean = float64(a.BwdTermEvals) / float64(used)
+	}
 	e.CertBoundMax, e.CertBoundMean, e.CertMetFrac = e.Forward.CertBoundMax, e.Forward.CertBoundMean, e.Forward.CertMetFrac
 	return e
 }

@@ -76,43 +76,38 @@ type pool struct {
 
 func (p pool) outLen() int { return p.c * (p.h / 2) * (p.w / 2) }
 
-// forward writes the pooled images of the n images z into dst.
-func (p pool) forward(dst, z []float64, n int) {
+// blocks calls fn for every 2×2 block of n images, in order, with the
+// index t of its top-left pixel in the images and the index o of its
+// pixel in the pooled images; the block is t, t+1, t+w and t+w+1.
+func (p pool) blocks(n int, fn func(t, o int)) {
 	oh, ow := p.h/2, p.w/2
-	in, out := p.c*p.h*p.w, p.outLen()
-	for b := range n {
-		zb, db := z[b*in:(b+1)*in], dst[b*out:(b+1)*out]
-		for ch := range p.c {
-			zc, dc := zb[ch*p.h*p.w:], db[ch*oh*ow:]
-			for i := range oh {
-				r0, r1 := zc[2*i*p.w:], zc[(2*i+1)*p.w:]
-				for j := range ow {
-					dc[i*ow+j] = 0.25 * (r0[2*j] + r0[2*j+1] + r1[2*j] + r1[2*j+1])
-				}
+	o := 0
+	for img := range n * p.c {
+		for i := range oh {
+			row := img*p.h*p.w + 2*i*p.w
+			for j := range ow {
+				fn(row+2*j, o)
+				o++
 			}
 		}
 	}
+}
+
+// forward writes the pooled images of the n images z into dst.
+func (p pool) forward(dst, z []float64, n int) {
+	p.blocks(n, func(t, o int) {
+		dst[o] = 0.25 * (z[t] + z[t+1] + z[t+p.w] + z[t+p.w+1])
+	})
 }
 
 // backward writes into dz the cotangent of the n images for the cotangent
 // g of their pooled images.
 func (p pool) backward(dz, g []float64, n int) {
 	clear(dz)
-	oh, ow := p.h/2, p.w/2
-	in, out := p.c*p.h*p.w, p.outLen()
-	for b := range n {
-		zb, gb := dz[b*in:(b+1)*in], g[b*out:(b+1)*out]
-		for ch := range p.c {
-			zc, gc := zb[ch*p.h*p.w:], gb[ch*oh*ow:]
-			for i := range oh {
-				r0, r1 := zc[2*i*p.w:], zc[(2*i+1)*p.w:]
-				for j := range ow {
-					v := 0.25 * gc[i*ow+j]
-					r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1] = v, v, v, v
-				}
-			}
-		}
-	}
+	p.blocks(n, func(t, o int) {
+		v := 0.25 * g[o]
+		dz[t], dz[t+1], dz[t+p.w], dz[t+p.w+1] = v, v, v, v
+	})
 }
 
 // work is the scratch of a batch size: everything a training step or an
@@ -192,10 +187,10 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 			if err != nil && cfg.Normalization != layers.Projection {
 				err = fmt.Errorf("train: Config.Model.Normalization = %v: %w", cfg.Normalization, err)
 			}
-		case WideCell:
-			m.cell, err = layers.NewWide(layers.WideConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
-		case MixtureCell:
-			m.cell, err = layers.NewMixture(layers.MixtureConfig{Hidden: cfg.Hidden, Terms: cfg.Terms, PatchLen: cfg.Encoder / cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
+		case MeanFieldCell:
+			m.cell, err = layers.NewMeanField(layers.MeanFieldConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Units: cfg.Units, Activation: act, Lipschitz: con, Seed: cellSeed})
+		case ExpertsCell:
+			m.cell, err = layers.NewExperts(layers.ExpertsConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Experts: cfg.Terms, Activation: act, Lipschitz: con, Seed: cellSeed})
 		default:
 			err = fmt.Errorf("train: Config.Model.Cell = %v is not a cell kind", cfg.Cell)
 		}
@@ -422,6 +417,27 @@ type EvalMetrics struct {
 	Accuracy, Loss float64
 	// Solver summarises the forward solves, one per batch.
 	Solver SolveSummary
+	// TermRelVar is σ²/‖z*‖² of one term sample at the fixed points of the
+	// first batch (layers.TermRelVar); zero for a deterministic cell.
+	TermRelVar float64
+}
+
+// termRelVarDraws is the number of one-term samples layers.TermRelVar
+// averages for a cell whose evaluator does not compute the variance
+// exactly.
+const termRelVarDraws = 64
+
+// termRelVar returns layers.TermRelVar at the fixed points z of the batch
+// of n examples whose encoder features are e, 0 for a cell of one term.
+func (m *Model) termRelVar(e, z []float64, n int, seed uint64) (float64, error) {
+	ev, err := m.cell.Evaluator(n)
+	if err != nil || ev.Terms() <= 1 {
+		return 0, err
+	}
+	if err := ev.SetInput(e); err != nil {
+		return 0, err
+	}
+	return layers.TermRelVar(ev, z, termRelVarDraws, seed)
 }
 
 // Evaluate classifies the images of d (raw pixels, as datasets.Open
@@ -455,7 +471,7 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	ds := deq.Settings{
 		Norm:            norm,
-		ForwardSettings: s.settings(false, false),
+		ForwardSettings: s.settings(false, s.Relative),
 		ForwardOracle:   s.oracle(),
 		Monitor:         deq.MonitorNever,
 	}
@@ -613,6 +629,11 @@ func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 			return nil, err
 		}
 		acc.add(sol.Result, tol)
+		if i == 0 {
+			if em.TermRelVar, err = m.termRelVar(w.e, sol.Z, n, seed); err != nil {
+				return nil, err
+			}
+		}
 		m.readout(w, sol.Z, n)
 		lo, c := crossEntropy(nil, w.logits, b.Labels, m.Classes)
 		loss += lo

@@ -57,12 +57,14 @@ type CellKind int
 const (
 	// DenseCell, the zero value, is the deterministic layers.Dense cell.
 	DenseCell CellKind = iota
-	// WideCell is the stochastic layers.Wide cell, averaging
-	// ModelConfig.Units hidden units.
-	WideCell
-	// MixtureCell is the stochastic layers.Mixture cell, averaging
-	// ModelConfig.Terms terms.
-	MixtureCell
+	// MeanFieldCell is the stochastic layers.MeanField cell: the
+	// injection of the encoder's features plus the mean-field average of
+	// ModelConfig.Units hidden units, of which only the average is
+	// sampled.
+	MeanFieldCell
+	// ExpertsCell is the stochastic layers.Experts cell: the injection
+	// plus the average of ModelConfig.Terms dense experts.
+	ExpertsCell
 	// ConvCell is the convolutional layers.Conv cell on
 	// ModelConfig.Channels channels, behind a layers.ConvEncoder and read
 	// out through 2×2 average pooling; stochastic with ModelConfig.Kernels
@@ -70,17 +72,29 @@ const (
 	ConvCell
 )
 
-func cellNames() []string { return []string{"dense", "wide", "mixture", "conv"} }
+func cellNames() []string { return []string{"dense", "meanfield", "experts", "conv"} }
+
+// retiredCells maps the names of the cells this package no longer offers
+// to those of the cells that replaced them.
+var retiredCells = map[string]CellKind{"wide": MeanFieldCell, "mixture": ExpertsCell}
 
 // CellKinds returns the cell kinds, in the order of their values.
-func CellKinds() []CellKind { return []CellKind{DenseCell, WideCell, MixtureCell, ConvCell} }
+func CellKinds() []CellKind { return []CellKind{DenseCell, MeanFieldCell, ExpertsCell, ConvCell} }
 
-// String returns the name ParseCellKind accepts: "dense", "wide",
-// "mixture" or "conv".
+// String returns the name ParseCellKind accepts: "dense", "meanfield",
+// "experts" or "conv".
 func (k CellKind) String() string { return enumString("CellKind", k, cellNames()) }
 
-// ParseCellKind returns the cell kind named s.
-func ParseCellKind(s string) (CellKind, error) { return parseEnum[CellKind]("cell", s, cellNames()) }
+// ParseCellKind returns the cell kind named s. The retired names "wide"
+// and "mixture" (the first stochastic cells, which put the input inside
+// the sampled average) are refused with an error naming the cell that
+// replaced them.
+func ParseCellKind(s string) (CellKind, error) {
+	if k, ok := retiredCells[s]; ok {
+		return 0, fmt.Errorf("%w cell %q: it was replaced by %q", ErrUnknownName, s, k)
+	}
+	return parseEnum[CellKind]("cell", s, cellNames())
+}
 
 // MarshalText implements encoding.TextMarshaler with the kind's name.
 func (k CellKind) MarshalText() ([]byte, error) { return marshalEnum("CellKind", k, cellNames()) }

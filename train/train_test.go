@@ -96,7 +96,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		stops []int // cancel after this many batches of each (re)started run
 	}
 	stochastic := func(c *Config) {
-		c.Model.Cell, c.Model.Terms = MixtureCell, 3
+		c.Model.Cell, c.Model.Terms = ExpertsCell, 3
 		c.Model.Encoder = 6
 		c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
 		c.Backward.Solver.Method = methodNamed("picard")
@@ -108,9 +108,9 @@ func TestResumeContinuesExactly(t *testing.T) {
 		{"dense/during-eval", nil, []int{8}},
 		{"dense/twice", nil, []int{5, 6}},
 		{"dense/at-start", nil, []int{0}},
-		{"mixture-vrghal/mid-epoch", stochastic, []int{11}},
-		{"wide-anderson-step", func(c *Config) {
-			c.Model.Cell = WideCell
+		{"experts-vrghal/mid-epoch", stochastic, []int{11}},
+		{"meanfield-anderson-step", func(c *Config) {
+			c.Model.Cell = MeanFieldCell
 			c.Forward.Method, c.Backward.Solver.Method = methodNamed("anderson"), methodNamed("anderson")
 			c.Schedule, c.WeightDecay = Step, 1e-3
 		}, []int{2, 9}},
@@ -130,45 +130,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 				c.cfg(&cfg)
 			}
 			want, wantBytes := run(t, cfg, tr, te, tempPath(t, "full.ckpt"))
-			path := tempPath(t, "run.ckpt")
-			var trn *Trainer
-			var err error
-			for i, stop := range c.stops {
-				ctx, cancel := context.WithCancel(context.Background())
-				seen := 0
-				opts := &Options{Checkpoint: path, OnBatch: func(*BatchMetrics) {
-					seen++
-					if seen == stop {
-						cancel()
-					}
-				}}
-				if stop == 0 {
-					cancel()
-				}
-				if i == 0 {
-					trn, err = New(cfg, tr, te, opts)
-				} else {
-					trn, err = Resume(path, tr, te, opts)
-				}
-				require.NoError(t, err)
-				res, err := trn.Run(ctx)
-				cancel()
-				require.ErrorIs(t, err, context.Canceled)
-				require.True(t, res.Interrupted)
-				ck, err := Load(path)
-				require.NoError(t, err)
-				require.Equal(t, res.Epoch, ck.Epoch)
-				require.Equal(t, res.Batch, ck.Batch)
-			}
-			trn, err = Resume(path, tr, te, &Options{Checkpoint: path})
-			require.NoError(t, err)
-			got, err := trn.Run(context.Background())
-			require.NoError(t, err)
-			gotBytes, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.Equal(t, withoutTimes(want.Epochs), withoutTimes(got.Epochs))
-			require.Equal(t, want.Steps, got.Steps)
-			require.True(t, equalBytes(wantBytes, gotBytes), "resumed run ends with the uninterrupted run's checkpoint")
+			requireResumesExactly(t, cfg, tr, te, c.stops, want, wantBytes)
 		})
 	}
 }

@@ -334,7 +334,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			}
 			return t.result(false), err
 		}
-		em.TestAcc, em.TestLoss, em.Test = ev.Accuracy, ev.Loss, ev.Solver
+		em.TestAcc, em.TestLoss, em.Test, em.TermRelVar = ev.Accuracy, ev.Loss, ev.Solver, ev.TermRelVar
 		// Seed 0, as Model.Spectral (and so deq eval) measures.
 		sp, err := t.model.spectral(ctx, t.evalLayer, t.test, 0)
 		if err != nil {
@@ -442,6 +442,8 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 		t.acc.JacCount++
 	}
 	t.acc.Forward.add(sol.Result, t.cfg.Forward.Tol)
+	t.acc.FwdTermEvals += bm.FwdTermEvals
+	t.acc.BwdTermEvals += bm.BwdTermEvals
 	if bm.Backward != nil {
 		t.acc.Backward.add(bm.Backward, t.cfg.Backward.Solver.Tol)
 	}
@@ -509,6 +511,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	bs, err := t.layer.Backward(ctx, sol, w.gz, w.de)
 	if bs != nil {
 		bm.Backward, bm.VJPs = bs.Adjoint, bs.VJPs
+		bm.FwdTermEvals, bm.BwdTermEvals = sol.TermEvals, bs.TermEvals
 	}
 	switch {
 	case err != nil:

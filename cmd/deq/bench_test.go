@@ -59,14 +59,14 @@ func TestBenchQuick(t *testing.T) {
 	md := filepath.Join(dir, "docs", "B.md")
 	code, out, errOut := runCmd("bench", "--quick", "--seeds", "2", "--out", filepath.Join(dir, "res"), "--markdown", md)
 	require.Equal(t, exitOK, code, errOut)
-	for _, target := range []string{"speedup", "exponent", "overhead-deq-mixture", "overhead-averaged"} {
+	for _, target := range []string{"speedup", "exponent", "overhead-deq-experts", "overhead-averaged"} {
 		require.Contains(t, out, "target "+target+": ")
 	}
 	text, err := os.ReadFile(md)
 	require.NoError(t, err)
 	s := string(text)
 	require.Contains(t, s, "deq bench --quick --seeds 2")
-	require.Contains(t, s, "](../res/samples_deq-mixture.png)")
+	require.Contains(t, s, "](../res/samples_deq-experts.png)")
 	require.True(t, strings.Contains(s, "## Solver overhead") && strings.Contains(s, "## Throughput"))
 	_, err = os.Stat(filepath.Join(dir, "res", "residual_averaged.png"))
 	require.NoError(t, err)

@@ -142,6 +142,11 @@ func (s *trainSummary) write(w io.Writer) error {
 	fmt.Fprintf(tw, "\ttest (%s, tol %g): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
 		s.EvalSolver, float64(s.EvalTol), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac)
 	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
+	fmt.Fprintf(tw, "terms\t%.4g forward, %.4g backward term evaluations per batch (one term on the whole batch; certificate included)", e.FwdTermEvalsMean, e.BwdTermEvalsMean)
+	if e.TermRelVar > 0 {
+		fmt.Fprintf(tw, "; single-term relative variance σ²/‖z*‖² %.3g", e.TermRelVar)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
 		e.SpectralRadius, e.SpectralNorm, train.SpectralBatch, besideGamma(float64(s.Gamma), s.Normalization))
 	if aids := s.aids(); aids != "" {

@@ -29,7 +29,21 @@ Every forward solve returns a residual certificate: a bound on ‖f(z) − z‖ 
 --norm. Every cell is a finite sum of its terms, so the certificate is exact
 (one full evaluation of the cell at the returned point), for every solver,
 VR-GHAL on a sampled cell included. The summary reports the largest and mean
-bound and the fraction of batches whose bound met --tol.
+bound and the fraction of batches whose bound met --tol. --tol is absolute
+unless --tol-relative makes it relative to each solve's first residual.
+
+Cells (--cell): dense, σ(zW + eU + b); the stochastic meanfield,
+eU + b + (1/M) Σ_m v_m σ(w_mᵀz + c_m) over M = --units hidden units, and
+experts, eU + b + (1/M) Σ_m σ(zW_m + c_m) over M = --terms dense experts,
+whose injection eU + b is computed once per batch and whose average VR-GHAL
+samples; conv, a convolutional cell. The retired wide and mixture cells
+(which put the input inside the sampled average) are refused, and so are
+their checkpoints. Per epoch the metrics report fwd_term_evals_mean and
+bwd_term_evals_mean (term evaluations per batch: one term on the whole
+batch; an exact call or VJP counts M, a sampled one its sample size, the
+forward certificate included) and, for a stochastic cell, term_rel_var, the
+single-term relative variance σ²/‖z*‖² at the first test batch's fixed
+points, which decides whether sampling can pay.
 
 Training aids (all off by default; see go doc train.AidsConfig):
   --jac-weight W [--jac-freq F]  Jacobian regularisation, from "Stabilizing

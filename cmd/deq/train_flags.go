@@ -75,11 +75,11 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	}
 	methods := names(train.Methods())
 	text(&c.Normalize, "normalize", "pixel standardisation: "+names(train.Normalizations()), "Normalize")
-	text(&c.Model.Cell, "cell", "DEQ cell: "+names(train.CellKinds())+" (wide and mixture are stochastic)", "Model.Cell")
+	text(&c.Model.Cell, "cell", "DEQ cell: "+names(train.CellKinds())+" (meanfield and experts are stochastic: the injection of the encoder's features plus an average of M terms, which VR-GHAL samples; the retired wide and mixture are refused)", "Model.Cell")
 	ints(&c.Model.Hidden, "hidden", "hidden state size", true, "Model.Hidden")
-	ints(&c.Model.Encoder, "encoder", "encoder features (0: --hidden, for mixture rounded up to a multiple of --terms)", false, "Model.Encoder")
-	ints(&c.Model.Units, "units", fmt.Sprintf("wide: hidden units M (0: %d·--hidden)", train.DefaultUnitsPerDim), false, "Model.Units")
-	ints(&c.Model.Terms, "terms", fmt.Sprintf("mixture: terms M (0: %d)", train.DefaultTerms), false, "Model.Terms")
+	ints(&c.Model.Encoder, "encoder", "encoder features (0: --hidden)", false, "Model.Encoder")
+	ints(&c.Model.Units, "units", fmt.Sprintf("meanfield: hidden units M the cell averages (0: %d·--hidden)", train.DefaultUnitsPerDim), false, "Model.Units")
+	ints(&c.Model.Terms, "terms", fmt.Sprintf("experts: dense experts M the cell averages, its terms (0: %d)", train.DefaultTerms), false, "Model.Terms")
 	ints(&c.Model.Channels, "channels", fmt.Sprintf("conv: channels C of the encoder and the cell (0: %d)", train.DefaultConvChannels), false, "Model.Channels")
 	ints(&c.Model.Groups, "groups", fmt.Sprintf("conv: GroupNorm groups of the encoder and the cell, dividing --channels (0: gcd(--channels, %d); -1: none, the only setting whose Lipschitz bound is proven)", train.DefaultConvGroups), false, "Model.Groups")
 	ints(&c.Model.Kernels, "kernels", "conv: kernels M the cell averages (0 or 1: deterministic; M > 1: sampled by the stochastic solver)", false, "Model.Kernels")
@@ -88,7 +88,9 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.ExactEvery, "exact-every", fmt.Sprintf("l2 constraint: exact spectral norm every N projections (power iteration in between); conv: Fourier bound every N (default %d)", train.DefaultConvCertifyEvery), true, "Model.ExactEvery")
 	text(&c.Model.Norm, "norm", "norm of the hidden state: l2, lp:P, linf or schatten:P", "Model.Norm")
 	text(&c.Forward.Method, "solver", "forward solver: "+methods, "Forward.Method")
-	floats(&c.Forward.Tol, "tol", "forward residual tolerance: a solve succeeds when its certified residual bound is at most tol", true, "Forward.Tol")
+	floats(&c.Forward.Tol, "tol", "forward residual tolerance, absolute unless --tol-relative: a solve succeeds when its certified residual bound is at most tol", true, "Forward.Tol")
+	fl.BoolVar(&c.Forward.Relative, "tol-relative", false, "make --tol (and --eval-tol) relative to the residual of each solve's start point; the default is absolute, because start points differ between batches (and a warm start's residual is already small), so a relative tolerance asks them for different accuracies")
+	bind("tol-relative", false, "Forward.Relative")
 	ints(&c.Forward.MaxIter, "max-iter", "forward iteration limit (epochs for VR-GHAL)", true, "Forward.MaxIter")
 	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
 	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")
@@ -131,10 +133,10 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
 	conv := c.Model.Cell == train.ConvCell
 	switch {
-	case c.Model.Terms != 0 && c.Model.Cell != train.MixtureCell:
-		return c, usagef("--terms applies to --cell mixture only")
-	case c.Model.Units != 0 && c.Model.Cell != train.WideCell:
-		return c, usagef("--units applies to --cell wide only")
+	case c.Model.Terms != 0 && c.Model.Cell != train.ExpertsCell:
+		return c, usagef("--terms applies to --cell experts only")
+	case c.Model.Units != 0 && c.Model.Cell != train.MeanFieldCell:
+		return c, usagef("--units applies to --cell meanfield only")
 	case !conv && c.Model.Channels != 0:
 		return c, usagef("--channels applies to --cell conv only")
 	case !conv && c.Model.Groups != 0:

@@ -56,7 +56,7 @@ func TestTrainJSONMetricsPlotsAndEval(t *testing.T) {
 	for i, l := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
-		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max", "spectral_radius", "spectral_norm"} {
+		for _, k := range []string{"epoch", "train_loss", "train_acc", "test_acc", "epoch_seconds", "fwd_calls_mean", "bwd_iters_mean", "cert_bound_max", "spectral_radius", "spectral_norm", "fwd_term_evals_mean", "bwd_term_evals_mean"} {
 			require.Contains(t, m, k, "line %d", i)
 		}
 		require.Equal(t, float64(i+1), m["epoch"])
@@ -153,20 +153,22 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--clip-norm", "-1"), "--clip-norm"},
 		{base("--weight-decay", "-1"), "--weight-decay"},
 		{base("--train-limit", "-1"), "--train-limit"},
-		{base("--cell", "mixture", "--terms", "3", "--encoder", "10"), "--encoder"},
+		{base("--cell", "wide"), "replaced by \"meanfield\""},
+		{base("--cell", "mixture"), "replaced by \"experts\""},
 		{base("--terms", "3"), "--terms"},
-		{base("--cell", "mixture", "--units", "3"), "--units"},
+		{base("--cell", "experts", "--units", "3"), "--units"},
+		{base("--cell", "meanfield", "--terms", "3"), "--terms"},
 		{base("--sample-scale", "0.1"), "--sample-scale"},
 		{base("--channels", "8"), "--channels"},
 		{base("--groups", "2"), "--groups"},
-		{base("--cell", "wide", "--kernels", "2"), "--kernels"},
+		{base("--cell", "meanfield", "--kernels", "2"), "--kernels"},
 		{base("--cell", "conv", "--hidden", "32"), "--hidden"},
 		{base("--cell", "conv", "--encoder", "32"), "--encoder"},
 		{base("--cell", "conv", "--groups", "5"), "--groups"},
 		{base("--cell", "conv", "--channels", "4", "--groups", "2", "--solver", "vrghal"), "--solver"},
 		{base("--cell", "conv", "--channels", "4", "--norm", "linf", "--eval-solver", "vrghal"), "--eval-solver"},
 		{base("--jac-weight", "-1"), "--jac-weight"},
-		{base("--jac-weight", "0.1", "--cell", "wide", "--batch", "32"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "meanfield", "--batch", "32"), "--jac-weight"},
 		{base("--jac-weight", "0.1", "--cell", "conv", "--channels", "2", "--batch", "32"), "--jac-weight"},
 		{base("--jac-freq", "2"), "--jac-freq"},
 		{base("--correction-states", "-1"), "--correction-states"},
@@ -175,7 +177,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--dropout", "1"), "--dropout"},
 		{base("--dropout", "0.2", "--solver", "ghal", "--batch", "32"), "--dropout"},
 		{base("--normalization", "batch"), "--normalization"},
-		{base("--normalization", "weight", "--cell", "mixture"), "--normalization"},
+		{base("--normalization", "weight", "--cell", "experts"), "--normalization"},
 		{base("--normalization", "weight", "--solver", "ghal", "--batch", "32"), "--normalization"},
 		{base("--normalization", "weight", "--eval-solver", "vrghal", "--batch", "32"), "--normalization"},
 		{base("--data", "/no/such/dir"), "--data"},
@@ -309,21 +311,21 @@ func TestTrainEveryOption(t *testing.T) {
 	for _, s := range train.Methods() {
 		runs = append(runs, []string{"--solver", s.String(), "--backward-solver", s.String()})
 	}
-	runs = append(runs, []string{"--cell", "wide", "--units", "16"}, []string{"--cell", "mixture", "--terms", "4"})
+	runs = append(runs, []string{"--cell", "meanfield", "--units", "16"}, []string{"--cell", "experts", "--terms", "4"}, []string{"--tol-relative"})
 	for _, b := range train.BackwardModes() {
 		runs = append(runs, []string{"--backward", b.String()})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
 		runs = append(runs, []string{"--norm", n})
 	}
-	runs = append(runs, []string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden"})
+	runs = append(runs, []string{"--cell", "experts", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden"})
 	// The training aids, alone and together, and on the stochastic cells
 	// (the Jacobian regularisation is dense-only).
 	runs = append(runs, []string{"--jac-weight", "0.1", "--jac-freq", "2"}, []string{"--correction-states", "3"},
 		[]string{"--dropout", "0.1"}, []string{"--normalization", "weight"}, []string{"--normalization", "spectral"},
 		[]string{"--normalization", "weight", "--jac-weight", "0.1", "--correction-states", "2", "--dropout", "0.1", "--backward", "phantom"},
-		[]string{"--cell", "wide", "--units", "16", "--correction-states", "2", "--dropout", "0.1"},
-		[]string{"--cell", "mixture", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden", "--correction-states", "2"})
+		[]string{"--cell", "meanfield", "--units", "16", "--correction-states", "2", "--dropout", "0.1"},
+		[]string{"--cell", "experts", "--terms", "4", "--solver", "vrghal", "--sample-scale", "0.01", "--tol", "0.05", "--max-iter", "4", "--eval-solver", "broyden", "--correction-states", "2"})
 	for _, extra := range runs {
 		t.Run(strings.Join(extra, " "), func(t *testing.T) {
 			args := append([]string{"train", "--data", "synthetic", "--train-limit", "128", "--test-limit", "40",
@@ -335,6 +337,14 @@ func TestTrainEveryOption(t *testing.T) {
 			require.Equal(t, 2.0, final["batches"])
 			require.Equal(t, 0.0, final["skipped"])
 			require.Positive(t, final["fwd_calls_mean"])
+			// Every call counts at least one term; the certificate adds one
+			// more call unless it reuses the solve's last exact evaluation.
+			require.GreaterOrEqual(t, final["fwd_term_evals_mean"], final["fwd_calls_mean"])
+			if slices.Contains(extra, "meanfield") || slices.Contains(extra, "experts") {
+				require.Positive(t, final["term_rel_var"])
+			} else if !slices.Contains(extra, "--kernels") {
+				require.NotContains(t, final, "term_rel_var", "a deterministic cell has none")
+			}
 			require.Positive(t, final["test"].(map[string]any)["certified"])
 			require.Positive(t, final["spectral_radius"])
 			require.Positive(t, final["spectral_norm"])

@@ -15,8 +15,8 @@
 // Five problems: an ℓ∞ Bellman operator of a random MDP (problems "mdp"), an
 // affine map with heavy-tailed Student-t noise ("affine-t"), an average of
 // samplewise-nonexpansive maps ("averaged", γ = 1), the nonexpansive signed
-// cyclic shift ("shift", γ = 1) and a layers.Mixture DEQ cell with random,
-// untrained weights on a random input batch. On each, VR-GHAL
+// cyclic shift ("shift", γ = 1) and a layers.Experts DEQ cell with random,
+// untrained weights on a random input batch ("deq-experts"). On each, VR-GHAL
 // runs under every oracle model the problem supports (bounded-variance,
 // lipschitz-expectation, samplewise-lipschitz), against minibatch stochastic
 // Krasnoselskii–Mann, stochastic Halpern with growing minibatches and PAGE

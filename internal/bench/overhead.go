@@ -30,7 +30,7 @@ func (t *timedOracle) Eval(dst, x []float64, s solver.Sample) (int, error) {
 }
 
 // overheadProblems names the problems of the overhead section.
-var overheadProblems = []string{"deq-mixture", "averaged"}
+var overheadProblems = []string{"deq-experts", "averaged"}
 
 // overhead runs the overhead section: VR-GHAL under the problem's own oracle
 // model solves each problem to an estimated residual of ε_min/2 within the

@@ -70,9 +70,9 @@ func problemSpecs() []problemSpec {
 			build:   suite(problems.Config{Name: "shift", Dim: 16, Gamma: 1}),
 		},
 		{
-			name:    "deq-mixture",
-			summary: "layers.Mixture DEQ cell, random untrained weights: 4 examples × 16 hidden, 256 terms of 4 inputs, γ̄ = 0.9, batched ℓ2",
-			build:   mixtureInstance,
+			name:    "deq-experts",
+			summary: "layers.Experts DEQ cell, random untrained weights: 4 examples × 16 hidden, 16 inputs, 256 experts, γ̄ = 0.9, batched ℓ2",
+			build:   expertsInstance,
 		},
 		{
 			name:    "mdp-large",
@@ -109,26 +109,26 @@ func suite(c problems.Config) func(seed uint64) (*instance, error) {
 
 // Shape of the DEQ cell problem.
 const (
-	mixExamples = 4
-	mixHidden   = 16
-	mixTerms    = 256
-	mixPatch    = 4
+	deqExamples = 4
+	deqHidden   = 16
+	deqInput    = 16
+	deqExperts  = 256
 )
 
-// mixtureInstance builds the DEQ cell problem: a Mixture cell with random
+// expertsInstance builds the DEQ cell problem: an Experts cell with random
 // weights from seed and a random N(0, 1) input batch, solved for its hidden
 // state in the batched ℓ2 norm (maximum over examples).
-func mixtureInstance(seed uint64) (*instance, error) {
-	cell, err := layers.NewMixture(layers.MixtureConfig{Hidden: mixHidden, Terms: mixTerms, PatchLen: mixPatch, Seed: seed})
+func expertsInstance(seed uint64) (*instance, error) {
+	cell, err := layers.NewExperts(layers.ExpertsConfig{Hidden: deqHidden, Input: deqInput, Experts: deqExperts, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
-	ev, err := cell.Evaluator(mixExamples)
+	ev, err := cell.Evaluator(deqExamples)
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6d6978))
-	x := make([]float64, mixExamples*cell.Shape().InputLen())
+	x := make([]float64, deqExamples*cell.Shape().InputLen())
 	for i := range x {
 		x[i] = rng.NormFloat64()
 	}
@@ -139,7 +139,7 @@ func mixtureInstance(seed uint64) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	norm, err := solver.NewBatched(ex, mixExamples)
+	norm, err := solver.NewBatched(ex, deqExamples)
 	if err != nil {
 		return nil, err
 	}

@@ -117,13 +117,13 @@ func TestCalibrateAffineProblems(t *testing.T) {
 }
 
 func TestCalibrateDEQCell(t *testing.T) {
-	c, err := calibrate(specByName(t, "deq-mixture"), 2, 500, 0.1, 0.1)
+	c, err := calibrate(specByName(t, "deq-experts"), 2, 500, 0.1, 0.1)
 	require.NoError(t, err)
 	require.False(t, c.xstarKnown)
-	require.Equal(t, mixTerms, c.terms)
+	require.Equal(t, deqExperts, c.terms)
 	require.Equal(t, solver.SamplewiseLipschitz, c.model)
 	// x* from Picard iteration is a fixed point of the exact cell.
-	in, err := specByName(t, "deq-mixture").build(2)
+	in, err := specByName(t, "deq-experts").build(2)
 	require.NoError(t, err)
 	tx := make([]float64, c.len)
 	require.NoError(t, in.oracle.EvalExact(tx, c.xstar))
