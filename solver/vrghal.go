@@ -167,10 +167,13 @@ import (
 //     final accuracy after an exact start; a step is one exact evaluation
 //     once 2m would reach M. The running estimate closes the epoch while
 //     its accumulated error is within the target. When the sampled bound
-//     R̃ + se meets Tol, one exact evaluation at x̂ decides: its exact
-//     residual is recorded as a rigorous bound (Success if it meets Tol),
-//     and otherwise the run goes on from that exact epoch start, where
-//     differences are cheap. So Success is always an exact residual, and
+//     R̃ + se meets Tol, one exact evaluation at x̂ decides — or, in the
+//     contractive regime, at the next point T̃(x̂) when its predicted
+//     residual ρ̂R̃ + se meets Tol (ρ̂ the contraction the last inner step
+//     measured, ‖mean difference‖/‖y_j − y_{j−1}‖; the final estimates then
+//     aim at 0.7·Tol instead of ηTol): its exact residual is recorded as a
+//     rigorous bound (Success if it meets Tol), and otherwise the run goes
+//     on from that exact epoch start, where differences are cheap. So Success is always an exact residual, and
 //     the certificate repeats it.
 //
 // A start point close to a fixed point (a warm start from a previous

@@ -25,6 +25,11 @@ const (
 	// vrSampledZ multiplies the measured standard error of a sampled
 	// estimate in the sampled bound of an undeclared finite sum.
 	vrSampledZ = 1
+	// vrSampledTolShare is η in sampled mode with a known contraction:
+	// the exact check is made at the next point, whose residual is about
+	// the estimate's standard error, so the final estimates aim at a
+	// standard error of this share of Tol.
+	vrSampledTolShare = 0.7
 	// vrPilotSize is the size of the pilot estimate when nothing sizes it:
 	// two halves of vrPilotSize/2 unit samples.
 	vrPilotSize = 16
@@ -46,6 +51,7 @@ type tunedRun struct {
 	se      float64    // measured standard error of the last estimate; 0 if exact
 	qdiff   float64    // measured E‖Δ‖²/‖Δy‖² of one unit difference
 	qsum    [2]float64 // its pooled numerator and denominator
+	rhoHat  float64    // contraction seen on the last inner step, γ̄ before
 	half    []float64
 	gm      []float64 // geometric median candidate
 	diff    []float64
@@ -62,7 +68,7 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 		o, x := e.Oracle(), e.X0()
 		r.sampled = math.IsInf(declaredVariance(o, x, r.norm), 1)
 	}
-	r.vunit, r.qdiff = math.NaN(), c.gamma*c.gamma
+	r.vunit, r.qdiff, r.rhoHat = math.NaN(), c.gamma*c.gamma, c.gamma
 	r.half = make([]float64, n)
 	return r
 }
@@ -433,11 +439,23 @@ func (r *tunedRun) settle(est vrEstimate) error {
 		return r.recordEst(est)
 	}
 	e := r.e
-	if b := r.residual + vrSampledZ*r.se; b > e.Tol() || math.IsNaN(e.Tol()) {
+	b := r.residual + vrSampledZ*r.se
+	// In the contractive regime the next epoch's first point is
+	// y = T̃(x̂), whose residual is about ρ̂R̃ + se (ρ̂ the contraction the
+	// inner steps saw): when that meets Tol and b does not, the check is
+	// made there.
+	next := r.contr && b > e.Tol() && r.rhoHat*r.residual+vrSampledZ*r.se <= e.Tol()
+	if !next && (b > e.Tol() || math.IsNaN(e.Tol())) {
 		return e.RecordBound(r.xhat, b, math.Inf(1))
 	}
 	if !e.CanDraw(int64(r.fs.Terms())) {
 		return e.Stop(SampleLimit, nil)
+	}
+	if next {
+		if err := e.RecordBound(r.xhat, b, math.Inf(1)); err != nil {
+			return err
+		}
+		copy(r.xhat, r.t0)
 	}
 	if err := r.exactInto(r.t0, r.xhat); err != nil {
 		return err
@@ -537,8 +555,14 @@ func (r *tunedRun) sampledStep(budget float64, k int) (float64, error) {
 		ClipDifference(d, d, radius, r.norm)
 	}
 	for i, v := range r.acc {
-		r.tt[i] += (v + r.half[i]) / 2
+		r.diff[i] = (v + r.half[i]) / 2
+		r.tt[i] += r.diff[i]
 		r.half[i] = v - r.half[i]
+	}
+	if dy > 0 {
+		// ‖T(y_j) − T(y_{j−1})‖ ≈ ‖mean difference‖: the contraction seen
+		// on this step (overestimated when noise dominates).
+		r.rhoHat = math.Min(r.c.gamma, r.norm.Norm(r.diff)/dy)
 	}
 	// E‖Δ₁ − Δ₂‖² = 2q‖Δy‖²/m; the mean of the copies adds q‖Δy‖²/(2m).
 	d := r.norm.Norm(r.half)
@@ -630,6 +654,9 @@ func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
 // a_k when no tolerance is in force.
 func (r *tunedRun) finalAccuracy(k int) float64 {
 	if tol := r.e.Tol(); tol > 0 {
+		if r.sampled && r.contr {
+			return vrSampledTolShare * tol
+		}
 		return vrTolShare * tol
 	}
 	return r.accuracy(k)
