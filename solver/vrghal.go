@@ -156,9 +156,9 @@ import (
 //     N = v̂/a² unit samples, a the epoch's target max{a_k, ηTol} and v̂
 //     the unit variance measured from the previous halves' spread (the
 //     pilot draws 16); it is one exact evaluation instead once N would
-//     reach M/2, or, when even a standard error of Tol/2 would cost M/2,
-//     once N exceeds what the first inner step from an exact start would
-//     cost. Inner steps draw two copies of m unit differences with
+//     reach M/2, or, when even a standard error of Tol/2 would cost M/2
+//     (by a v̂ measured on at least min{128, M/32} samples), once N
+//     exceeds what the first inner step from an exact start would cost. Inner steps draw two copies of m unit differences with
 //     m = q̂‖y_j − y_{j−1}‖²/b, q̂ the measured difference variance per
 //     squared step (about L²; γ̄² before the first measurement) and b what
 //     is left of the epoch's noise budget max{ηTol, se}², se the standard

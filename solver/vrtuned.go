@@ -30,6 +30,9 @@ const (
 	// the estimate's standard error, so the final estimates aim at a
 	// standard error of this share of Tol.
 	vrSampledTolShare = 0.7
+	// vrVarianceHalf is the smallest half size (or M/64 if smaller) whose
+	// measured variance may decide that sampling cannot reach Tol.
+	vrVarianceHalf = 64
 	// vrPilotSize is the size of the pilot estimate when nothing sizes it:
 	// two halves of vrPilotSize/2 unit samples.
 	vrPilotSize = 16
@@ -48,6 +51,7 @@ type tunedRun struct {
 	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
 	sampled bool
 	vunit   float64    // measured unit variance E‖τ(x; ξ) − T(x)‖², NaN before the pilot
+	vhalf   int        // the half size vunit was measured with
 	se      float64    // measured standard error of the last estimate; 0 if exact
 	qdiff   float64    // measured E‖Δ‖²/‖Δy‖² of one unit difference
 	qsum    [2]float64 // its pooled numerator and denominator
@@ -485,7 +489,7 @@ func (r *tunedRun) sampledEstimate(dst, x []float64, a float64, k int) (vrEstima
 	// exact start here would (2q̂R̃²/(ηTol)²).
 	fin := r.finalAccuracy(k)
 	diff := math.Min(terms, 2*r.qdiff*r.residual*r.residual/(fin*fin))
-	unreachable := 4*r.vunit/(r.e.Tol()*r.e.Tol()) >= terms/2
+	unreachable := float64(r.vhalf) >= math.Min(vrVarianceHalf, terms/64) && 4*r.vunit/(r.e.Tol()*r.e.Tol()) >= terms/2
 	if !(n < terms/2) || (unreachable && n >= diff) {
 		if !e.CanDraw(int64(terms)) {
 			return vrEstimate{}, e.Stop(SampleLimit, nil)
@@ -514,6 +518,7 @@ func (r *tunedRun) sampledEstimate(dst, x []float64, a float64, k int) (vrEstima
 	// E‖τ_a − τ_b‖² = 2v/h for halves of h unit samples (in a Hilbert
 	// norm; an estimate elsewhere, used only to size the next estimate).
 	r.vunit = d * d * float64(half) / 2
+	r.vhalf = half
 	return vrEstimate{radius: math.Inf(1)}, nil
 }
 
