@@ -112,7 +112,8 @@ import (
 //     Terms(). The estimate's radius ρ_k is known, so B_k = R̃_k + ρ_k is a
 //     rigorous bound at every epoch. Without a declaration the buckets are
 //     sized with a plug-in variance and the estimate has no guarantee
-//     (Success then needs a rigorous Certificate, as before).
+//     (Success then needs a rigorous Certificate, as before), except on a
+//     finite sum, which runs the sampled mode below.
 //   - ε₀ from a pilot. The first estimate, at x0, aims at radius √(κσ²)/2
 //     (σ² declared); ε₀ is then the larger of its residual R̃₀ and 2ρ₀/β,
 //     so the pilot meets the theorem's first requirement; the Master
