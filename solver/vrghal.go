@@ -112,7 +112,8 @@ import (
 //     Terms(). The estimate's radius ρ_k is known, so B_k = R̃_k + ρ_k is a
 //     rigorous bound at every epoch. Without a declaration the buckets are
 //     sized with a plug-in variance and the estimate has no guarantee
-//     (Success then needs a rigorous Certificate, as before).
+//     (Success then needs a rigorous Certificate, as before), except on a
+//     finite sum, which runs the sampled mode below.
 //   - ε₀ from a pilot. The first estimate, at x0, aims at radius √(κσ²)/2
 //     (σ² declared); ε₀ is then the larger of its residual R̃₀ and 2ρ₀/β,
 //     so the pilot meets the theorem's first requirement; the Master
@@ -148,6 +149,33 @@ import (
 //     monotone in m, so enlarging keeps it; a SampleScale below 1 changes
 //     only its constants a_0, a_1, hence the A_p of the theorem. Under
 //     BoundedVariance no enlargement is made.
+//   - Sampled mode. On a FiniteSum that declares neither a VarianceBound
+//     nor a NoiseBound (a DEQ cell's average over its M terms, say), no
+//     sampled estimate has a guarantee, so no event of the theorem is at
+//     stake and the sizes follow measurements instead of the lemmas. Every
+//     epoch-start estimate is the mean of two independent halves of
+//     N = v̂/a² unit samples, a the epoch's target max{a_k, ηTol} and v̂
+//     the unit variance measured from the previous halves' spread (the
+//     pilot draws 16); it is one exact evaluation instead once N would
+//     reach M/2, or, when even a standard error of Tol/2 would cost M/2
+//     (by a v̂ measured on at least min{128, M/32} samples), once N
+//     exceeds what the first inner step from an exact start would cost. Inner steps draw two copies of m unit differences with
+//     m = q̂‖y_j − y_{j−1}‖²/b, q̂ the measured difference variance per
+//     squared step (about L²; γ̄² before the first measurement) and b what
+//     is left of the epoch's noise budget max{ηTol, se}², se the standard
+//     error of its start, so that each step adds half of what is left: the
+//     differences add no more noise than the start carries, or than the
+//     final accuracy after an exact start; a step is one exact evaluation
+//     once 2m would reach M. The running estimate closes the epoch while
+//     its accumulated error is within the target. When the sampled bound
+//     R̃ + se meets Tol, one exact evaluation at x̂ decides — or, in the
+//     contractive regime, at the next point T̃(x̂) when its predicted
+//     residual ρ̂R̃ + se meets Tol (ρ̂ the contraction the last inner step
+//     measured, ‖mean difference‖/‖y_j − y_{j−1}‖; the final estimates then
+//     aim at 0.7·Tol instead of ηTol): its exact residual is recorded as a
+//     rigorous bound (Success if it meets Tol), and otherwise the run goes
+//     on from that exact epoch start, where differences are cheap. So Success is always an exact residual, and
+//     the certificate repeats it.
 //
 // A start point close to a fixed point (a warm start from a previous
 // solve) gives a small pilot residual and so a small ε₀: the run does not

@@ -22,6 +22,20 @@ const (
 	vrMaxPlan = 40
 	// vrWeiszfeld is the number of Weiszfeld steps of the geometric median.
 	vrWeiszfeld = 50
+	// vrSampledZ multiplies the measured standard error of a sampled
+	// estimate in the sampled bound of an undeclared finite sum.
+	vrSampledZ = 1
+	// vrSampledTolShare is η in sampled mode with a known contraction:
+	// the exact check is made at the next point, whose residual is about
+	// the estimate's standard error, so the final estimates aim at a
+	// standard error of this share of Tol.
+	vrSampledTolShare = 0.7
+	// vrVarianceHalf is the smallest half size (or M/64 if smaller) whose
+	// measured variance may decide that sampling cannot reach Tol.
+	vrVarianceHalf = 64
+	// vrPilotSize is the size of the pilot estimate when nothing sizes it:
+	// two halves of vrPilotSize/2 unit samples.
+	vrPilotSize = 16
 )
 
 // tunedRun is the state of a VR-GHAL run with TunedConstants.
@@ -34,6 +48,15 @@ type tunedRun struct {
 	contr   bool      // contractive regime: γ̄ < 1, λ_k = 0
 	vhat    float64   // plug-in unit variance when the oracle declares none
 	lastEst float64   // samples of the last epoch-start estimate
+	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
+	sampled bool
+	vunit   float64    // measured unit variance E‖τ(x; ξ) − T(x)‖², NaN before the pilot
+	vhalf   int        // the half size vunit was measured with
+	se      float64    // measured standard error of the last estimate; 0 if exact
+	qdiff   float64    // measured E‖Δ‖²/‖Δy‖² of one unit difference
+	qsum    [2]float64 // its pooled numerator and denominator
+	rhoHat  float64    // contraction seen on the last inner step, γ̄ before
+	half    []float64
 	gm      []float64 // geometric median candidate
 	diff    []float64
 	row     []float64
@@ -45,6 +68,12 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 	r.contr = c.gamma < 1
 	n := e.Len()
 	r.gm, r.diff = make([]float64, n), make([]float64, n)
+	if r.fs != nil && !r.det && r.fs.Terms() > 1 {
+		o, x := e.Oracle(), e.X0()
+		r.sampled = math.IsInf(declaredVariance(o, x, r.norm), 1)
+	}
+	r.vunit, r.qdiff, r.rhoHat = math.NaN(), c.gamma*c.gamma, c.gamma
+	r.half = make([]float64, n)
 	return r
 }
 
@@ -89,6 +118,11 @@ func (r *tunedRun) run() error {
 		return err
 	}
 	r.residual = e.Dist(r.t0, r.xhat)
+	if r.sampled {
+		// The pilot's error inflates its residual: ε₀ is that of the
+		// sampled bound, the scale the first epochs must cover.
+		r.residual += vrSampledZ * r.se
+	}
 	// ε₀ from the pilot: the residual scale, and at least what makes the
 	// pilot's radius the paper's ε₁/2 (the Master Theorem holds for any ε₀).
 	r.eps0 = r.residual
@@ -99,7 +133,8 @@ func (r *tunedRun) run() error {
 		r.eps0 = r.c.eps0
 	}
 	r.align()
-	if err := r.recordEst(est); err != nil {
+	r.residual = e.Dist(r.t0, r.xhat)
+	if err := r.settle(est); err != nil {
 		return err
 	}
 	for k := 1; ; k++ {
@@ -157,16 +192,13 @@ func (r *tunedRun) recordEst(est vrEstimate) error {
 }
 
 // exactInto evaluates T(x) exactly into dst: one oracle call for a
-// deterministic model, else a call of Terms() unit samples (so that the Env
-// counts them) overwritten by the finite sum's EvalExact.
+// deterministic model, else the finite sum's EvalExact, counted as one
+// call of Terms() unit samples.
 func (r *tunedRun) exactInto(dst, x []float64) error {
 	if r.det {
 		return r.e.Eval(dst, x, Sample{Size: 1})
 	}
-	if err := r.e.Eval(dst, x, Sample{Seed: r.e.Seed(), Size: r.fs.Terms()}); err != nil {
-		return err
-	}
-	return r.fs.EvalExact(dst, x)
+	return r.e.evalFiniteSum(dst, x, r.fs)
 }
 
 // estimate writes into dst an estimate of T(x) whose radius aims at a with
@@ -194,6 +226,9 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 	defer func() { r.lastEst = float64(e.Stats().Samples - before) }()
 	if r.det {
 		return vrEstimate{radius: 0, rigorous: true}, r.exactInto(dst, x)
+	}
+	if r.sampled {
+		return r.sampledEstimate(dst, x, a, k)
 	}
 	o, norm := e.Oracle(), r.norm
 	kappa := norm.Kappa()
@@ -323,6 +358,9 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	if err != nil {
 		return e.Stop(SampleLimit, err)
 	}
+	if r.sampled {
+		return r.sampledEpoch(k, lam, lbar, steps)
+	}
 	// Sizes of the inner steps: the Master Theorem's n_k, and m_{k,j} of the
 	// model's lemma times SampleScale, enlarged (never shrunk) under the
 	// multi-query models until the inner steps draw about ω times the
@@ -391,5 +429,240 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	}
 	r.xhat, r.yCur = r.yCur, r.xhat
 	r.residual = e.Dist(r.t0, r.xhat)
-	return r.recordEst(est)
+	return r.settle(est)
+}
+
+// settle records x̂ after its estimate est, R̃ = r.residual. In sampled
+// mode, a sampled bound R̃ + Z·se at most Tol is checked by one exact
+// evaluation at x̂, which becomes the estimate (radius 0): its exact
+// residual is recorded as a rigorous bound, so that the run stops with
+// Success if it meets Tol and otherwise goes on from an exact epoch start.
+// A sampled estimate is recorded with the residual R̃ + Z·se and no bound.
+func (r *tunedRun) settle(est vrEstimate) error {
+	if !r.sampled || est.rigorous {
+		return r.recordEst(est)
+	}
+	e := r.e
+	b := r.residual + vrSampledZ*r.se
+	// In the contractive regime the next epoch's first point is
+	// y = T̃(x̂), whose residual is about ρ̂R̃ + se (ρ̂ the contraction the
+	// inner steps saw): when that meets Tol and b does not, the check is
+	// made there.
+	next := r.contr && b > e.Tol() && r.rhoHat*r.residual+vrSampledZ*r.se <= e.Tol()
+	if !next && (b > e.Tol() || math.IsNaN(e.Tol())) {
+		return e.RecordBound(r.xhat, b, math.Inf(1))
+	}
+	if !e.CanDraw(int64(r.fs.Terms())) {
+		return e.Stop(SampleLimit, nil)
+	}
+	if next {
+		if err := e.RecordBound(r.xhat, b, math.Inf(1)); err != nil {
+			return err
+		}
+		copy(r.xhat, r.t0)
+	}
+	if err := r.exactInto(r.t0, r.xhat); err != nil {
+		return err
+	}
+	r.se = 0
+	r.residual = e.Dist(r.t0, r.xhat)
+	return r.recordEst(vrEstimate{radius: 0, rigorous: true})
+}
+
+// sampledEstimate writes into dst the estimate of T(x) of sampled mode:
+// the mean of two independent halves of N = v̂/a² unit samples, v̂ the unit
+// variance measured by the previous sampled estimate (the pilot uses
+// vrPilotSize samples), or one exact evaluation (see VRGHAL, Constants,
+// sampled mode, for when). It measures the standard error ‖τ_a − τ_b‖/2
+// and the unit variance of the new estimate.
+func (r *tunedRun) sampledEstimate(dst, x []float64, a float64, k int) (vrEstimate, error) {
+	e := r.e
+	terms := float64(r.fs.Terms())
+	n := float64(vrPilotSize)
+	if !math.IsNaN(r.vunit) && a > 0 {
+		n = r.vunit / (a * a)
+	}
+	// Exact once the sampled estimate would cost half an exact call (a
+	// sampled bound meeting Tol is followed by one), or, when sampling
+	// cannot reach Tol (a standard error of Tol/2 would cost half an
+	// exact call), once it costs more than the first inner step after an
+	// exact start here would (2q̂R̃²/(ηTol)²).
+	fin := r.finalAccuracy(k)
+	diff := math.Min(terms, 2*r.qdiff*r.residual*r.residual/(fin*fin))
+	unreachable := float64(r.vhalf) >= math.Min(vrVarianceHalf, terms/64) && 4*r.vunit/(r.e.Tol()*r.e.Tol()) >= terms/2
+	if !(n < terms/2) || (unreachable && n >= diff) {
+		if !e.CanDraw(int64(terms)) {
+			return vrEstimate{}, e.Stop(SampleLimit, nil)
+		}
+		r.se = 0
+		return vrEstimate{radius: 0, rigorous: true}, r.exactInto(dst, x)
+	}
+	half, err := drawCount(n/2, "an estimate's sample size", k)
+	if err != nil {
+		return vrEstimate{}, e.Stop(SampleLimit, err)
+	}
+	if !r.fits(2 * float64(half)) {
+		return vrEstimate{}, e.Stop(SampleLimit, nil)
+	}
+	if err := e.Eval(dst, x, Sample{Seed: e.Seed(), Size: half}); err != nil {
+		return vrEstimate{}, err
+	}
+	if err := e.Eval(r.half, x, Sample{Seed: e.Seed(), Size: half}); err != nil {
+		return vrEstimate{}, err
+	}
+	for i, v := range r.half {
+		dst[i], r.half[i] = (dst[i]+v)/2, dst[i]-v
+	}
+	d := r.norm.Norm(r.half)
+	r.se = d / 2
+	// E‖τ_a − τ_b‖² = 2v/h for halves of h unit samples (in a Hilbert
+	// norm; an estimate elsewhere, used only to size the next estimate).
+	r.vunit = d * d * float64(half) / 2
+	r.vhalf = half
+	return vrEstimate{radius: math.Inf(1)}, nil
+}
+
+// sampledStep updates T̃_j = T̃_{j−1} + (Cl(Δ₁) + Cl(Δ₂))/2 in sampled mode
+// for y_j = r.yCur and y_{j−1} = r.yPrev: two copies of m unit
+// differences, m = q̂‖y_j − y_{j−1}‖²/budget, q̂ the measured unit
+// difference variance per squared step (γ̄² before the first
+// measurement), so that the step adds a variance of about budget/2; a
+// single exact evaluation (T̃_j = T(y_j)) once 2m would reach Terms(). It
+// measures q̂, pooled over the run, from the spread of the two copies and
+// returns the variance the step adds, or −1 after an exact evaluation.
+func (r *tunedRun) sampledStep(budget float64, k int) (float64, error) {
+	e := r.e
+	dy := e.Dist(r.yCur, r.yPrev)
+	n := 2 * r.qdiff * dy * dy / budget
+	if !(n < float64(r.fs.Terms())) {
+		if !e.CanDraw(int64(r.fs.Terms())) {
+			return 0, e.Stop(SampleLimit, nil)
+		}
+		return -1, r.exactInto(r.tt, r.yCur)
+	}
+	m, err := drawCount(n/2, "a minibatch m_{k,j}", k)
+	if err != nil {
+		return 0, e.Stop(SampleLimit, err)
+	}
+	if !r.fits(4 * float64(m)) {
+		return 0, e.Stop(SampleLimit, nil)
+	}
+	radius := r.c.gamma * dy
+	for _, d := range [][]float64{r.acc, r.half} {
+		s := Sample{Seed: e.Seed(), Size: m}
+		if err := e.Eval(r.tau1, r.yCur, s); err != nil {
+			return 0, err
+		}
+		if err := e.Eval(r.tau2, r.yPrev, s); err != nil {
+			return 0, err
+		}
+		subInto(d, r.tau1, r.tau2)
+		ClipDifference(d, d, radius, r.norm)
+	}
+	for i, v := range r.acc {
+		r.diff[i] = (v + r.half[i]) / 2
+		r.tt[i] += r.diff[i]
+		r.half[i] = v - r.half[i]
+	}
+	if dy > 0 {
+		// ‖T(y_j) − T(y_{j−1})‖ ≈ ‖mean difference‖: the contraction seen
+		// on this step (overestimated when noise dominates).
+		r.rhoHat = math.Min(r.c.gamma, r.norm.Norm(r.diff)/dy)
+	}
+	// E‖Δ₁ − Δ₂‖² = 2q‖Δy‖²/m; the mean of the copies adds q‖Δy‖²/(2m).
+	d := r.norm.Norm(r.half)
+	added := d * d / 4
+	if dy > 0 {
+		// Pooled over the run: Σ‖Δ₁ − Δ₂‖²m/2 / Σ‖Δy‖².
+		r.qsum[0] += d * d * float64(m) / 2
+		r.qsum[1] += dy * dy
+		r.qdiff = r.qsum[0] / r.qsum[1]
+	}
+	return added, nil
+}
+
+// sampledEpoch runs epoch k in sampled mode from x̂_{k−1} = r.xhat with
+// T̃_{k−1,0} = r.t0 of standard error r.se, with anchoring λ and at most
+// steps steps (see the Constants section of VRGHAL), and records x̂_k. The
+// inner steps add noise of about max{ηTol, se}: no more than the start
+// carries, or the final accuracy after an exact start. The estimate at x̂_k
+// continues the recursion while its accumulated error is within a_k, and is
+// otherwise a fresh sampled estimate (exact once too large).
+func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
+	e := r.e
+	fin := r.finalAccuracy(k)
+	ak := math.Max(r.accuracy(k), fin)
+	aIn := math.Max(fin, r.se)
+	errVar := r.se * r.se
+	added := 0.0 // variance the steps added since the last exact evaluation
+	copy(r.y0, r.xhat)
+	copy(r.tt, r.t0)
+	copy(r.yPrev, r.y0)
+	r0 := r.residual
+	atCur := false // r.tt estimates T(r.yCur)
+	step := func() error {
+		// Half of what is left of the budget aIn², so that the steps
+		// of an epoch add at most aIn² in all, most of it on its first
+		// steps, whose differences are the largest.
+		v, err := r.sampledStep(math.Max(aIn*aIn-added, aIn*aIn/1024), k)
+		if v < 0 {
+			errVar, added = 0, 0
+		} else {
+			errVar += v
+			added += v
+		}
+		return err
+	}
+	for j := 1; ; j++ {
+		for i, a := range r.y0 {
+			r.yCur[i] = lam*a + (1-lam)*r.tt[i]
+		}
+		if j == steps {
+			break
+		}
+		if err := step(); err != nil {
+			return err
+		}
+		r.yPrev, r.yCur = r.yCur, r.yPrev
+		if e.Dist(r.tt, r.yPrev) <= r.c.beta*r0+lbar*e.Dist(r.yPrev, r.y0) {
+			r.yCur, r.yPrev = r.yPrev, r.yCur
+			atCur = true
+			break
+		}
+	}
+	est := vrEstimate{radius: math.Inf(1)}
+	switch {
+	case errVar > ak*ak:
+		var err error
+		if est, err = r.estimate(r.t0, r.yCur, ak, r.deltaEst(k), k); err != nil {
+			return err
+		}
+	default:
+		if !atCur {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		copy(r.t0, r.tt)
+		r.se = math.Sqrt(errVar)
+		est.rigorous = errVar == 0
+		if est.rigorous {
+			est.radius = 0
+		}
+	}
+	r.xhat, r.yCur = r.yCur, r.xhat
+	r.residual = e.Dist(r.t0, r.xhat)
+	return r.settle(est)
+}
+
+// finalAccuracy returns ηTol, the accuracy the run needs at its end, or
+// a_k when no tolerance is in force.
+func (r *tunedRun) finalAccuracy(k int) float64 {
+	if tol := r.e.Tol(); tol > 0 {
+		if r.sampled && r.contr {
+			return vrSampledTolShare * tol
+		}
+		return vrTolShare * tol
+	}
+	return r.accuracy(k)
 }

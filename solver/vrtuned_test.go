@@ -54,3 +54,78 @@ type vrDeclared struct {
 }
 
 func (o vrDeclared) NoiseVariance(_ []float64, _ Norm) float64 { return o.v }
+
+// TestVRGHALSampledFiniteSum: on a finite sum that declares no variance,
+// VR-GHAL runs in sampled mode: sampled epoch starts sized to the epoch's
+// target, inner batches from the measured difference variance, and one
+// exact evaluation checking a sampled bound. It stops with Success, which
+// the finite-sum certificate confirms, lands within that certificate of
+// the fixed point, pays less than two exact calls besides the certificate's
+// (one exact check and less than M sampled), and the unit samples the oracle saw add up to
+// Stats and the certificate's.
+func TestVRGHALSampledFiniteSum(t *testing.T) {
+	const gamma, tol = 0.5, 5e-2
+	for _, norm := range []Norm{LP{p: 2, d: 8}, LInf{d: 8}} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			// M large enough that a sampled estimate at the final
+			// accuracy (about 1e4 unit samples here) costs well under
+			// half an exact call.
+			o := newAffineSum(1<<16, 8, gamma, seed)
+			p := Problem{Oracle: o, Norm: norm}
+			res, err := Solve(context.Background(), p, make([]float64, 8), &Settings{Tol: tol, Seed: seed}, VRGHAL{Gamma: gamma})
+			require.NoError(t, err)
+			require.Equal(t, Success, res.Status, "seed %d", seed)
+			require.Equal(t, RuleFiniteSum, res.Certificate.Rule)
+			require.LessOrEqual(t, res.Certificate.Bound, tol)
+			d := make([]float64, 8)
+			for i, v := range o.fixedPoint() {
+				d[i] = res.X[i] - v
+			}
+			require.LessOrEqual(t, norm.Norm(d), res.Certificate.Bound/(1-gamma)*(1+1e-9))
+			require.Equal(t, o.counted, res.Stats.Samples+res.Certificate.Samples)
+			require.Less(t, res.Stats.Samples, int64(2*o.Terms()), "seed %d", seed)
+		}
+	}
+}
+
+// TestVRGHALSampledExactStarts: far below what sampling reaches, the epoch
+// starts and inner steps become exact evaluations (once their size would
+// reach M) and the run still ends with an exact, certified residual; the
+// samples add up, every exact evaluation counting M.
+func TestVRGHALSampledExactStarts(t *testing.T) {
+	const gamma, tol = 0.5, 1e-9
+	o := newAffineSum(256, 4, gamma, 3)
+	p := Problem{Oracle: o, Norm: LP{p: 2, d: 4}}
+	res, err := Solve(context.Background(), p, make([]float64, 4), &Settings{Tol: tol, Seed: 1, MaxIter: 200}, VRGHAL{Gamma: gamma})
+	require.NoError(t, err)
+	require.Equal(t, Success, res.Status)
+	require.LessOrEqual(t, res.Certificate.Bound, tol)
+	require.Equal(t, o.counted, res.Stats.Samples+res.Certificate.Samples)
+	// Sampled estimates never reach half an exact call: the run is a few
+	// exact calls plus less than half a call per epoch.
+	require.Less(t, res.Stats.Samples, int64(o.Terms())*int64(res.Stats.Iterations+2))
+}
+
+// TestVRGHALSampledModeOnlyUndeclared: a variance declaration keeps the
+// rigorous epoch-start estimator (sampled mode is off), and a finite sum
+// without one turns it on.
+func TestVRGHALSampledModeOnlyUndeclared(t *testing.T) {
+	mk := func(o Oracle) *tunedRun {
+		e := newEnv(context.Background(), Problem{Oracle: o, Norm: LP{p: 2, d: 8}}, make([]float64, 8), Settings{})
+		c, err := VRGHAL{Gamma: 0.5}.config(o.Model())
+		require.NoError(t, err)
+		return newTunedRun(e, c)
+	}
+	o := newAffineSum(64, 8, 0.5, 1)
+	require.True(t, mk(o).sampled)
+	require.False(t, mk(declaredSum{o, 1}).sampled)
+	require.False(t, mk(hidden{o}).sampled, "not a finite sum")
+}
+
+// declaredSum declares a unit variance bound for an affineSum.
+type declaredSum struct {
+	*affineSum
+	v float64
+}
+
+func (o declaredSum) NoiseVariance(_ []float64, _ Norm) float64 { return o.v }
