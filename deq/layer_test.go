@@ -478,16 +478,13 @@ func (m *model) step() (float64, error) {
 	return m.loss.Data().(float64), nil
 }
 
-// spectral returns ‖W‖₂ from the eigenvalues of WᵀW.
+// spectral returns ‖W‖₂, the largest singular value of W.
 func spectral(w []float64, h int) float64 {
-	a := mat.NewDense(h, h, slices.Clone(w))
-	var ata mat.SymDense
-	ata.SymOuterK(1, a.T())
-	var eig mat.EigenSym
-	if !eig.Factorize(&ata, false) {
-		panic("eigen decomposition failed")
+	var svd mat.SVD
+	if !svd.Factorize(mat.NewDense(h, h, slices.Clone(w)), mat.SVDNone) {
+		panic("singular value decomposition failed")
 	}
-	return math.Sqrt(floats.Max(eig.Values(nil)))
+	return svd.Values(nil)[0]
 }
 
 // rowSumT returns ‖Wᵀ‖_∞, the largest absolute row sum of Wᵀ.
