@@ -82,7 +82,7 @@ var certRules = enum.Table[CertRule]{
 	Type:    "CertRule",
 	Names:   []string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom"},
 	Unknown: ErrUnknownCertRule,
-	Want:    "estimate, exact, finite-sum-exact, bounded-noise or variance-mom",
+	Or:      true,
 	Invalid: "solver: cannot marshal %s",
 }
 

@@ -345,7 +345,7 @@ var aggregates = enum.Table[Aggregate]{
 	Type:    "Aggregate",
 	Names:   []string{"max", "mean"},
 	Unknown: ErrUnknownAggregate,
-	Want:    "max or mean",
+	Or:      true,
 	Invalid: "solver: cannot marshal %s",
 }
 

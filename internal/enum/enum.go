@@ -20,8 +20,10 @@ type Table[E ~int] struct {
 	// What, if not empty, says in the errors of Parse what the values are.
 	What string
 	// Want lists the accepted names in the errors of Parse; empty means
-	// Names joined by ", ".
+	// Names joined by ", " ("a, b, c"), or, with Or, "a, b or c".
 	Want string
+	// Or joins the last two of Names with " or " where Want is empty.
+	Or bool
 	// Invalid is the format of the error of Check (and so of MarshalText)
 	// for a value without a name; its one verb, %s, is given Name(v).
 	Invalid string
@@ -48,6 +50,9 @@ func (t Table[E]) Parse(s string) (E, error) {
 	want := t.Want
 	if want == "" {
 		want = strings.Join(t.Names, ", ")
+		if last := len(t.Names) - 1; t.Or && last > 0 {
+			want = strings.Join(t.Names[:last], ", ") + " or " + t.Names[last]
+		}
 	}
 	if t.What != "" {
 		return 0, fmt.Errorf("%w %s %q (want %s)", t.Unknown, t.What, s, want)

@@ -24,9 +24,13 @@ func TestTable(t *testing.T) {
 	require.ErrorIs(t, err, errUnknown)
 	require.EqualError(t, err, `test: unknown color "blue" (want red, green)`)
 	noWhat := colors
-	noWhat.What, noWhat.Want = "", "red or green"
+	noWhat.What, noWhat.Want = "", "red (or green)"
 	_, err = noWhat.Parse("blue")
-	require.EqualError(t, err, `test: unknown "blue" (want red or green)`)
+	require.EqualError(t, err, `test: unknown "blue" (want red (or green))`)
+	or := colors
+	or.Or = true
+	_, err = or.Parse("blue")
+	require.EqualError(t, err, `test: unknown color "blue" (want red or green)`)
 	b, err := colors.MarshalText(0)
 	require.NoError(t, err)
 	require.Equal(t, "red", string(b))
