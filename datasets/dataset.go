@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/deqgo/deq/internal/enum"
 )
 
 // Dataset holds N labelled greyscale images as float64 rows.
@@ -134,18 +136,11 @@ const (
 	NormPerPixel
 )
 
+// normalizations names the values of Normalization.
+var normalizations = enum.Table[Normalization]{Type: "Normalization", Names: []string{"none", "global", "per-pixel"}}
+
 // String returns "none", "global" or "per-pixel".
-func (m Normalization) String() string {
-	switch m {
-	case NormNone:
-		return "none"
-	case NormGlobal:
-		return "global"
-	case NormPerPixel:
-		return "per-pixel"
-	}
-	return fmt.Sprintf("Normalization(%d)", int(m))
-}
+func (m Normalization) String() string { return normalizations.Name(m) }
 
 // MinStd is the floor on a standard deviation a Normalizer divides by. MNIST
 // border pixels are (almost) constant on the training set; dividing by their

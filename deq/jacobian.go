@@ -1,6 +1,7 @@
 package deq
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/deqgo/deq/internal/check"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -53,15 +55,13 @@ func (o *JacobianOptions) withDefaults() (JacobianOptions, error) {
 	if o != nil {
 		c = *o
 	}
-	switch {
-	case c.Iterations < 0:
-		return c, fmt.Errorf("deq: JacobianOptions.Iterations = %d must not be negative", c.Iterations)
-	case c.Probes < 0:
-		return c, fmt.Errorf("deq: JacobianOptions.Probes = %d must not be negative", c.Probes)
-	case !(c.Tol >= 0) || math.IsInf(c.Tol, 0):
-		return c, fmt.Errorf("deq: JacobianOptions.Tol = %v must be positive and finite", c.Tol)
-	case !(c.Step >= 0) || math.IsInf(c.Step, 0):
-		return c, fmt.Errorf("deq: JacobianOptions.Step = %v must be positive and finite", c.Step)
+	if err := cmp.Or(
+		check.NotNegative("deq: JacobianOptions.Iterations", c.Iterations),
+		check.NotNegative("deq: JacobianOptions.Probes", c.Probes),
+		check.PositiveFinite("deq: JacobianOptions.Tol", c.Tol),
+		check.PositiveFinite("deq: JacobianOptions.Step", c.Step),
+	); err != nil {
+		return c, err
 	}
 	if c.Iterations == 0 {
 		c.Iterations = DefaultJacobianIterations

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/deqgo/deq/internal/enum"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -32,8 +33,11 @@ const (
 	Phantom
 )
 
+// backwards names the values of Backward.
+var backwards = enum.Table[Backward]{Type: "Backward", Names: []string{"implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Invalid: "deq: %s is not a backward mode"}
+
 // String returns the name ParseBackward accepts.
-func (b Backward) String() string { return enumName("Backward", b, backwardNames()) }
+func (b Backward) String() string { return backwards.Name(b) }
 
 // OracleMode says how a solver sees a stochastic cell (one whose
 // evaluator's Model is not solver.Deterministic). Deterministic cells are
@@ -53,8 +57,11 @@ const (
 	Sampled
 )
 
+// oracleModes names the values of OracleMode.
+var oracleModes = enum.Table[OracleMode]{Type: "OracleMode", Names: []string{"auto", "exact", "sampled"}, Unknown: errUnknown, What: "oracle mode", Invalid: "deq: %s is not a oracle mode"}
+
 // String returns the name ParseOracleMode accepts.
-func (m OracleMode) String() string { return enumName("OracleMode", m, oracleModeNames()) }
+func (m OracleMode) String() string { return oracleModes.Name(m) }
 
 // Monitor says when a Layer measures empirical Lipschitz ratios along the
 // forward solve (see layers.LipschitzMonitor).
@@ -70,8 +77,11 @@ const (
 	MonitorNever
 )
 
+// monitors names the values of Monitor.
+var monitors = enum.Table[Monitor]{Type: "Monitor", Names: []string{"unproven", "always", "never"}, Unknown: errUnknown, What: "monitor mode", Invalid: "deq: %s is not a monitor mode"}
+
 // String returns the name ParseMonitor accepts.
-func (m Monitor) String() string { return enumName("Monitor", m, monitorNames()) }
+func (m Monitor) String() string { return monitors.Name(m) }
 
 // Default values used where a Settings field is zero.
 const (

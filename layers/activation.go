@@ -4,6 +4,8 @@ import (
 	"math"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/deqgo/deq/internal/enum"
 )
 
 // Activation is an elementwise, 1-Lipschitz activation function σ. Being
@@ -19,23 +21,23 @@ const (
 	Tanh
 )
 
-var activations = enumNames[Activation]{typ: "Activation", what: "activation", field: "Activation", invalid: "ReLU or Tanh", names: []string{"relu", "tanh"}}
+var activations = enum.Table[Activation]{Type: "Activation", Names: []string{"relu", "tanh"}, Unknown: errUnknown, What: "activation", Or: true, Invalid: "layers: Activation = %s is not ReLU or Tanh"}
 
 // String returns the name accepted by ParseActivation.
-func (a Activation) String() string { return activations.name(a) }
+func (a Activation) String() string { return activations.Name(a) }
 
 // ParseActivation returns the activation named s: "relu" or "tanh" (as
 // String names them). Any other name is an error.
-func ParseActivation(s string) (Activation, error) { return activations.parse(s) }
+func ParseActivation(s string) (Activation, error) { return activations.Parse(s) }
 
 // MarshalText implements encoding.TextMarshaler with the activation's
 // name. It returns an error for a value that is not an activation.
-func (a Activation) MarshalText() ([]byte, error) { return activations.marshal(a) }
+func (a Activation) MarshalText() ([]byte, error) { return activations.MarshalText(a) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseActivation.
-func (a *Activation) UnmarshalText(text []byte) error { return activations.unmarshal(a, text) }
+func (a *Activation) UnmarshalText(text []byte) error { return activations.UnmarshalText(a, text) }
 
-func (a Activation) valid() error { return activations.valid(a) }
+func (a Activation) valid() error { return activations.Check(a) }
 
 // apply replaces every x[i] by σ(x[i]).
 func (a Activation) apply(x []float64) {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/deqgo/deq/internal/check"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -116,13 +117,12 @@ func newOpNorm(c Constraint, h int) (*opNorm, error) {
 		powerIters: cmp.Or(c.PowerIters, DefaultPowerIters),
 		exactEvery: cmp.Or(c.ExactEvery, 1),
 	}
-	switch {
-	case c.Gamma < 0 || math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0):
-		return nil, fmt.Errorf("layers: Constraint.Gamma = %v must be positive and finite", c.Gamma)
-	case c.PowerIters < 0:
-		return nil, fmt.Errorf("layers: Constraint.PowerIters = %d must not be negative", c.PowerIters)
-	case c.ExactEvery < 0:
-		return nil, fmt.Errorf("layers: Constraint.ExactEvery = %d must not be negative", c.ExactEvery)
+	if err := cmp.Or(
+		check.PositiveFinite("layers: Constraint.Gamma", c.Gamma),
+		check.NotNegative("layers: Constraint.PowerIters", c.PowerIters),
+		check.NotNegative("layers: Constraint.ExactEvery", c.ExactEvery),
+	); err != nil {
+		return nil, err
 	}
 	switch p := c.P; {
 	case p == 0 || p == 2:

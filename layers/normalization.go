@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/deqgo/deq/internal/enum"
 )
 
 // Normalization selects how a Dense cell keeps its recurrent weight W in
@@ -46,25 +48,27 @@ const (
 	SpectralNorm
 )
 
-var normalizations = enumNames[Normalization]{typ: "Normalization", what: "normalization", field: "DenseConfig.Normalization", invalid: "a normalization", names: []string{"project", "weight", "spectral"}}
+var normalizations = enum.Table[Normalization]{Type: "Normalization", Names: []string{"project", "weight", "spectral"}, Unknown: errUnknown, What: "normalization", Or: true, Invalid: "layers: DenseConfig.Normalization = %s is not a normalization"}
 
 // String returns the name ParseNormalization accepts: "project", "weight"
 // or "spectral".
-func (n Normalization) String() string { return normalizations.name(n) }
+func (n Normalization) String() string { return normalizations.Name(n) }
 
 // ParseNormalization returns the normalisation named s, as String names
 // them. Any other name is an error.
-func ParseNormalization(s string) (Normalization, error) { return normalizations.parse(s) }
+func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
 
 // MarshalText implements encoding.TextMarshaler with the normalisation's
 // name. It returns an error for a value that is not a normalisation.
-func (n Normalization) MarshalText() ([]byte, error) { return normalizations.marshal(n) }
+func (n Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(n) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with
 // ParseNormalization.
-func (n *Normalization) UnmarshalText(text []byte) error { return normalizations.unmarshal(n, text) }
+func (n *Normalization) UnmarshalText(text []byte) error {
+	return normalizations.UnmarshalText(n, text)
+}
 
-func (n Normalization) valid() error { return normalizations.valid(n) }
+func (n Normalization) valid() error { return normalizations.Check(n) }
 
 // reparam is the reparameterisation W = W(V, g) of a Dense cell under
 // WeightNorm or SpectralNorm: its parameters and what the chain rule needs

@@ -3,6 +3,8 @@ package solver
 import (
 	"errors"
 	"math"
+
+	"github.com/deqgo/deq/internal/enum"
 )
 
 // The certificate of a solve (see Certificate) can only promise what the
@@ -76,10 +78,16 @@ const (
 	RuleVarianceMoM
 )
 
-var certRuleNames = [...]string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom"}
+var certRules = enum.Table[CertRule]{
+	Type:    "CertRule",
+	Names:   []string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom"},
+	Unknown: ErrUnknownCertRule,
+	Or:      true,
+	Invalid: "solver: cannot marshal %s",
+}
 
 // String returns the rule's name as ParseCertRule accepts it.
-func (r CertRule) String() string { return enumName(r, certRuleNames[:], "CertRule") }
+func (r CertRule) String() string { return certRules.Name(r) }
 
 // Rigorous reports whether the rule proves its Bound: every rule but
 // RuleEstimate.
@@ -95,16 +103,14 @@ var ErrUnknownCertRule = errors.New("solver: unknown certificate rule")
 
 // ParseCertRule parses a CertRule name as printed by CertRule.String. Its
 // error wraps ErrUnknownCertRule.
-func ParseCertRule(name string) (CertRule, error) {
-	return parseEnum(name, RuleEstimate, RuleVarianceMoM, ErrUnknownCertRule, "estimate, exact, finite-sum-exact, bounded-noise or variance-mom")
-}
+func ParseCertRule(name string) (CertRule, error) { return certRules.Parse(name) }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // CertRule.String prints, and an error for a value that is not a CertRule.
-func (r CertRule) MarshalText() ([]byte, error) { return marshalEnum(r, RuleEstimate, RuleVarianceMoM) }
+func (r CertRule) MarshalText() ([]byte, error) { return certRules.MarshalText(r) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseCertRule.
-func (r *CertRule) UnmarshalText(b []byte) error { return unmarshalEnum(r, b, ParseCertRule) }
+func (r *CertRule) UnmarshalText(b []byte) error { return certRules.UnmarshalText(r, b) }
 
 // declaredBound returns the oracle's almost-sure unit-noise bound at x in
 // norm, or +Inf if it declares none (or a value that is not a finite

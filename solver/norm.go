@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/lapack64"
+
+	"github.com/deqgo/deq/internal/enum"
 )
 
 // Norm is a norm on the points of a finite-dimensional space of dimension Len.
@@ -339,10 +341,16 @@ const (
 	AggMean
 )
 
-var aggregateNames = [...]string{"max", "mean"}
+var aggregates = enum.Table[Aggregate]{
+	Type:    "Aggregate",
+	Names:   []string{"max", "mean"},
+	Unknown: ErrUnknownAggregate,
+	Or:      true,
+	Invalid: "solver: cannot marshal %s",
+}
 
 // String returns "max" or "mean", the names ParseAggregate accepts.
-func (a Aggregate) String() string { return enumName(a, aggregateNames[:], "Aggregate") }
+func (a Aggregate) String() string { return aggregates.Name(a) }
 
 // ErrUnknownAggregate is wrapped by the errors of ParseAggregate and
 // Aggregate.UnmarshalText for a name that is not an Aggregate's.
@@ -350,17 +358,15 @@ var ErrUnknownAggregate = errors.New("solver: unknown aggregate")
 
 // ParseAggregate parses an Aggregate name as printed by Aggregate.String.
 // Its error wraps ErrUnknownAggregate.
-func ParseAggregate(name string) (Aggregate, error) {
-	return parseEnum(name, AggMax, AggMean, ErrUnknownAggregate, "max or mean")
-}
+func ParseAggregate(name string) (Aggregate, error) { return aggregates.Parse(name) }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // Aggregate.String prints, and an error for a value that is not an
 // Aggregate.
-func (a Aggregate) MarshalText() ([]byte, error) { return marshalEnum(a, AggMax, AggMean) }
+func (a Aggregate) MarshalText() ([]byte, error) { return aggregates.MarshalText(a) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseAggregate.
-func (a *Aggregate) UnmarshalText(b []byte) error { return unmarshalEnum(a, b, ParseAggregate) }
+func (a *Aggregate) UnmarshalText(b []byte) error { return aggregates.UnmarshalText(a, b) }
 
 // Batched is the norm of a batch of Examples independent points, each of
 // dimension Example.Len(), stored one after another. Its value is the

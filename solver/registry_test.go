@@ -3,6 +3,7 @@ package solver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -101,7 +102,10 @@ func TestEnumText(t *testing.T) {
 // requireTextRoundTrip requires that parse reads v back from its String,
 // and that v marshals to JSON as that name in quotes and unmarshals back to
 // itself.
-func requireTextRoundTrip[E enum](t *testing.T, v E, parse func(string) (E, error)) {
+func requireTextRoundTrip[E interface {
+	~int
+	fmt.Stringer
+}](t *testing.T, v E, parse func(string) (E, error)) {
 	t.Helper()
 	got, err := parse(v.String())
 	require.NoError(t, err)

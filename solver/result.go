@@ -3,8 +3,9 @@ package solver
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/deqgo/deq/internal/enum"
 )
 
 // Status says why a method stopped.
@@ -43,11 +44,16 @@ const (
 	ToleranceEstimated
 )
 
-var statusNames = [...]string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure", "ToleranceEstimated"}
+var statuses = enum.Table[Status]{
+	Type:    "Status",
+	Names:   []string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure", "ToleranceEstimated"},
+	Unknown: ErrUnknownStatus,
+	Invalid: "solver: cannot marshal %s",
+}
 
 // String implements fmt.Stringer. It returns the name of the constant, as
 // ParseStatus accepts it.
-func (s Status) String() string { return enumName(s, statusNames[:], "Status") }
+func (s Status) String() string { return statuses.Name(s) }
 
 // ErrUnknownStatus is wrapped by the errors of ParseStatus and
 // Status.UnmarshalText for a name that is not a Status's.
@@ -55,18 +61,14 @@ var ErrUnknownStatus = errors.New("solver: unknown status")
 
 // ParseStatus parses a Status name as printed by Status.String. Its error
 // wraps ErrUnknownStatus.
-func ParseStatus(name string) (Status, error) {
-	return parseEnum(name, NotTerminated, ToleranceEstimated, ErrUnknownStatus, strings.Join(statusNames[:], ", "))
-}
+func ParseStatus(name string) (Status, error) { return statuses.Parse(name) }
 
 // MarshalText implements encoding.TextMarshaler; it returns the name
 // Status.String prints, and an error for a value that is not a Status.
-func (s Status) MarshalText() ([]byte, error) {
-	return marshalEnum(s, NotTerminated, ToleranceEstimated)
-}
+func (s Status) MarshalText() ([]byte, error) { return statuses.MarshalText(s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseStatus.
-func (s *Status) UnmarshalText(b []byte) error { return unmarshalEnum(s, b, ParseStatus) }
+func (s *Status) UnmarshalText(b []byte) error { return statuses.UnmarshalText(s, b) }
 
 // TracePoint is one entry of the residual trace.
 type TracePoint struct {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/deqgo/deq/internal/check"
 )
 
 // Default values used where a Settings field is zero.
@@ -99,23 +101,25 @@ func (s *Settings) withDefaults() (Settings, error) {
 	if s != nil {
 		c = *s
 	}
+	if err := cmp.Or(
+		check.PositiveFinite("solver: Settings.Tol", c.Tol),
+		check.NotNegative("solver: Settings.MaxIter", c.MaxIter),
+		check.NotNegative("solver: Settings.MaxSamples", c.MaxSamples),
+		check.NotNegative("solver: Settings.MaxTime", c.MaxTime),
+	); err != nil {
+		return c, err
+	}
 	switch {
-	case c.Tol < 0 || math.IsNaN(c.Tol) || math.IsInf(c.Tol, 0):
-		return c, fmt.Errorf("solver: Settings.Tol = %v must be positive and finite", c.Tol)
-	case c.MaxIter < 0:
-		return c, fmt.Errorf("solver: Settings.MaxIter = %d must not be negative", c.MaxIter)
-	case c.MaxSamples < 0:
-		return c, fmt.Errorf("solver: Settings.MaxSamples = %d must not be negative", c.MaxSamples)
-	case c.MaxTime < 0:
-		return c, fmt.Errorf("solver: Settings.MaxTime = %v must not be negative", c.MaxTime)
 	case c.DivergenceFactor < 0 || math.IsNaN(c.DivergenceFactor) || (c.DivergenceFactor > 0 && c.DivergenceFactor <= 1):
 		return c, fmt.Errorf("solver: Settings.DivergenceFactor = %v must exceed 1", c.DivergenceFactor)
 	case c.Certify.Delta < 0 || c.Certify.Delta >= 1 || math.IsNaN(c.Certify.Delta):
 		return c, fmt.Errorf("solver: Settings.Certify.Delta = %v outside (0, 1)", c.Certify.Delta)
-	case c.Certify.Samples < 0:
-		return c, fmt.Errorf("solver: Settings.Certify.Samples = %d must not be negative", c.Certify.Samples)
-	case c.Certify.Calls < 0:
-		return c, fmt.Errorf("solver: Settings.Certify.Calls = %d must not be negative", c.Certify.Calls)
+	}
+	if err := cmp.Or(
+		check.NotNegative("solver: Settings.Certify.Samples", c.Certify.Samples),
+		check.NotNegative("solver: Settings.Certify.Calls", c.Certify.Calls),
+	); err != nil {
+		return c, err
 	}
 	c.Tol = cmp.Or(c.Tol, DefaultTol)
 	c.MaxIter = cmp.Or(c.MaxIter, DefaultMaxIter)

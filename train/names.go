@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/internal/enum"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -14,42 +15,6 @@ import (
 // package (and of the UnmarshalText methods that call them) for a name they
 // do not accept.
 var ErrUnknownName = errors.New("train: unknown")
-
-// enumNames returns the names of the values 0..n-1 of an enumeration.
-func enumNames[E ~int](n int, name func(E) string) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = name(E(i))
-	}
-	return out
-}
-
-// parseEnum returns the value whose name is s.
-func parseEnum[E ~int](what, s string, names []string) (E, error) {
-	for i, n := range names {
-		if n == s {
-			return E(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w %s %q (want %s)", ErrUnknownName, what, s, strings.Join(names, ", "))
-}
-
-// enumString returns the name of v, or Type(v) for a value that has none.
-func enumString[E ~int](typ string, v E, names []string) string {
-	if v < 0 || int(v) >= len(names) {
-		return fmt.Sprintf("%s(%d)", typ, int(v))
-	}
-	return names[v]
-}
-
-// marshalEnum returns the name of v, or an error for a value that has
-// none.
-func marshalEnum[E ~int](typ string, v E, names []string) ([]byte, error) {
-	if v < 0 || int(v) >= len(names) {
-		return nil, fmt.Errorf("train: cannot marshal %s(%d)", typ, int(v))
-	}
-	return []byte(names[v]), nil
-}
 
 // CellKind selects the DEQ cell of a model (see ModelConfig.Cell).
 type CellKind int
@@ -72,7 +37,7 @@ const (
 	ConvCell
 )
 
-func cellNames() []string { return []string{"dense", "meanfield", "experts", "conv"} }
+var cells = enum.Table[CellKind]{Type: "CellKind", Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell", Invalid: "train: cannot marshal %s"}
 
 // retiredCells maps the names of the cells this package no longer offers
 // to those of the cells that replaced them.
@@ -83,7 +48,7 @@ func CellKinds() []CellKind { return []CellKind{DenseCell, MeanFieldCell, Expert
 
 // String returns the name ParseCellKind accepts: "dense", "meanfield",
 // "experts" or "conv".
-func (k CellKind) String() string { return enumString("CellKind", k, cellNames()) }
+func (k CellKind) String() string { return cells.Name(k) }
 
 // ParseCellKind returns the cell kind named s. The retired names "wide"
 // and "mixture" (the first stochastic cells, which put the input inside
@@ -93,16 +58,16 @@ func ParseCellKind(s string) (CellKind, error) {
 	if k, ok := retiredCells[s]; ok {
 		return 0, fmt.Errorf("%w cell %q: it was replaced by %q", ErrUnknownName, s, k)
 	}
-	return parseEnum[CellKind]("cell", s, cellNames())
+	return cells.Parse(s)
 }
 
 // MarshalText implements encoding.TextMarshaler with the kind's name.
-func (k CellKind) MarshalText() ([]byte, error) { return marshalEnum("CellKind", k, cellNames()) }
+func (k CellKind) MarshalText() ([]byte, error) { return cells.MarshalText(k) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseCellKind.
-func (k *CellKind) UnmarshalText(b []byte) error { return unmarshal(k, b, ParseCellKind) }
+func (k *CellKind) UnmarshalText(b []byte) error { return enum.Unmarshal(k, b, ParseCellKind) }
 
-func (k CellKind) valid() bool { return k >= 0 && int(k) < len(cellNames()) }
+func (k CellKind) valid() bool { return cells.Valid(k) }
 
 // Schedule is a learning-rate schedule (see Config.Schedule).
 type Schedule int
@@ -118,29 +83,25 @@ const (
 	Constant
 )
 
-func scheduleNames() []string { return []string{"cosine", "step", "constant"} }
+var schedules = enum.Table[Schedule]{Type: "Schedule", Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule", Invalid: "train: cannot marshal %s"}
 
 // Schedules returns the schedules, in the order of their values.
 func Schedules() []Schedule { return []Schedule{Cosine, Step, Constant} }
 
 // String returns the name ParseSchedule accepts: "cosine", "step" or
 // "constant".
-func (s Schedule) String() string { return enumString("Schedule", s, scheduleNames()) }
+func (s Schedule) String() string { return schedules.Name(s) }
 
 // ParseSchedule returns the schedule named s.
-func ParseSchedule(s string) (Schedule, error) {
-	return parseEnum[Schedule]("schedule", s, scheduleNames())
-}
+func ParseSchedule(s string) (Schedule, error) { return schedules.Parse(s) }
 
 // MarshalText implements encoding.TextMarshaler with the schedule's name.
-func (s Schedule) MarshalText() ([]byte, error) {
-	return marshalEnum("Schedule", s, scheduleNames())
-}
+func (s Schedule) MarshalText() ([]byte, error) { return schedules.MarshalText(s) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseSchedule.
-func (s *Schedule) UnmarshalText(b []byte) error { return unmarshal(s, b, ParseSchedule) }
+func (s *Schedule) UnmarshalText(b []byte) error { return schedules.UnmarshalText(s, b) }
 
-func (s Schedule) valid() bool { return s >= 0 && int(s) < len(scheduleNames()) }
+func (s Schedule) valid() bool { return schedules.Valid(s) }
 
 // Normalization selects the standardisation of the input pixels (see
 // Config.Normalize). Its names are those of the datasets.Normalization it
@@ -174,42 +135,30 @@ func (n Normalization) Datasets() datasets.Normalization {
 	return -1
 }
 
-func normalizationNames() []string {
-	return enumNames(len(Normalizations()), func(n Normalization) string { return n.Datasets().String() })
+var normalizations = enum.Table[Normalization]{
+	Type:    "Normalization",
+	Names:   []string{datasets.NormGlobal.String(), datasets.NormPerPixel.String(), datasets.NormNone.String()},
+	Unknown: ErrUnknownName,
+	What:    "normalization",
+	Invalid: "train: cannot marshal %s",
 }
 
 // String returns the name ParseNormalization accepts: "global",
 // "per-pixel" or "none".
-func (n Normalization) String() string {
-	return enumString("Normalization", n, normalizationNames())
-}
+func (n Normalization) String() string { return normalizations.Name(n) }
 
 // ParseNormalization returns the normalisation named s.
-func ParseNormalization(s string) (Normalization, error) {
-	return parseEnum[Normalization]("normalization", s, normalizationNames())
-}
+func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
 
 // MarshalText implements encoding.TextMarshaler with the normalisation's
 // name.
-func (n Normalization) MarshalText() ([]byte, error) {
-	return marshalEnum("Normalization", n, normalizationNames())
-}
+func (n Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(n) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with
 // ParseNormalization.
-func (n *Normalization) UnmarshalText(b []byte) error { return unmarshal(n, b, ParseNormalization) }
+func (n *Normalization) UnmarshalText(b []byte) error { return normalizations.UnmarshalText(n, b) }
 
-func (n Normalization) valid() bool { return n >= 0 && int(n) < len(Normalizations()) }
-
-// unmarshal sets *dst to parse(b).
-func unmarshal[T any](dst *T, b []byte, parse func(string) (T, error)) error {
-	v, err := parse(string(b))
-	if err != nil {
-		return err
-	}
-	*dst = v
-	return nil
-}
+func (n Normalization) valid() bool { return normalizations.Valid(n) }
 
 // Method is a fixed-point method of the solver registry (solver.Methods)
 // that is not a stochastic baseline. The zero value is unset: Config's
@@ -280,7 +229,7 @@ func (m *Method) UnmarshalText(b []byte) error {
 		*m = Method{}
 		return nil
 	}
-	return unmarshal(m, b, ParseMethod)
+	return enum.Unmarshal(m, b, ParseMethod)
 }
 
 // normKind is the family of a NormSpec.
@@ -366,4 +315,4 @@ func (n NormSpec) MarshalText() ([]byte, error) {
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseNormSpec.
-func (n *NormSpec) UnmarshalText(b []byte) error { return unmarshal(n, b, ParseNormSpec) }
+func (n *NormSpec) UnmarshalText(b []byte) error { return enum.Unmarshal(n, b, ParseNormSpec) }
