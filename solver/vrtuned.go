@@ -62,6 +62,7 @@ type tunedRun struct {
 	rhoUp   float64    // upper estimate of the contraction from the most precise step, NaN before
 	rhoErr  float64    // its standard error
 	floor   bool       // the estimate is sized by twoCallFloor
+	warm    bool       // the last epoch was a warm-up estimate (see sampledEpoch)
 	half    []float64
 	gm      []float64 // geometric median candidate
 	diff    []float64
@@ -671,16 +672,18 @@ func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
 	copy(r.yPrev, r.y0)
 	r0, se0 := r.residual, r.se
 	atCur := false // r.tt estimates T(r.yCur)
-	// Where sampling cannot reach Tol, a start whose residual is above
-	// its noise is not refined by differences (the recursion would carry
-	// its noise along): the epoch's first point y₁ = T̃(x̂) gets a fresh
-	// estimate sized by twoCallFloor, until settle finds two exact calls
-	// enough (warmDone). A start already within its noise goes on as
-	// before (its next point is no closer).
+	// Where sampling cannot reach Tol, a start whose residual is far above
+	// its noise (vrFloorGrowth times) is not refined by differences (the
+	// recursion would carry its noise along): the epoch's first point
+	// y₁ = T̃(x̂) gets a fresh estimate sized by twoCallFloor, and so on
+	// while the residual stays above the noise, until settle finds two
+	// exact calls enough (warmDone). A start already near its noise goes
+	// on as before.
 	floor := r.twoCallFloor()
-	if floor > 0 && !(r.se > floor && r0 > r.se) {
+	if floor > 0 && !(r.se > floor && (r0 > vrFloorGrowth*r.se || (r.warm && r0 > r.se))) {
 		floor = 0
 	}
+	r.warm = floor > 0
 	step := func() error {
 		// Half of what is left of the budget aIn², so that the steps
 		// of an epoch add at most aIn² in all, most of it on its first
