@@ -176,9 +176,10 @@ import (
 //     rigorous bound (Success if it meets Tol), and otherwise the run goes
 //     on from that exact epoch start, where differences are cheap. Where
 //     sampling cannot reach Tol (a standard error of Tol/2 would cost half
-//     an exact call), a start whose residual is above its noise is warmed
-//     up by fresh sampled estimates growing ×8 (minibatch Picard; the
-//     recursion would only carry the start's noise along), which measure
+//     an exact call), a start whose residual is 8 times its noise or more
+//     is warmed up by fresh sampled estimates growing ×8 while the
+//     residual stays above the noise (minibatch Picard; the recursion
+//     would only carry the start's noise along), which measure
 //     the contraction ρ̂ from the ratio of successive residuals, the
 //     estimates' variances removed; the warm-up ends once ρ̂(ρ̂R̃ + se) meets
 //     Tol, the check is made at the next point, and when its exact residual
