@@ -174,8 +174,18 @@ import (
 //     measured, ‖mean difference‖/‖y_j − y_{j−1}‖; the final estimates then
 //     aim at 0.7·Tol instead of ηTol): its exact residual is recorded as a
 //     rigorous bound (Success if it meets Tol), and otherwise the run goes
-//     on from that exact epoch start, where differences are cheap. So Success is always an exact residual, and
-//     the certificate repeats it.
+//     on from that exact epoch start, where differences are cheap. Where
+//     sampling cannot reach Tol (a standard error of Tol/2 would cost half
+//     an exact call), a start whose residual is 8 times its noise or more
+//     is warmed up by fresh sampled estimates growing ×8 while the
+//     residual stays above the noise (minibatch Picard; the recursion
+//     would only carry the start's noise along), which measure
+//     the contraction ρ̂ from the ratio of successive residuals, the
+//     estimates' variances removed; the warm-up ends once ρ̂(ρ̂R̃ + se) meets
+//     Tol, the check is made at the next point, and when its exact residual
+//     r₁ misses Tol but ρ̂r₁ meets it, one more exact evaluation at the exact
+//     T(x̂) decides: two exact calls where the contraction is strong. So
+//     Success is always an exact residual, and the certificate repeats it.
 //
 // A start point close to a fixed point (a warm start from a previous
 // solve) gives a small pilot residual and so a small ε₀: the run does not

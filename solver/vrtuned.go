@@ -36,6 +36,9 @@ const (
 	// vrPilotSize is the size of the pilot estimate when nothing sizes it:
 	// two halves of vrPilotSize/2 unit samples.
 	vrPilotSize = 16
+	// vrFloorGrowth is the factor by which the warm-up estimates grow
+	// where sampling cannot reach Tol (see twoCallFloor).
+	vrFloorGrowth = 8
 )
 
 // tunedRun is the state of a VR-GHAL run with TunedConstants.
@@ -56,6 +59,10 @@ type tunedRun struct {
 	qdiff   float64    // measured E‖Δ‖²/‖Δy‖² of one unit difference
 	qsum    [2]float64 // its pooled numerator and denominator
 	rhoHat  float64    // contraction seen on the last inner step, γ̄ before
+	rhoUp   float64    // upper estimate of the contraction from the most precise step, NaN before
+	rhoErr  float64    // its standard error
+	floor   bool       // the estimate is sized by twoCallFloor
+	warm    bool       // the last epoch was a warm-up estimate (see sampledEpoch)
 	half    []float64
 	gm      []float64 // geometric median candidate
 	diff    []float64
@@ -73,6 +80,7 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 		r.sampled = math.IsInf(declaredVariance(o, x, r.norm), 1)
 	}
 	r.vunit, r.qdiff, r.rhoHat = math.NaN(), c.gamma*c.gamma, c.gamma
+	r.rhoUp, r.rhoErr = math.NaN(), math.Inf(1)
 	r.half = make([]float64, n)
 	return r
 }
@@ -439,8 +447,14 @@ func (r *tunedRun) tunedEpoch(k int) error {
 // Success if it meets Tol and otherwise goes on from an exact epoch start.
 // A sampled estimate is recorded with the residual R̃ + Z·se and no bound.
 func (r *tunedRun) settle(est vrEstimate) error {
-	if !r.sampled || est.rigorous {
+	if !r.sampled {
 		return r.recordEst(est)
+	}
+	if est.rigorous {
+		if err := r.recordEst(est); err != nil {
+			return err
+		}
+		return r.exactNext()
 	}
 	e := r.e
 	b := r.residual + vrSampledZ*r.se
@@ -449,6 +463,12 @@ func (r *tunedRun) settle(est vrEstimate) error {
 	// inner steps saw): when that meets Tol and b does not, the check is
 	// made there.
 	next := r.contr && b > e.Tol() && r.rhoHat*r.residual+vrSampledZ*r.se <= e.Tol()
+	// Where sampling cannot reach Tol, the warm-up ends when two exact
+	// calls are predicted to certify (warmDone): the check is made at the
+	// next point, and exactNext follows.
+	if !next && b > e.Tol() && r.warmDone() {
+		next = true
+	}
 	if !next && (b > e.Tol() || math.IsNaN(e.Tol())) {
 		return e.RecordBound(r.xhat, b, math.Inf(1))
 	}
@@ -466,7 +486,10 @@ func (r *tunedRun) settle(est vrEstimate) error {
 	}
 	r.se = 0
 	r.residual = e.Dist(r.t0, r.xhat)
-	return r.recordEst(vrEstimate{radius: 0, rigorous: true})
+	if err := r.recordEst(vrEstimate{radius: 0, rigorous: true}); err != nil {
+		return err
+	}
+	return r.exactNext()
 }
 
 // sampledEstimate writes into dst the estimate of T(x) of sampled mode:
@@ -489,7 +512,7 @@ func (r *tunedRun) sampledEstimate(dst, x []float64, a float64, k int) (vrEstima
 	// exact start here would (2q̂R̃²/(ηTol)²).
 	fin := r.finalAccuracy(k)
 	diff := math.Min(terms, 2*r.qdiff*r.residual*r.residual/(fin*fin))
-	unreachable := float64(r.vhalf) >= math.Min(vrVarianceHalf, terms/64) && 4*r.vunit/(r.e.Tol()*r.e.Tol()) >= terms/2
+	unreachable := !r.floor && float64(r.vhalf) >= math.Min(vrVarianceHalf, terms/64) && 4*r.vunit/(r.e.Tol()*r.e.Tol()) >= terms/2
 	if !(n < terms/2) || (unreachable && n >= diff) {
 		if !e.CanDraw(int64(terms)) {
 			return vrEstimate{}, e.Stop(SampleLimit, nil)
@@ -527,42 +550,56 @@ func (r *tunedRun) sampledEstimate(dst, x []float64, a float64, k int) (vrEstima
 // differences, m = q̂‖y_j − y_{j−1}‖²/budget, q̂ the measured unit
 // difference variance per squared step (γ̄² before the first
 // measurement), so that the step adds a variance of about budget/2; a
-// single exact evaluation (T̃_j = T(y_j)) once 2m would reach Terms(). It
-// measures q̂, pooled over the run, from the spread of the two copies and
-// returns the variance the step adds, or −1 after an exact evaluation.
+// single exact evaluation (T̃_j = T(y_j)) once 2m would reach Terms().
+// Where sampling cannot reach Tol (see twoCallFloor), a pilot of
+// vrPilotSize differences measures q̂ before the first step is sized. It
+// measures q̂, pooled over the run, from the spread of the two copies, and
+// the contraction ρ̂, and returns the variance the step adds, or −1 after
+// an exact evaluation.
 func (r *tunedRun) sampledStep(budget float64, k int) (float64, error) {
 	e := r.e
 	dy := e.Dist(r.yCur, r.yPrev)
-	n := 2 * r.qdiff * dy * dy / budget
-	if !(n < float64(r.fs.Terms())) {
-		if !e.CanDraw(int64(r.fs.Terms())) {
+	terms := float64(r.fs.Terms())
+	m := 0
+	if r.qsum[1] == 0 && dy > 0 && r.floorRegime() && 2*vrPilotSize < terms && 2*r.qdiff*dy*dy/budget > vrPilotSize {
+		// Where sampling cannot reach Tol the first step comes after an
+		// exact call, and the prior γ̄² would make it another: a pilot of
+		// two copies of vrPilotSize/2 differences measures q̂ first, and
+		// is the step when it is large enough.
+		m = vrPilotSize / 2
+		if !r.fits(4 * float64(m)) {
 			return 0, e.Stop(SampleLimit, nil)
 		}
-		return -1, r.exactInto(r.tt, r.yCur)
-	}
-	m, err := drawCount(n/2, "a minibatch m_{k,j}", k)
-	if err != nil {
-		return 0, e.Stop(SampleLimit, err)
-	}
-	if !r.fits(4 * float64(m)) {
-		return 0, e.Stop(SampleLimit, nil)
-	}
-	radius := r.c.gamma * dy
-	for _, d := range [][]float64{r.acc, r.half} {
-		s := Sample{Seed: e.Seed(), Size: m}
-		if err := e.Eval(r.tau1, r.yCur, s); err != nil {
+		if err := r.drawDifference(m, dy); err != nil {
 			return 0, err
 		}
-		if err := e.Eval(r.tau2, r.yPrev, s); err != nil {
+		if 2*r.qdiff*dy*dy/budget > 2*float64(m) {
+			m = 0 // drawn anew at the measured size
+		}
+	}
+	if m == 0 {
+		n := 2 * r.qdiff * dy * dy / budget
+		// Where sampling cannot reach Tol an exact call follows anyway: a
+		// step costing half of one (2n unit samples) is that call.
+		if !(n < terms) || (r.floorRegime() && 4*n >= terms) {
+			if !e.CanDraw(int64(r.fs.Terms())) {
+				return 0, e.Stop(SampleLimit, nil)
+			}
+			return -1, r.exactInto(r.tt, r.yCur)
+		}
+		var err error
+		if m, err = drawCount(n/2, "a minibatch m_{k,j}", k); err != nil {
+			return 0, e.Stop(SampleLimit, err)
+		}
+		if !r.fits(4 * float64(m)) {
+			return 0, e.Stop(SampleLimit, nil)
+		}
+		if err := r.drawDifference(m, dy); err != nil {
 			return 0, err
 		}
-		subInto(d, r.tau1, r.tau2)
-		ClipDifference(d, d, radius, r.norm)
 	}
-	for i, v := range r.acc {
-		r.diff[i] = (v + r.half[i]) / 2
-		r.tt[i] += r.diff[i]
-		r.half[i] = v - r.half[i]
+	for i, v := range r.diff {
+		r.tt[i] += v
 	}
 	if dy > 0 {
 		// ‖T(y_j) − T(y_{j−1})‖ ≈ ‖mean difference‖: the contraction seen
@@ -571,14 +608,49 @@ func (r *tunedRun) sampledStep(budget float64, k int) (float64, error) {
 	}
 	// E‖Δ₁ − Δ₂‖² = 2q‖Δy‖²/m; the mean of the copies adds q‖Δy‖²/(2m).
 	d := r.norm.Norm(r.half)
-	added := d * d / 4
 	if dy > 0 {
-		// Pooled over the run: Σ‖Δ₁ − Δ₂‖²m/2 / Σ‖Δy‖².
+		// The mean difference's standard error is ‖Δ₁ − Δ₂‖/2: ρ̂ plus
+		// one standard error, from the step where that is smallest
+		// relative to the step (the first, long steps, typically).
+		if se := d / 2 / dy; se <= r.rhoErr {
+			// ‖mean‖² − ‖Δ₁ − Δ₂‖²/4 estimates ‖T(y_j) − T(y_{j−1})‖².
+			dm := r.norm.Norm(r.diff)
+			r.rhoErr = se
+			r.rhoUp = math.Min(r.c.gamma, math.Sqrt(math.Max(dm*dm-d*d/4, 0))/dy+se)
+		}
+	}
+	return d * d / 4, nil
+}
+
+// drawDifference draws two copies Δ₁, Δ₂ of m unit differences
+// τ(y_j; ξ) − τ(y_{j−1}; ξ), each clipped to γ̄‖y_j − y_{j−1}‖ = γ̄·dy,
+// leaves their mean in r.diff and Δ₁ − Δ₂ in r.half, and pools the
+// measured q̂ (Σ‖Δ₁ − Δ₂‖²m/2 / Σ‖Δy‖²).
+func (r *tunedRun) drawDifference(m int, dy float64) error {
+	e := r.e
+	radius := r.c.gamma * dy
+	for _, d := range [][]float64{r.acc, r.half} {
+		s := Sample{Seed: e.Seed(), Size: m}
+		if err := e.Eval(r.tau1, r.yCur, s); err != nil {
+			return err
+		}
+		if err := e.Eval(r.tau2, r.yPrev, s); err != nil {
+			return err
+		}
+		subInto(d, r.tau1, r.tau2)
+		ClipDifference(d, d, radius, r.norm)
+	}
+	for i, v := range r.acc {
+		r.diff[i] = (v + r.half[i]) / 2
+		r.half[i] = v - r.half[i]
+	}
+	if dy > 0 {
+		d := r.norm.Norm(r.half)
 		r.qsum[0] += d * d * float64(m) / 2
 		r.qsum[1] += dy * dy
 		r.qdiff = r.qsum[0] / r.qsum[1]
 	}
-	return added, nil
+	return nil
 }
 
 // sampledEpoch runs epoch k in sampled mode from x̂_{k−1} = r.xhat with
@@ -598,8 +670,20 @@ func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
 	copy(r.y0, r.xhat)
 	copy(r.tt, r.t0)
 	copy(r.yPrev, r.y0)
-	r0 := r.residual
+	r0, se0 := r.residual, r.se
 	atCur := false // r.tt estimates T(r.yCur)
+	// Where sampling cannot reach Tol, a start whose residual is far above
+	// its noise (vrFloorGrowth times) is not refined by differences (the
+	// recursion would carry its noise along): the epoch's first point
+	// y₁ = T̃(x̂) gets a fresh estimate sized by twoCallFloor, and so on
+	// while the residual stays above the noise, until settle finds two
+	// exact calls enough (warmDone). A start already near its noise goes
+	// on as before.
+	floor := r.twoCallFloor()
+	if floor > 0 && !(r.se > floor && (r0 > vrFloorGrowth*r.se || (r.warm && r0 > r.se))) {
+		floor = 0
+	}
+	r.warm = floor > 0
 	step := func() error {
 		// Half of what is left of the budget aIn², so that the steps
 		// of an epoch add at most aIn² in all, most of it on its first
@@ -617,7 +701,7 @@ func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
 		for i, a := range r.y0 {
 			r.yCur[i] = lam*a + (1-lam)*r.tt[i]
 		}
-		if j == steps {
+		if j == steps || floor > 0 {
 			break
 		}
 		if err := step(); err != nil {
@@ -631,6 +715,12 @@ func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
 		}
 	}
 	est := vrEstimate{radius: math.Inf(1)}
+	if floor > 0 {
+		ak = math.Max(floor, fin)
+		errVar = math.Inf(1)
+		r.floor = true
+		defer func() { r.floor = false }()
+	}
 	switch {
 	case errVar > ak*ak:
 		var err error
@@ -652,7 +742,84 @@ func (r *tunedRun) sampledEpoch(k int, lam, lbar float64, steps int) error {
 	}
 	r.xhat, r.yCur = r.yCur, r.xhat
 	r.residual = e.Dist(r.t0, r.xhat)
+	if floor > 0 {
+		// x̂ = T̃(x̂_{k−1}): the ratio of the two residuals, each with its
+		// estimate's variance removed, is the contraction seen along the
+		// step (the observed ratio of the growing-batch baseline).
+		num := r.residual*r.residual - r.se*r.se
+		den := r0*r0 - se0*se0
+		if rho := math.Sqrt(max(num, 0) / den); den > 0 && !(rho >= r.rhoUp) {
+			r.rhoUp = math.Min(rho, r.c.gamma)
+		}
+	}
 	return r.settle(est)
+}
+
+// twoCallFloor returns, in sampled mode in the contractive regime where
+// sampling cannot reach Tol (a standard error of Tol/2 would cost more
+// than half an exact call, by the measured unit variance), the standard
+// error the next warm-up estimate aims at: the current one over
+// √vrFloorGrowth (the warm-up is a growing-batch Picard iteration), but no
+// smaller than ηTol/ρ̂ (η = vrSampledTolShare, ρ̂ the measured
+// contraction), from which two exact calls are predicted to certify (see
+// warmDone). It returns 0 when the rule does not apply.
+func (r *tunedRun) twoCallFloor() float64 {
+	if !r.floorRegime() {
+		return 0
+	}
+	a := r.se / math.Sqrt(vrFloorGrowth)
+	if !math.IsNaN(r.rhoUp) {
+		a = math.Max(a, vrSampledTolShare*r.e.Tol()/math.Max(r.rhoUp, 1e-300))
+	}
+	return a
+}
+
+// floorRegime reports whether the run is in sampled mode, in the
+// contractive regime, with a tolerance that a sampled estimate cannot
+// reach: a standard error of Tol/2 would cost more than half an exact
+// call by the measured unit variance.
+func (r *tunedRun) floorRegime() bool {
+	tol := r.e.Tol()
+	if !r.sampled || !r.contr || !(tol > 0) || math.IsNaN(r.vunit) {
+		return false
+	}
+	return 4*r.vunit/(tol*tol) >= float64(r.fs.Terms())/2
+}
+
+// warmDone reports whether, in the regime of twoCallFloor, the sampled
+// start x̂ (residual R̃, standard error se) is close enough that two exact
+// calls are predicted to certify: the next point T̃(x̂) has a residual of
+// about r₁ = ρ̂R̃ + se, and one exact step from it about ρ̂r₁ ≤ Tol (the
+// estimates aim at ηTol/ρ̂, so this leaves them the slack of their noise).
+func (r *tunedRun) warmDone() bool {
+	if !r.floorRegime() || math.IsNaN(r.rhoUp) {
+		return false
+	}
+	r1 := r.rhoUp*r.residual + vrSampledZ*r.se
+	return r.rhoUp*r1 <= r.e.Tol()
+}
+
+// exactNext follows an exact evaluation at x̂ in sampled mode in the
+// contractive regime (r.t0 = T(x̂), r.residual its exact residual): when the
+// residual misses Tol but ρ̂ times it meets Tol, ρ̂ the measured contraction
+// plus its standard error, x̂ moves to T(x̂) and one exact evaluation there
+// gives its exact residual, recorded as a rigorous bound. Success is
+// declared only on that exact residual; if it misses Tol the run goes on
+// from the new exact epoch start.
+func (r *tunedRun) exactNext() error {
+	e := r.e
+	if !r.sampled || !r.contr || r.se != 0 || math.IsNaN(r.rhoUp) || !(r.residual > e.Tol()) || r.rhoUp*r.residual > e.Tol() {
+		return nil
+	}
+	if !e.CanDraw(int64(r.fs.Terms())) {
+		return e.Stop(SampleLimit, nil)
+	}
+	copy(r.xhat, r.t0)
+	if err := r.exactInto(r.t0, r.xhat); err != nil {
+		return err
+	}
+	r.residual = e.Dist(r.t0, r.xhat)
+	return r.recordEst(vrEstimate{radius: 0, rigorous: true})
 }
 
 // finalAccuracy returns ηTol, the accuracy the run needs at its end, or
