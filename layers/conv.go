@@ -60,6 +60,12 @@ type ConvConfig struct {
 	// It costs about (H+1)(W+1)/2 singular value decompositions of 2C×2C
 	// matrices per kernel. Zero means never.
 	CertifyEvery int
+	// Normalization selects how W is kept in check: the zero value,
+	// Projection, trains W and rescales it in Project (see Conv);
+	// WeightNorm trains V and g instead, from which Project computes
+	// W_m = g_m ⊙ V_m/‖V_m‖ per output channel, and bounds nothing (see
+	// Conv). SpectralNorm is not offered (an error).
+	Normalization Normalization
 	// Seed seeds the initialisation (W and U with independent
 	// N(0, 1/(9C)) entries, W then projected; b zero; GroupNorm scale one,
 	// shift zero) and the power iteration's start vectors.
@@ -109,16 +115,30 @@ type ConvConfig struct {
 // ratios). It stabilises training, as in the convolutional DEQs of the
 // literature, at the cost of the certificate.
 //
-// A weight normalisation W_m = g_m·V_m/‖V_m‖ with a learnable g_m would fit
-// here as a reparameterisation of W_m (the gradient of V and g follows
-// from W's by the chain rule); Project would then cap g_m at γ̄/ρ(V_m/‖V_m‖),
-// ρ the estimated operator norm.
+// # Weight normalisation
+//
+// With ConvConfig.Normalization = WeightNorm the trained parameters are V
+// and g in place of W, and W is computed from them per output channel, as
+// TorchDEQ's convolutional DEQs apply the weight normalisation of "Weight
+// Normalization: A Simple Reparameterization to Accelerate Training of
+// Deep Neural Networks" by Tim Salimans and Diederik P. Kingma: the row of
+// W_m for output channel o (its C×3×3 weights) is g_mo·V_mo/‖V_mo‖, the
+// norm taken over those C·9 entries. V starts as the projected initial W
+// and g as its row norms, so W starts as under Projection. Project then
+// recomputes W from V and g and rescales nothing: no bound holds (the
+// operator norm of W_m changes with g), Gamma is +Inf and Proven is false
+// in every norm, so GHAL and VR-GHAL, which need γ̄, are refused by their
+// callers; for M > 1 the oracle's model is BoundedVariance. The gradients
+// of V and g follow from W's by the chain rule through the normalisation,
+// after every VJP.
 //
 // # Parameters
 //
 // W is (M·C)×(9C): rows m·C … m·C+C−1 are W_m in OIHW order (output channel,
 // input channel, kernel row, kernel column). U (with InputConv) is C×(9C),
 // b is M×C, and with Groups the GroupNorm scale and shift are 1×C each.
+// Under WeightNorm V has W's shape and layout and g is M×C (g_mo at row m,
+// column o), and W is not a trained parameter.
 type Conv struct {
 	shape     Shape
 	geom      conv.Geom
@@ -131,12 +151,14 @@ type Conv struct {
 	certEvery int
 	calls     int
 	w, u, b   *Param
-	nscale    *Param // GroupNorm scale (nil without Groups)
+	rp        *reparam // WeightNorm only
+	nscale    *Param   // GroupNorm scale (nil without Groups)
 	nshift    *Param
 	power     []float64 // M unit vectors of length C·H·W
 	pcol, py  []float64
 	fourier   *conv.FourierBound
-	params    []*Param
+	params    []*Param // the trained parameters, in Params order
+	direct    []*Param // W, [U], b, [scale, shift]: what the VJPs add into
 	evals     mru.Cache[int, *convEval]
 }
 
@@ -167,6 +189,12 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 	}
 	if err := cfg.Activation.valid(); err != nil {
 		return nil, err
+	}
+	if err := cfg.Normalization.validIn("ConvConfig"); err != nil {
+		return nil, err
+	}
+	if cfg.Normalization == SpectralNorm {
+		return nil, fmt.Errorf("layers: ConvConfig.Normalization = %v is not offered by Conv (want project or weight)", cfg.Normalization)
 	}
 	ch, hw := cfg.Channels, cfg.Height*cfg.Width
 	m := max(cfg.Kernels, 1)
@@ -202,7 +230,8 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 			c.nscale.Data()[i] = 1
 		}
 	}
-	c.params = c.paramList()
+	c.direct = c.paramList()
+	c.params = c.direct
 	fillNormal(c.power, rng, 1)
 	for k := range m {
 		v := c.power[k*ch*hw : (k+1)*ch*hw]
@@ -211,6 +240,9 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 	}
 	if err := c.Project(); err != nil {
 		return nil, err
+	}
+	if cfg.Normalization == WeightNorm {
+		c.initWeightNorm()
 	}
 	return c, nil
 }
@@ -233,8 +265,8 @@ func (c *Conv) Channels() int { return c.c }
 // Kernels returns M.
 func (c *Conv) Kernels() int { return c.m }
 
-// Params implements Cell: W, then U (with InputConv), b, then the
-// GroupNorm scale and shift (with Groups).
+// Params implements Cell: W (V and g under WeightNorm), then U (with
+// InputConv), b, then the GroupNorm scale and shift (with Groups).
 func (c *Conv) Params() []*Param { return slices.Clone(c.params) }
 
 func (c *Conv) paramList() []*Param {
@@ -249,16 +281,25 @@ func (c *Conv) paramList() []*Param {
 	return ps
 }
 
-// W returns the recurrent kernels.
+// W returns the recurrent kernels. Under WeightNorm they are not a trained
+// parameter (not in Params) but computed by Project from V and g; their
+// gradient is then scratch space.
 func (c *Conv) W() *Param { return c.w }
 
-// Gamma implements Cell.
-func (c *Conv) Gamma() float64 { return c.gamma }
+// Gamma implements Cell: the γ̄ that Project enforces, or +Inf (no bound)
+// under WeightNorm.
+func (c *Conv) Gamma() float64 {
+	if c.rp != nil {
+		return math.Inf(1)
+	}
+	return c.gamma
+}
 
 // Proven implements Cell: true for the ℓ2 norm and Schatten-2 (the same
-// norm on the C×HW state) when the cell has no GroupNorm.
+// norm on the C×HW state) when the cell has no GroupNorm and no
+// WeightNorm.
 func (c *Conv) Proven(n solver.Norm) bool {
-	if c.groups > 0 {
+	if c.groups > 0 || c.rp != nil {
 		return false
 	}
 	if b, ok := n.(*solver.Batched); ok {
@@ -319,8 +360,12 @@ func (c *Conv) powerStep(m, iters int) float64 {
 // Project implements Cell: it runs PowerIters steps of power iteration per
 // kernel and rescales W_m by γ̄/σ̂_m when its estimate σ̂_m exceeds γ̄; on
 // every CertifyEvery-th call it then rescales by γ̄/β_m the kernels whose
-// Fourier bound β_m exceeds γ̄.
+// Fourier bound β_m exceeds γ̄. Under WeightNorm it only computes W from V
+// and g (an evaluator's SetInput does too when they changed).
 func (c *Conv) Project() error {
+	if c.rp != nil {
+		return c.projectWeightNorm()
+	}
 	if !numeric.AllFinite(c.w.Data()) {
 		return fmt.Errorf("layers: Conv.Project: W holds NaN or Inf")
 	}

@@ -94,7 +94,7 @@ func newConvEval(c *Conv, n int) *convEval {
 			wk.rstd = make([]float64, c.m*c.groups)
 		}
 		if p > 0 {
-			for _, q := range c.params {
+			for _, q := range c.direct {
 				wk.grads = append(wk.grads, make([]float64, len(q.Data())))
 			}
 		}
@@ -109,13 +109,13 @@ func (e *convEval) Examples() int { return e.n }
 func (e *convEval) Terms() int    { return e.c.m }
 
 // Model is Deterministic for one kernel; for M > 1 kernels it is
-// SamplewiseLipschitz without GroupNorm (every term is γ̄-Lipschitz after
-// Project) and BoundedVariance with it.
+// SamplewiseLipschitz without GroupNorm and WeightNorm (every term is
+// γ̄-Lipschitz after Project) and BoundedVariance with either.
 func (e *convEval) Model() solver.Model {
 	switch {
 	case e.c.m == 1:
 		return solver.Deterministic
-	case e.c.groups > 0:
+	case e.c.groups > 0 || e.c.rp != nil:
 		return solver.BoundedVariance
 	}
 	return solver.SamplewiseLipschitz
@@ -123,6 +123,10 @@ func (e *convEval) Model() solver.Model {
 
 func (e *convEval) SetInput(x []float64) error {
 	checkLen("input", len(x), len(e.x))
+	// Under WeightNorm W follows V and g.
+	if err := e.c.syncW(); err != nil {
+		return err
+	}
 	copy(e.x, x)
 	if e.c.inputConv {
 		img := e.c.c * e.c.hw
@@ -287,12 +291,13 @@ func (e *convEval) run(call convCall) {
 		return
 	}
 	for p := 1; p < parts; p++ {
-		for i, q := range e.c.params {
+		for i, q := range e.c.direct {
 			g := e.works[p].grads[i]
 			addTo(q.GradData(), g)
 			clear(g)
 		}
 	}
+	e.c.chainW()
 }
 
 // runPart runs e.call on the examples [lo, hi) with the scratch of part p.
@@ -316,11 +321,12 @@ func (e *convEval) runPart(p, lo, hi int) {
 	}
 }
 
-// paramGrad returns the gradient slice of parameter i (in Params order) that part p adds
-// into.
+// paramGrad returns the gradient slice that part p adds into of parameter
+// i of W, [U], b, [scale, shift] (Params order under Projection; under
+// WeightNorm W's gradient is chained into V and g after the parts ran).
 func (e *convEval) paramGrad(p, i int) []float64 {
 	if p == 0 {
-		return e.c.params[i].GradData()
+		return e.c.direct[i].GradData()
 	}
 	return e.works[p].grads[i]
 }
@@ -333,7 +339,7 @@ func (e *convEval) vjpExample(wk *convWork, p, b int) {
 	img := c.c * c.hw
 	r := c.geom.ColRows()
 	k := call.k
-	// Params order: W, [U], b, [scale, shift].
+	// The order of paramGrad: W, [U], b, [scale, shift].
 	iw, iu, ib, is := 0, -1, 1, 2
 	if c.inputConv {
 		iu, ib, is = 1, 2, 3

@@ -15,6 +15,7 @@ type convGraph struct {
 	z, x           []float64 // input backings
 	zN, xN         *G.Node
 	wN, bN         []*G.Node // per kernel: C×C×3×3 and 1×C×1×1
+	vN, gN         []*G.Node // WeightNorm only, per kernel: C×9C and C×1
 	uN             *G.Node   // InputConv only
 	scaleN, shiftN *G.Node   // GroupNorm only
 	out            *G.Node
@@ -47,7 +48,12 @@ func (c *Conv) newGraph(n int) (*convGraph, error) {
 		}
 		var sum *G.Node
 		for m := range c.m {
-			wm := gr.bound(fmt.Sprintf("W%d", m), tensorOver(c.kernel(m), c.c, c.c, ConvKernel, ConvKernel))
+			var wm *G.Node
+			if c.rp != nil {
+				wm = cg.weightNormNode(gr, c, m)
+			} else {
+				wm = gr.bound(fmt.Sprintf("W%d", m), tensorOver(c.kernel(m), c.c, c.c, ConvKernel, ConvKernel))
+			}
 			bm := gr.bound(fmt.Sprintf("b%d", m), tensorOver(c.b.Data()[m*c.c:(m+1)*c.c], 1, c.c, 1, 1))
 			cg.wN = append(cg.wN, wm)
 			cg.bN = append(cg.bN, bm)
@@ -73,6 +79,21 @@ func (c *Conv) newGraph(n int) (*convGraph, error) {
 		return nil, err
 	}
 	return cg, nil
+}
+
+// weightNormNode returns the graph of kernel m under WeightNorm,
+// g_m ⊙ V_m/‖V_m‖ row by row, as a C×C×3×3 node, and records the V_m and
+// g_m nodes it binds.
+func (cg *convGraph) weightNormNode(gr graph, c *Conv, m int) *G.Node {
+	r := c.geom.ColRows()
+	v := gr.bound(fmt.Sprintf("V%d", m), tensorOver(c.rp.v.Data()[m*c.c*r:(m+1)*c.c*r], c.c, r))
+	g := gr.bound(fmt.Sprintf("g%d", m), tensorOver(c.rp.g.Data()[m*c.c:(m+1)*c.c], c.c, 1))
+	cg.vN = append(cg.vN, v)
+	cg.gN = append(cg.gN, g)
+	norm := G.Must(G.Sqrt(G.Must(G.Sum(G.Must(G.Square(v)), 1))))
+	f := G.Must(G.HadamardDiv(g, G.Must(G.Reshape(norm, tensor.Shape{c.c, 1}))))
+	w := G.Must(G.BroadcastHadamardProd(v, f, nil, []byte{1}))
+	return G.Must(G.Reshape(w, tensor.Shape{c.c, c.c, ConvKernel, ConvKernel}))
 }
 
 // groupNormNode returns the graph of the GroupNorm (in groups groups) of t,

@@ -33,12 +33,15 @@ func convCases() []convCase {
 		{"tanh-inputconv-kernels", ConvConfig{Channels: 2, Height: 2, Width: 3, Kernels: 2, InputConv: true, Activation: Tanh, Seed: 4}, 3},
 		{"tanh-groupnorm", ConvConfig{Channels: 4, Height: 3, Width: 3, Kernels: 2, Groups: 2, InputConv: true, Activation: Tanh, Seed: 5}, 2},
 		{"relu-groupnorm", ConvConfig{Channels: 2, Height: 4, Width: 4, Groups: 1, Seed: 6}, 2},
+		{"tanh-weightnorm-inputconv-kernels", ConvConfig{Channels: 2, Height: 3, Width: 4, Kernels: 2, InputConv: true, Activation: Tanh, Normalization: WeightNorm, Seed: 7}, 2},
+		{"tanh-weightnorm-groupnorm", ConvConfig{Channels: 4, Height: 3, Width: 3, Groups: 2, Activation: Tanh, Normalization: WeightNorm, Seed: 8}, 2},
+		{"relu-weightnorm", ConvConfig{Channels: 3, Height: 4, Width: 3, Normalization: WeightNorm, Seed: 9}, 3},
 	}
 }
 
-// convSetup returns the case's cell with random biases and GroupNorm
-// parameters (so that their gradients are tested away from their initial
-// values), an evaluator with a random input, a point and a cotangent.
+// convSetup returns the case's cell with random biases, GroupNorm
+// parameters and weight-normalisation parameters (so that their gradients
+// are tested away from their initial values), an evaluator with a random input, a point and a cotangent.
 func convSetup(t *testing.T, tc convCase, seed uint64) (c *Conv, e Evaluator, x, z, g []float64) {
 	t.Helper()
 	c, err := NewConv(tc.cfg)
@@ -48,7 +51,11 @@ func convSetup(t *testing.T, tc convCase, seed uint64) (c *Conv, e Evaluator, x,
 		switch p.Name() {
 		case "b", "gn.shift":
 			copy(p.Data(), randVec(rng, len(p.Data()), 0.3))
-		case "gn.scale":
+		case "V":
+			for i := range p.Data() {
+				p.Data()[i] += 0.1 * rng.NormFloat64()
+			}
+		case "gn.scale", "g":
 			for i := range p.Data() {
 				p.Data()[i] = 1 + 0.3*rng.NormFloat64()
 			}
@@ -107,6 +114,9 @@ func convGraphVJP(t *testing.T, c *Conv, n int, x, z, g []float64) (dz, dx []flo
 	var gData []float64
 	wrt := G.Nodes{cg.zN, cg.xN}
 	groups := [][]*G.Node{cg.wN}
+	if cg.vN != nil {
+		groups = [][]*G.Node{cg.vN, cg.gN}
+	}
 	if cg.uN != nil {
 		groups = append(groups, []*G.Node{cg.uN})
 	}

@@ -54,7 +54,9 @@
 // normalisation of Salimans and Kingma with learnable norms, which proves
 // no bound, or SpectralNorm, W = V·γ̄/max(σ_max(V), γ̄) with the exact
 // σ_max, which proves γ̄ in ℓ2 as the projection does while its gradient
-// sees the normalisation.
+// sees the normalisation. A Conv cell offers the weight normalisation too
+// (ConvConfig.Normalization = WeightNorm), per output channel as TorchDEQ
+// applies it to its convolutional cells; it proves no bound either.
 //
 // # Jacobian regularisation
 //

@@ -38,7 +38,8 @@ func TestCellsPassKit(t *testing.T) {
 		{"conv-tanh", must(layers.NewConv(layers.ConvConfig{Channels: 2, Height: 4, Width: 3, Activation: layers.Tanh, CertifyEvery: 1, Seed: 1}))},
 		{"conv-relu-inputconv", must(layers.NewConv(layers.ConvConfig{Channels: 3, Height: 3, Width: 4, InputConv: true, CertifyEvery: 1, Seed: 2}))},
 		{"conv-tanh-kernels", must(layers.NewConv(layers.ConvConfig{Channels: 2, Height: 3, Width: 3, Kernels: 3, Activation: layers.Tanh, CertifyEvery: 1, Seed: 3}))},
-		{"conv-tanh-groupnorm", must(layers.NewConv(layers.ConvConfig{Channels: 4, Height: 3, Width: 3, Kernels: 2, Groups: 2, InputConv: true, Activation: layers.Tanh, Seed: 5}))}, // proves nothing: unbiasedness and VJPs only
+		{"conv-tanh-groupnorm", must(layers.NewConv(layers.ConvConfig{Channels: 4, Height: 3, Width: 3, Kernels: 2, Groups: 2, InputConv: true, Activation: layers.Tanh, Seed: 5}))},                // proves nothing: unbiasedness and VJPs only
+		{"conv-tanh-weightnorm-kernels", must(layers.NewConv(layers.ConvConfig{Channels: 2, Height: 3, Width: 3, Kernels: 2, Activation: layers.Tanh, Normalization: layers.WeightNorm, Seed: 6}))}, // proves nothing: unbiasedness and VJPs only
 		{"conv-tanh-inputconv-kernels", must(layers.NewConv(layers.ConvConfig{Channels: 2, Height: 2, Width: 3, Kernels: 2, InputConv: true, Activation: layers.Tanh, CertifyEvery: 1, Seed: 4}))},
 	}
 	for _, tc := range cells {

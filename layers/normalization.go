@@ -12,8 +12,9 @@ import (
 // Normalization selects how a Dense cell keeps its recurrent weight W in
 // check: by projecting the trained W (the default) or by training other
 // parameters from which W is computed (a reparameterisation, whose
-// gradient flows through the normalisation). Only Dense offers it (its
-// DenseConfig.Normalization); MeanField, Experts and Conv keep their projection.
+// gradient flows through the normalisation). Dense offers all three (its
+// DenseConfig.Normalization), Conv Projection and WeightNorm (its
+// ConvConfig.Normalization); MeanField and Experts keep their projection.
 type Normalization int
 
 const (
@@ -28,9 +29,10 @@ const (
 	// output unit as TorchDEQ applies it: W_ij = g_j V_ij/‖V_{:,j}‖, column
 	// j of W (the weights into output unit j) with its own learnable norm
 	// g_j. The parameters are V (Hidden×Hidden) and g (1×Hidden), initialised
-	// so that W starts as the projected initial weight. It bounds nothing:
-	// ‖W‖₂ ≤ ‖W‖_F = ‖g‖ changes with training. Gamma is +Inf and Proven
-	// is false in every norm.
+	// so that W starts as the projected initial weight. (A Conv cell
+	// normalises each output channel's C×3×3 weights instead; see Conv.)
+	// It bounds nothing: ‖W‖₂ ≤ ‖W‖_F = ‖g‖ changes with training. Gamma
+	// is +Inf and Proven is false in every norm.
 	WeightNorm
 	// SpectralNorm is the differentiable form of the ℓ2 projection, after
 	// "Spectral Normalization for Generative Adversarial Networks" by Takeru
@@ -68,17 +70,29 @@ func (n *Normalization) UnmarshalText(text []byte) error {
 	return normalizations.UnmarshalText(n, text)
 }
 
-func (n Normalization) valid() error { return normalizations.Check(n) }
+func (n Normalization) valid() error { return n.validIn("DenseConfig") }
+
+// validIn is valid with the error naming the field Normalization of the
+// configuration type cfg.
+func (n Normalization) validIn(cfg string) error {
+	if !normalizations.Valid(n) {
+		return fmt.Errorf("layers: %s.Normalization = %s is not a normalization", cfg, normalizations.Name(n))
+	}
+	return nil
+}
 
 // reparam is the reparameterisation W = W(V, g) of a Dense cell under
-// WeightNorm or SpectralNorm: its parameters and what the chain rule needs
-// from the last recomputation of W.
+// WeightNorm or SpectralNorm, or of a Conv cell under WeightNorm: its
+// parameters and what the chain rule needs from the last recomputation of
+// W.
 type reparam struct {
 	kind  Normalization
-	gamma float64 // γ̄ (SpectralNorm)
-	h     int
+	cell  string    // the cell type, for errors
+	gamma float64   // γ̄ (SpectralNorm)
+	h     int       // SpectralNorm: W is h×h
 	v, g  *Param    // V, and g (WeightNorm; nil otherwise)
-	norms []float64 // ‖V_{:,j}‖ (WeightNorm)
+	units units     // WeightNorm: the units of W that have a norm g_j each
+	norms []float64 // ‖V_j‖ per unit (WeightNorm)
 	// SpectralNorm: σ_max(V), its singular vectors, and whether W was
 	// scaled (σ > γ̄).
 	sigma  float64
@@ -92,37 +106,66 @@ type reparam struct {
 	vAt, gAt []float64
 }
 
+// newReparam returns the reparameterisation of a Dense cell's h×h W: under
+// WeightNorm per column (output unit), with g 1×h.
 func newReparam(kind Normalization, gamma float64, h int) *reparam {
-	r := &reparam{kind: kind, gamma: gamma, h: h, v: newParam("V", h, h)}
-	switch kind {
-	case WeightNorm:
-		r.g = newParam("g", 1, h)
-		r.norms = make([]float64, h)
-	case SpectralNorm:
+	if kind == WeightNorm {
+		return newWeightNorm("Dense", h, h, 1, h, unitColumns(h))
+	}
+	r := &reparam{kind: kind, cell: "Dense", gamma: gamma, h: h, v: newParam("V", h, h)}
+	if kind == SpectralNorm {
 		r.u1, r.v1 = make([]float64, h), make([]float64, h)
 		r.a = mat.NewDense(h, h, nil)
 	}
 	return r
 }
 
+// newWeightNorm returns the WeightNorm reparameterisation of a rows×cols W
+// of a cell of type cell, whose units u (one norm g_j each, g gRows×gCols in
+// unit order) are laid out in W as u says.
+func newWeightNorm(cell string, rows, cols, gRows, gCols int, u units) *reparam {
+	return &reparam{
+		kind:  WeightNorm,
+		cell:  cell,
+		v:     newParam("V", rows, cols),
+		g:     newParam("g", gRows, gCols),
+		units: u,
+		norms: make([]float64, u.n),
+	}
+}
+
 // init sets the parameters so that they give w.
 func (r *reparam) init(w []float64) {
 	copy(r.v.Data(), w)
 	if r.kind == WeightNorm {
-		colNorms(r.g.Data(), w, r.h)
+		r.units.norms(r.g.Data(), w)
 	}
 }
 
-// colNorms writes the ℓ2 norms of the columns of the row-major h×h matrix
-// w into dst.
-func colNorms(dst, w []float64, h int) {
-	clear(dst)
-	for i := 0; i < len(w); i += h {
-		for j, x := range w[i : i+h] {
-			dst[j] += x * x
+// units is the layout of the units of a weight normalisation in the
+// row-major backing of W: unit j has the len entries
+// w[j·stride + i·step], i = 0, …, len−1.
+type units struct {
+	n, len, stride, step int
+}
+
+// unitColumns are the units of an h×h matrix that are its columns.
+func unitColumns(h int) units { return units{n: h, len: h, stride: 1, step: h} }
+
+// unitRows are the units of an n×cols matrix that are its rows.
+func unitRows(n, cols int) units { return units{n: n, len: cols, stride: cols, step: 1} }
+
+// at returns the index in W of entry i of unit j.
+func (u units) at(j, i int) int { return j*u.stride + i*u.step }
+
+// norms writes the ℓ2 norms of the units of w into dst.
+func (u units) norms(dst, w []float64) {
+	for j := range u.n {
+		s := 0.0
+		for i := range u.len {
+			x := w[u.at(j, i)]
+			s += x * x
 		}
-	}
-	for j, s := range dst {
 		dst[j] = math.Sqrt(s)
 	}
 }
@@ -145,13 +188,14 @@ func (r *reparam) compute(w []float64) error {
 	}
 	switch r.kind {
 	case WeightNorm:
-		colNorms(r.norms, v, h)
+		r.units.norms(r.norms, v)
 		g := r.g.Data()
-		for i := 0; i < len(v); i += h {
-			for j := range h {
-				w[i+j] = 0
-				if r.norms[j] > 0 {
-					w[i+j] = g[j] * v[i+j] / r.norms[j]
+		for j, n := range r.norms {
+			for i := range r.units.len {
+				k := r.units.at(j, i)
+				w[k] = 0
+				if n > 0 {
+					w[k] = g[j] * v[k] / n
 				}
 			}
 		}
@@ -178,7 +222,7 @@ func (r *reparam) compute(w []float64) error {
 	}
 	for _, x := range w {
 		if math.IsNaN(x) {
-			return fmt.Errorf("layers: Dense.Project: W computed from the %v parameters holds NaN", r.kind)
+			return fmt.Errorf("layers: %s.Project: W computed from the %v parameters holds NaN", r.cell, r.kind)
 		}
 	}
 	return nil
@@ -187,8 +231,9 @@ func (r *reparam) compute(w []float64) error {
 // chain adds to the gradients of V (and g) the gradient gw with respect to
 // W, by the chain rule through the last compute, and clears gw.
 //
-// WeightNorm, with n_j = ‖V_{:,j}‖ and G = gw:
-// ∂/∂g_j = Σ_i G_ij V_ij/n_j and ∂/∂V_ij = (g_j/n_j)(G_ij − V_ij·∂/∂g_j/n_j).
+// WeightNorm, with n_j = ‖V_j‖ the norm of unit j and G = gw:
+// ∂/∂g_j = Σ_i G_ij V_ij/n_j and ∂/∂V_ij = (g_j/n_j)(G_ij − V_ij·∂/∂g_j/n_j),
+// i running over the entries of unit j.
 // SpectralNorm, when σ = σ_max(V) > γ̄: ∂/∂V = (γ̄/σ)G − (γ̄⟨G, V⟩/σ²)u₁v₁ᵀ;
 // otherwise W = V and ∂/∂V = G.
 func (r *reparam) chain(gw []float64) {
@@ -196,19 +241,20 @@ func (r *reparam) chain(gw []float64) {
 	switch r.kind {
 	case WeightNorm:
 		g, gg := r.g.Data(), r.g.GradData()
-		for j := range h {
-			n := r.norms[j]
+		for j, n := range r.norms {
 			if n == 0 {
 				continue
 			}
 			s := 0.0
-			for i := j; i < len(v); i += h {
-				s += gw[i] * v[i]
+			for i := range r.units.len {
+				k := r.units.at(j, i)
+				s += gw[k] * v[k]
 			}
 			s /= n
 			gg[j] += s
-			for i := j; i < len(v); i += h {
-				gv[i] += g[j] / n * (gw[i] - v[i]*s/n)
+			for i := range r.units.len {
+				k := r.units.at(j, i)
+				gv[k] += g[j] / n * (gw[k] - v[k]*s/n)
 			}
 		}
 	case SpectralNorm:

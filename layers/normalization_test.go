@@ -134,7 +134,7 @@ func TestNormalizationBoundsAndParams(t *testing.T) {
 	require.NoError(t, weight.Project())
 	require.Greater(t, weight.Bound(), 1.0)
 	cols := make([]float64, 4)
-	colNorms(cols, weight.W().Data(), 4)
+	unitColumns(4).norms(cols, weight.W().Data())
 	require.InDeltaSlice(t, []float64{3, 3, 3, 3}, cols, 1e-12)
 
 	_, err := NewDense(DenseConfig{Hidden: 4, Input: 2, Normalization: SpectralNorm, Lipschitz: Constraint{P: math.Inf(1)}})

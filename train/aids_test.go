@@ -323,11 +323,22 @@ func TestAidsRefusedNamingTheField(t *testing.T) {
 		{"Aids.Dropout", func(c *Config) { c.Aids.Dropout = 1 }},
 		{"Model.Normalization", func(c *Config) { c.Model.Normalization = 7 }},
 		{"Model.Normalization", func(c *Config) { c.Model.Cell, c.Model.Normalization = MeanFieldCell, layers.WeightNorm }},
+		{"Model.Normalization", func(c *Config) {
+			c.Model.Cell, c.Model.Encoder, c.Model.Normalization = ConvCell, 0, layers.SpectralNorm
+		}},
 		// Refused by New: a cell without the fused penalty, and solvers
 		// that need a bound γ̄ < 1.
 		{"Aids.JacWeight", func(c *Config) { c.Model.Cell, c.Model.Encoder, c.Aids.JacWeight = MeanFieldCell, 0, 0.1 }},
 		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Forward.Method = layers.WeightNorm, methodNamed("ghal") }},
 		{"Model.Normalization", func(c *Config) { c.Model.Normalization, c.Eval.Method = layers.WeightNorm, methodNamed("vrghal") }},
+		{"Model.Normalization", func(c *Config) {
+			c.Model = ModelConfig{Cell: ConvCell, Channels: 2, Normalization: layers.WeightNorm}
+			c.Forward.Method = methodNamed("ghal")
+		}},
+		{"Model.Normalization", func(c *Config) {
+			c.Model = ModelConfig{Cell: ConvCell, Channels: 2, Groups: -1, Normalization: layers.WeightNorm}
+			c.Forward.Method = methodNamed("vrghal")
+		}},
 		{"Aids.Dropout", func(c *Config) { c.Aids.Dropout, c.Forward.Method = 0.2, methodNamed("ghal") }},
 	} {
 		cfg := tinyConfig()

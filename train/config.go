@@ -283,8 +283,9 @@ type ModelConfig struct {
 	// makes the cell stochastic (its oracle samples kernels). Zero means 1,
 	// the deterministic cell. Only for ConvCell.
 	Kernels int `json:",omitempty"`
-	// Normalization is how the dense cell keeps its recurrent weight in
-	// check (layers.DenseConfig.Normalization): the zero value
+	// Normalization is how the dense or conv cell keeps its recurrent
+	// weight in check (layers.DenseConfig.Normalization,
+	// layers.ConvConfig.Normalization): the zero value
 	// layers.Projection projects it onto the bound Gamma after every step;
 	// layers.WeightNorm (after "Weight Normalization: A Simple
 	// Reparameterization to Accelerate Training of Deep Neural Networks"
@@ -295,7 +296,9 @@ type ModelConfig struct {
 	// (after "Spectral Normalization for Generative Adversarial Networks" by
 	// Takeru Miyato, Toshiki Kataoka, Masanori Koyama and Yuichi Yoshida)
 	// divides by the exact largest singular value and keeps the proven
-	// bound Gamma in ℓ2. Only the dense cell offers the alternatives.
+	// bound Gamma in ℓ2. The dense cell offers both alternatives, the conv
+	// cell layers.WeightNorm (per output channel, as TorchDEQ's
+	// convolutional DEQs use it); the others only the projection.
 	Normalization layers.Normalization `json:",omitzero"`
 }
 
@@ -457,8 +460,8 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Gamma", m.Gamma, "must lie in (0, 1)")
 	case !validText(m.Normalization):
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
-	case m.Normalization != layers.Projection && m.Cell != DenseCell:
-		return d, fieldErr("Model.Normalization", m.Normalization, fmt.Sprintf("applies to the dense cell only, not %v (its Lipschitz bound is kept by projection)", m.Cell))
+	case m.Normalization != layers.Projection && m.Cell != DenseCell && (m.Cell != ConvCell || m.Normalization != layers.WeightNorm):
+		return d, fieldErr("Model.Normalization", m.Normalization, fmt.Sprintf("does not apply to the %v cell (the dense cell takes weight and spectral, the conv cell weight; the others keep their Lipschitz bound by projection)", m.Cell))
 	}
 	if m.Cell == ConvCell {
 		return m.convDefaults()

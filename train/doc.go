@@ -78,7 +78,7 @@
 //     γ̄ by 1/(1 − p): GHAL and VR-GHAL are refused in training when that
 //     exceeds one.
 //   - Weight normalisation in place of the projection (ModelConfig
-//     .Normalization, dense cells): only layers.Projection and
+//     .Normalization, dense and conv cells): only layers.Projection and
 //     layers.SpectralNorm prove a bound γ̄; under layers.WeightNorm the
 //     cell's Gamma is +Inf, the certificates still bound the residuals but
 //     no contraction is proven, and GHAL and VR-GHAL, whose schedule needs

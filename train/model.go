@@ -237,7 +237,8 @@ func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
 	}
 	cell, err := layers.NewConv(layers.ConvConfig{
 		Channels: c, Height: h, Width: w, Kernels: cfg.Kernels, Activation: cfg.Activation,
-		Groups: max(cfg.Groups, 0), Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery, Seed: cellSeed,
+		Groups: max(cfg.Groups, 0), Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery,
+		Normalization: cfg.Normalization, Seed: cellSeed,
 	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)

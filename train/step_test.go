@@ -61,8 +61,10 @@ func stepCases() []stepCase {
 		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, Activation: layers.Tanh, Gamma: 0.7},
 			squares("squares/train", 64, side, 1), squares("squares/test", 10, side, 2)}
 	}
+	wn := conv("conv-weightnorm-groupnorm", 2, 0)
+	wn.model.Normalization = layers.WeightNorm
 	return []stepCase{vec(DenseCell), vec(MeanFieldCell), vec(ExpertsCell),
-		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3)}
+		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3), wn}
 }
 
 // tightConfig is the configuration of c's model with batches of n and
@@ -310,6 +312,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		cfg  func(*Config)
 	}{
 		{"deterministic", nil},
+		{"weightnorm", func(c *Config) { c.Model.Normalization = layers.WeightNorm }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}

@@ -41,7 +41,7 @@ type trainSummary struct {
 	EvalSolver string `json:"eval_solver"`
 	EvalTol    number `json:"eval_tol"`
 	Epochs     int    `json:"epochs"`
-	// Normalization is the dense cell's normalisation; Aids the training
+	// Normalization is the dense or conv cell's normalisation; Aids the training
 	// aids of the run.
 	Normalization string           `json:"normalization"`
 	Aids          train.AidsConfig `json:"aids"`

@@ -64,12 +64,13 @@ Training aids (all off by default; see go doc train.AidsConfig):
       (a deterministic map, unlike a stochastic cell's sampled oracle, which
       redraws its terms at every call), off at evaluation. It scales γ̄ by
       1/(1 − P): GHAL and VR-GHAL are refused when that exceeds 1.
-  --normalization project|weight|spectral  how the dense cell keeps its
-      recurrent weight in check: the Lipschitz projection (default, proven
-      γ̄); weight normalisation, from "Weight Normalization: A Simple
+  --normalization project|weight|spectral  how the dense or conv cell keeps
+      its recurrent weight in check: the Lipschitz projection (default,
+      proven γ̄); weight normalisation, from "Weight Normalization: A Simple
       Reparameterization to Accelerate Training of Deep Neural Networks" by
-      Tim Salimans and Diederik P. Kingma (NeurIPS 2016), which proves no
-      bound (GHAL and VR-GHAL, which need γ̄, are refused); or spectral
+      Tim Salimans and Diederik P. Kingma (NeurIPS 2016), per output unit
+      (dense) or output channel (conv), which proves no bound (GHAL and
+      VR-GHAL, which need γ̄, are refused); or, dense cell only, spectral
       normalisation, from "Spectral Normalization for Generative Adversarial
       Networks" by Takeru Miyato, Toshiki Kataoka, Masanori Koyama and Yuichi
       Yoshida (ICLR 2018), exact, proven γ̄ in l2.

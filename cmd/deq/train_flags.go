@@ -118,7 +118,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Aids.CorrectionStates, "correction-states", "fixed-point correction (Bai, Geng, Savani, Kolter 2022): loss on f(z_k) at K states of the forward trajectory, one-step gradients (0: off)", false, "Aids.CorrectionStates")
 	floats(&c.Aids.CorrectionGamma, "correction-gamma", fmt.Sprintf("decay γ ∈ (0, 1] of the correction weights γ^(K−1−k), normalised to sum to one (0: %g when --correction-states > 0)", train.DefaultCorrectionGamma), false, "Aids.CorrectionGamma")
 	floats(&c.Aids.Dropout, "dropout", "DEQ dropout probability p ∈ [0, 1): one mask per batch, fixed across solver iterations, off at evaluation (0: off)", false, "Aids.Dropout")
-	text(&c.Model.Normalization, "normalization", "dense cell: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2)", "Model.Normalization")
+	text(&c.Model.Normalization, "normalization", "dense and conv cells: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2; dense cell only)", "Model.Normalization")
 }
 
 // config returns the validated train.Config of the flags; errors name the
@@ -143,8 +143,10 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		return c, usagef("--groups applies to --cell conv only")
 	case !conv && c.Model.Kernels != 0:
 		return c, usagef("--kernels applies to --cell conv only")
-	case c.Model.Normalization != layers.Projection && c.Model.Cell != train.DenseCell:
-		return c, usagef("--normalization %v applies to --cell dense only (the %v cell keeps its bound by projection)", c.Model.Normalization, c.Model.Cell)
+	case c.Model.Normalization == layers.WeightNorm && c.Model.Cell != train.DenseCell && !conv:
+		return c, usagef("--normalization weight applies to --cell dense and conv only (the %v cell keeps its bound by projection)", c.Model.Cell)
+	case c.Model.Normalization == layers.SpectralNorm && c.Model.Cell != train.DenseCell:
+		return c, usagef("--normalization spectral applies to --cell dense only (the %v cell keeps its bound by projection)", c.Model.Cell)
 	case c.Forward.SampleScale != 1 && !stochastic(c.Forward.Method) && !stochastic(c.Backward.Solver.Method) && !stochastic(c.Eval.Method):
 		return c, usagef("--sample-scale applies to the stochastic solvers only")
 	}

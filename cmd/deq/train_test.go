@@ -178,6 +178,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--dropout", "0.2", "--solver", "ghal", "--batch", "32"), "--dropout"},
 		{base("--normalization", "batch"), "--normalization"},
 		{base("--normalization", "weight", "--cell", "experts"), "--normalization"},
+		{base("--normalization", "spectral", "--cell", "conv"), "--normalization"},
+		{base("--normalization", "weight", "--cell", "conv", "--channels", "2", "--solver", "vrghal", "--batch", "32"), "--normalization"},
 		{base("--normalization", "weight", "--solver", "ghal", "--batch", "32"), "--normalization"},
 		{base("--normalization", "weight", "--eval-solver", "vrghal", "--batch", "32"), "--normalization"},
 		{base("--data", "/no/such/dir"), "--data"},
@@ -378,6 +380,8 @@ func TestTrainConvCell(t *testing.T) {
 		runs = append(runs, run{[]string{"--norm", n}, false})
 	}
 	runs = append(runs, run{[]string{"--norm", "schatten:2"}, true}, run{[]string{"--groups", "2"}, false})
+	// Weight normalisation proves no bound, with or without GroupNorm.
+	runs = append(runs, run{[]string{"--normalization", "weight"}, false}, run{[]string{"--normalization", "weight", "--groups", "-1", "--solver", "anderson"}, false})
 	// The training aids the conv cell supports (not the Jacobian
 	// regularisation, refused naming its flag).
 	runs = append(runs, run{[]string{"--correction-states", "2", "--dropout", "0.1", "--kernels", "2"}, true})
