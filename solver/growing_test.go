@@ -81,6 +81,25 @@ func (s *affineSum) fixedPoint() []float64 {
 	return x
 }
 
+// requireCertifiedSum checks a solve of an affine finite sum s with a
+// γ-contraction and tolerance tol: it stopped with Success, which the
+// finite-sum certificate confirms (Bound ≤ tol); it lies within that
+// certificate of the fixed point (‖x − x*‖ ≤ Bound/(1 − γ)); and the unit
+// samples the oracle counted add up to Stats and the certificate's.
+func requireCertifiedSum(t *testing.T, s *affineSum, counted int64, norm Norm, res *Result, err error, gamma, tol float64, msg string, args ...any) {
+	t.Helper()
+	require.NoError(t, err)
+	require.Equal(t, Success, res.Status, append([]any{msg}, args...)...)
+	require.Equal(t, RuleFiniteSum, res.Certificate.Rule)
+	require.LessOrEqual(t, res.Certificate.Bound, tol)
+	d := make([]float64, len(res.X))
+	for i, v := range s.fixedPoint() {
+		d[i] = res.X[i] - v
+	}
+	require.LessOrEqual(t, norm.Norm(d), res.Certificate.Bound/(1-gamma)*(1+1e-9))
+	require.Equal(t, counted, res.Stats.Samples+res.Certificate.Samples)
+}
+
 // hidden hides every optional interface of an oracle.
 type hidden struct{ Oracle }
 
@@ -91,23 +110,9 @@ func TestGrowingBatchCertifiedStop(t *testing.T) {
 			o := newAffineSum(1<<14, 8, gamma, seed)
 			p := Problem{Oracle: o, Norm: norm}
 			res, err := Solve(context.Background(), p, make([]float64, 8), &Settings{Tol: tol, Seed: seed}, GrowingBatch{Gamma: gamma})
-			require.NoError(t, err)
-			require.Equal(t, Success, res.Status, "seed %d", seed)
-			// Success is an exact residual: the certificate's exact call
-			// agrees.
-			require.Equal(t, RuleFiniteSum, res.Certificate.Rule)
-			require.LessOrEqual(t, res.Certificate.Bound, tol)
-			// Within the certificate of the fixed point.
-			d := make([]float64, 8)
-			xs := o.fixedPoint()
-			for i := range d {
-				d[i] = res.X[i] - xs[i]
-			}
-			require.LessOrEqual(t, norm.Norm(d), res.Certificate.Bound/(1-gamma)*(1+1e-9))
-			// The unit samples the oracle used add up to Stats: the
-			// certificate reuses the method's certifying exact call at the
-			// returned point and costs nothing more.
-			require.Equal(t, o.counted, res.Stats.Samples+res.Certificate.Samples)
+			requireCertifiedSum(t, o, o.counted, norm, res, err, gamma, tol, "seed %d", seed)
+			// The certificate reuses the method's certifying exact call at
+			// the returned point and costs nothing more.
 			require.Zero(t, res.Certificate.Samples)
 			require.Zero(t, res.Certificate.Calls)
 			// Sampling pays on this redundant sum: fewer than two exact

@@ -73,16 +73,7 @@ func TestVRGHALSampledFiniteSum(t *testing.T) {
 			o := newAffineSum(1<<16, 8, gamma, seed)
 			p := Problem{Oracle: o, Norm: norm}
 			res, err := Solve(context.Background(), p, make([]float64, 8), &Settings{Tol: tol, Seed: seed}, VRGHAL{Gamma: gamma})
-			require.NoError(t, err)
-			require.Equal(t, Success, res.Status, "seed %d", seed)
-			require.Equal(t, RuleFiniteSum, res.Certificate.Rule)
-			require.LessOrEqual(t, res.Certificate.Bound, tol)
-			d := make([]float64, 8)
-			for i, v := range o.fixedPoint() {
-				d[i] = res.X[i] - v
-			}
-			require.LessOrEqual(t, norm.Norm(d), res.Certificate.Bound/(1-gamma)*(1+1e-9))
-			require.Equal(t, o.counted, res.Stats.Samples+res.Certificate.Samples)
+			requireCertifiedSum(t, o, o.counted, norm, res, err, gamma, tol, "seed %d", seed)
 			require.Less(t, res.Stats.Samples, int64(2*o.Terms()), "seed %d", seed)
 		}
 	}
@@ -174,16 +165,7 @@ func TestVRGHALSampledTwoExactCalls(t *testing.T) {
 					x0[i] = start
 				}
 				res, err := Solve(context.Background(), p, x0, &Settings{Tol: tol, Seed: seed}, VRGHAL{Gamma: gamma})
-				require.NoError(t, err)
-				require.Equal(t, Success, res.Status, "start %v seed %d", start, seed)
-				require.Equal(t, RuleFiniteSum, res.Certificate.Rule)
-				require.LessOrEqual(t, res.Certificate.Bound, tol)
-				d := make([]float64, 8)
-				for i, v := range o.fixedPoint() {
-					d[i] = res.X[i] - v
-				}
-				require.LessOrEqual(t, norm.Norm(d), res.Certificate.Bound/(1-gamma)*(1+1e-9))
-				require.Equal(t, o.counted, res.Stats.Samples+res.Certificate.Samples)
+				requireCertifiedSum(t, o.affineSum, o.counted, norm, res, err, gamma, tol, "start %v seed %d", start, seed)
 				exact := o.exact
 				if res.Certificate.Samples > 0 {
 					exact-- // the certificate's own call, when it could not reuse the run's
