@@ -32,7 +32,7 @@ func TestRegimeMarkdown(t *testing.T) {
 	require.Contains(t, md, "| fresh | 1024 | 1e-1 | 0.5 | 0.003 | 2.00, 0.10s | 3.00, 0.10s | 1.50× |\n")
 	require.Contains(t, md, "| trained | 1024 | 1e-1 | 0.01 | 0.02 | 2.00, 0.10s | 1.00, 0.10s | 0.50× |\n")
 	require.Contains(t, md, "| trained | 1024 | 1e-2 | 0.01 | 0.02 | 2.00, 0.10s | 1.00, 0.10s (2/3 certified) | – |\n")
-	require.Contains(t, md, "trained by package train for 1 epoch(s) on 4000 synthetic images")
+	require.Contains(t, md, "trained by package train for 1 epoch on 4000 synthetic images")
 	require.Equal(t, 1, strings.Count(md, "M = 1024: 62.5%"))
 
 	rg.Trained = nil
