@@ -8,9 +8,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
+	"github.com/deqgo/deq/train"
 )
 
 // sectionRegime maps where a sampled forward pays: term evaluations and
@@ -37,8 +39,8 @@ func (s *settings) regimeGrid() regimeGrid {
 	return regimeGrid{hidden: 64, input: 64, batch: 128, units: []int{1024, 4096, 16384, 65536}, eps: []float64{1e-1, 1e-2, 1e-3}, seeds: 3}
 }
 
-// regimeCells are the initialisations of the regime section.
-var regimeCells = []string{"fresh", "redundant"}
+// regimeCells are the kinds of cell of the regime section.
+var regimeCells = []string{"fresh", "redundant", report.RegimeTrained}
 
 // regimePrototypes is the number of prototype units of a redundant cell
 // and regimeNoise the relative size of the noise around them.
@@ -56,6 +58,13 @@ const (
 func regime(ctx context.Context, s *settings) (*report.RegimeReport, error) {
 	g := s.regimeGrid()
 	rep := &report.RegimeReport{Hidden: g.hidden, Input: g.input, Batch: g.batch, Seeds: g.seeds}
+	if slices.Contains(regimeCells, report.RegimeTrained) {
+		tr, err := s.regimeTrainingReport(g)
+		if err != nil {
+			return nil, err
+		}
+		rep.Trained = tr
+	}
 	for _, kind := range regimeCells {
 		for _, m := range g.units {
 			rows, err := regimeCell(ctx, s, g, kind, m)
@@ -128,20 +137,18 @@ const regimeBudget = 32
 // regimeCell measures one cell at every accuracy.
 func regimeCell(ctx context.Context, s *settings, g regimeGrid, kind string, m int) ([]report.RegimeRow, error) {
 	seed := s.Seed + uint64(m)
-	c, err := newRegimeCell(g, kind, m, seed)
+	var (
+		ev    layers.Evaluator
+		gamma float64
+		acc   float64
+		err   error
+	)
+	if kind == report.RegimeTrained {
+		ev, gamma, acc, err = regimeTrainedInput(ctx, s, g, m)
+	} else {
+		ev, gamma, err = regimeSyntheticInput(g, kind, m, seed)
+	}
 	if err != nil {
-		return nil, err
-	}
-	ev, err := c.Evaluator(g.batch)
-	if err != nil {
-		return nil, err
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x510e527fade682d1))
-	x := make([]float64, g.batch*g.input)
-	for i := range x {
-		x[i] = regimeInputScale * rng.NormFloat64()
-	}
-	if err := ev.SetInput(x); err != nil {
 		return nil, err
 	}
 	n := ev.Len()
@@ -178,7 +185,7 @@ func regimeCell(ctx context.Context, s *settings, g regimeGrid, kind string, m i
 	rho := regimeDist(norm, f0, fs) / regimeDist(norm, z0, zs)
 	var out []report.RegimeRow
 	for _, eps := range g.eps {
-		row := report.RegimeRow{Cell: kind, Units: m, Eps: eps, TermRelVar: rv, Contraction: rho}
+		row := report.RegimeRow{Cell: kind, Units: m, Eps: eps, TermRelVar: rv, Contraction: rho, TestAcc: acc}
 		tol := eps * zn
 		for _, rm := range regimeMethods(s) {
 			runs := 1
@@ -202,7 +209,7 @@ func regimeCell(ctx context.Context, s *settings, g regimeGrid, kind string, m i
 					st.MaxSamples = regimeBudget * int64(m)
 				}
 				start := time.Now()
-				res, err := solver.Solve(ctx, p, z0, st, rm.method(c.Gamma()))
+				res, err := solver.Solve(ctx, p, z0, st, rm.method(gamma))
 				if err != nil {
 					return nil, fmt.Errorf("bench: regime: %s on the %s cell, M = %d, ε = %g: %w", rm.name, kind, m, eps, err)
 				}
@@ -227,6 +234,111 @@ func regimeCell(ctx context.Context, s *settings, g regimeGrid, kind string, m i
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// regimeSyntheticInput returns the evaluator of the fresh or redundant
+// cell with m units on g.batch random inputs of standard deviation
+// regimeInputScale, and the cell's bound γ̄.
+func regimeSyntheticInput(g regimeGrid, kind string, m int, seed uint64) (layers.Evaluator, float64, error) {
+	c, err := newRegimeCell(g, kind, m, seed)
+	if err != nil {
+		return nil, 0, err
+	}
+	ev, err := c.Evaluator(g.batch)
+	if err != nil {
+		return nil, 0, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x510e527fade682d1))
+	x := make([]float64, g.batch*g.input)
+	for i := range x {
+		x[i] = regimeInputScale * rng.NormFloat64()
+	}
+	if err := ev.SetInput(x); err != nil {
+		return nil, 0, err
+	}
+	return ev, c.Gamma(), nil
+}
+
+// regimeTraining returns the training of the regime section's trained
+// cells: a mean-field classifier (hidden g.hidden, the encoder as wide, M
+// units, the rest at the defaults of deq train --cell meanfield, Broyden
+// forward) trained for one epoch on 4000 synthetic digits in batches of
+// 128 (256 in batches of 64 when Quick), tested on g.batch held-out ones.
+func (s *settings) regimeTraining(g regimeGrid) trainedSetup {
+	if s.Quick {
+		return trainedSetup{data: datasets.SyntheticName, trainLimit: 256, testLimit: g.batch, hidden: g.hidden, epochs: 1, batch: 64, lr: 2e-3}
+	}
+	return trainedSetup{data: datasets.SyntheticName, trainLimit: 4000, testLimit: g.batch, hidden: g.hidden, epochs: 1, batch: 128, lr: 2e-3}
+}
+
+// meanField returns the training configuration of ts for a mean-field
+// cell of m units.
+func (ts trainedSetup) meanField(m int, seed uint64) train.Config {
+	c := ts.config(seed)
+	c.Model.Cell, c.Model.Units = train.MeanFieldCell, m
+	return c
+}
+
+// regimeTrainingReport describes the training of s.regimeTraining(g).
+func (s *settings) regimeTrainingReport(g regimeGrid) (*report.RegimeTraining, error) {
+	ts := s.regimeTraining(g)
+	cfg, err := ts.meanField(g.units[0], 0).Defaults()
+	if err != nil {
+		return nil, err
+	}
+	return &report.RegimeTraining{
+		Data: ts.data, Images: ts.trainLimit, Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, LR: cfg.LR,
+		Activation: cfg.Model.Activation.String(), Forward: cfg.Forward.Method.String(),
+	}, nil
+}
+
+// regimeTrainedInput trains the mean-field classifier of
+// s.regimeTraining with m units and returns its cell's evaluator on the
+// encoder features of g.batch held-out images, the cell's bound γ̄ and the
+// model's test accuracy on them.
+func regimeTrainedInput(ctx context.Context, s *settings, g regimeGrid, m int) (layers.Evaluator, float64, float64, error) {
+	ts := s.regimeTraining(g)
+	d, err := ts.open(ctx, deriveSeed(s.Seed, 7))
+	seed := deriveSeed(s.Seed, 7, uint64(m))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	tr, err := train.New(ts.meanField(m, seed), d.Train, d.Test, nil)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("bench: regime: training the M = %d cell: %w", m, err)
+	}
+	start := time.Now()
+	res, err := tr.Run(ctx)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("bench: regime: training the M = %d cell: %w", m, err)
+	}
+	f := res.Final()
+	if f == nil {
+		return nil, 0, 0, fmt.Errorf("bench: regime: training the M = %d cell ran no epoch", m)
+	}
+	s.logf("regime: trained the M = %d cell on %d %s images in %.1fs: test accuracy %.4f", m, d.Train.Len(), d.Train.Name, time.Since(start).Seconds(), f.TestAcc)
+	bt, err := datasets.NewBatcher(d.Test, g.batch, nil)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if !bt.Next() {
+		return nil, 0, 0, fmt.Errorf("bench: regime: no held-out batch of %d images", g.batch)
+	}
+	b := bt.Batch()
+	model := tr.Model()
+	e, err := model.Encode(b.X.RawMatrix().Data, b.Len())
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	cell := model.Cell()
+	ev, err := cell.Evaluator(b.Len())
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if err := ev.SetInput(e); err != nil {
+		return nil, 0, 0, err
+	}
+	return ev, cell.Gamma(), f.TestAcc, nil
 }
 
 // regimeLine summarises a row for the progress output.

@@ -14,7 +14,9 @@ import (
 // TestRegimeQuick runs the quick regime section and checks its shape and
 // accounting: every exact method pays whole exact calls, every method's
 // exact-call count is at least one (the certifying call), the rows cover
-// the grid, and the Markdown report has the section's table.
+// the grid (the trained cells included: one trained classifier per M,
+// whose held-out accuracy is recorded), and the Markdown report has the
+// section's table.
 func TestRegimeQuick(t *testing.T) {
 	rep, err := Run(context.Background(), Config{Quick: true, Sections: []string{sectionRegime}})
 	require.NoError(t, err)
@@ -24,8 +26,22 @@ func TestRegimeQuick(t *testing.T) {
 	require.NoError(t, err)
 	g := s.regimeGrid()
 	require.Len(t, rg.Rows, len(regimeCells)*len(g.units)*len(g.eps))
+	require.NotNil(t, rg.Trained)
+	require.Equal(t, s.regimeTraining(g).trainLimit, rg.Trained.Images)
+	trained := map[int]float64{}
 	for _, r := range rg.Rows {
 		require.Positive(t, r.TermRelVar)
+		require.Positive(t, r.Contraction)
+		if r.Cell == report.RegimeTrained {
+			require.Positive(t, r.TestAcc, "M = %d", r.Units)
+			require.LessOrEqual(t, r.TestAcc, 1.0)
+			if a, ok := trained[r.Units]; ok {
+				require.Equal(t, a, r.TestAcc, "M = %d: one trained cell for every ε", r.Units)
+			}
+			trained[r.Units] = r.TestAcc
+		} else {
+			require.Zero(t, r.TestAcc)
+		}
 		require.Len(t, r.Methods, len(regimeMethods(s)))
 		for _, m := range r.Methods {
 			require.GreaterOrEqual(t, m.Exact, 1.0, "%s: a certified solve pays at least one exact call", m.Method)
@@ -45,4 +61,7 @@ func TestRegimeQuick(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(md), "## Sampled vs exact forward")
 	require.Contains(t, string(md), "| redundant | 1024 |")
+	require.Contains(t, string(md), "| trained | 256 |")
+	require.Contains(t, string(md), "*trained*: the cell of a mean-field classifier")
+	require.Len(t, trained, len(g.units))
 }

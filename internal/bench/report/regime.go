@@ -15,14 +15,35 @@ type RegimeReport struct {
 	Input  int `json:"input"`
 	Batch  int `json:"batch"`
 	// Seeds is the number of solver seeds of the sampled methods.
-	Seeds int         `json:"seeds"`
-	Rows  []RegimeRow `json:"rows"`
+	Seeds int `json:"seeds"`
+	// Trained describes how the trained cells were trained; nil when the
+	// report has none.
+	Trained *RegimeTraining `json:"trained,omitempty"`
+	Rows    []RegimeRow     `json:"rows"`
+}
+
+// RegimeTraining is how the regime section's trained cells were made: a
+// mean-field classifier trained by package train, as deq train --cell
+// meanfield --units M trains it, whose cell is then solved on the encoder
+// features of Batch held-out images.
+type RegimeTraining struct {
+	// Data is the training set's name and Images its number of images.
+	Data   string `json:"data"`
+	Images int    `json:"images"`
+	// Epochs, BatchSize and LR are the training run's.
+	Epochs    int     `json:"epochs"`
+	BatchSize int     `json:"batch_size"`
+	LR        float64 `json:"lr"`
+	// Activation is the cell's activation, Forward the training's forward
+	// solver.
+	Activation string `json:"activation"`
+	Forward    string `json:"forward"`
 }
 
 // RegimeRow is one cell (initialisation and M) at one accuracy ε.
 type RegimeRow struct {
-	// Cell is "fresh" (independent random units) or "redundant" (32
-	// prototype units plus noise).
+	// Cell is "fresh" (independent random units), "redundant" (32
+	// prototype units plus noise) or "trained" (see RegimeTraining).
 	Cell  string  `json:"cell"`
 	Units int     `json:"units"`
 	Eps   float64 `json:"eps"`
@@ -32,8 +53,11 @@ type RegimeRow struct {
 	// Contraction is ‖f(z₀) − f(z*)‖/‖z₀ − z*‖ from the start z₀ (the
 	// injection): the contraction seen between the start and the fixed
 	// point, against the projected bound γ̄.
-	Contraction float64        `json:"contraction"`
-	Methods     []RegimeMethod `json:"methods"`
+	Contraction float64 `json:"contraction"`
+	// TestAcc is a trained cell's classifier's accuracy on the held-out
+	// images the row solves on; zero for the other cells.
+	TestAcc float64        `json:"test_acc,omitempty"`
+	Methods []RegimeMethod `json:"methods"`
 }
 
 // RegimeMethod is one method's cost of a certified solve: the residual
@@ -55,11 +79,26 @@ type RegimeMethod struct {
 	Runs      int `json:"runs"`
 }
 
+// RegimeTrained is RegimeRow.Cell of a trained cell.
+const RegimeTrained = "trained"
+
 // writeRegime writes the section's table.
 func writeRegime(b *strings.Builder, rg *RegimeReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Sampled vs exact forward\n\n")
-	p("A `layers.MeanField` cell f(z, x) = xU + b + (1/M) Σ_m v_m tanh(w_mᵀz + c_m), hidden %d, input %d, batch %d, γ̄ = 0.9 (mean-square), random inputs of entries N(0, 0.01); every solver starts at the injection z = xU + b and a solve counts when its residual ‖f(z) − z‖ (ℓ2 over the batch) is at most ε‖z*‖, proven by an exact evaluation, whose M terms are counted. Entries: term evaluations in exact calls (term evaluations / M) and wall seconds, medians (sampled methods: %d seeds); a run that did not certify is marked with the number of runs that did. *fresh*: independent random units; *redundant*: 32 prototype units plus noise (as trained units tend to be). σ²/‖z*‖² is the variance of one unit sample at z*, ρ = ‖f(z₀) − f(z*)‖/‖z₀ − z*‖ the contraction seen from the start (the cell's projected bound is 0.9).\n\n", rg.Hidden, rg.Input, rg.Batch, rg.Seeds)
+	p("A `layers.MeanField` cell f(z, x) = xU + b + (1/M) Σ_m v_m tanh(w_mᵀz + c_m), hidden %d, input %d, batch %d, γ̄ = 0.9 (mean-square), random inputs of entries N(0, 0.01); every solver starts at the injection z = xU + b and a solve counts when its residual ‖f(z) − z‖ (ℓ2 over the batch) is at most ε‖z*‖, proven by an exact evaluation, whose M terms are counted. Entries: term evaluations in exact calls (term evaluations / M) and wall seconds, medians (sampled methods: %d seeds); a run that did not certify is marked with the number of runs that did. *fresh*: independent random units; *redundant*: 32 prototype units plus noise (as trained units tend to be). σ²/‖z*‖² is the variance of one unit sample at z*, ρ = ‖f(z₀) − f(z*)‖/‖z₀ − z*‖ the contraction seen from the start (the cell's projected bound is 0.9).", rg.Hidden, rg.Input, rg.Batch, rg.Seeds)
+	if t := rg.Trained; t != nil {
+		p(" *trained*: the cell of a mean-field classifier (encoder → DEQ → readout, hidden %d, encoder features %d, activation %s, the other settings `deq train --cell meanfield --units M`'s defaults) trained by package train for %d epoch%s on %d %s images (batch %d, learning rate %g, %s forward), solved on the encoder features of %d held-out images", rg.Hidden, rg.Input, t.Activation, t.Epochs, plural(t.Epochs), t.Images, t.Data, t.BatchSize, t.LR, t.Forward, rg.Batch)
+		sep := ", whose accuracy is "
+		for _, r := range rg.Rows {
+			if r.Cell == RegimeTrained && r.Eps == rg.Rows[0].Eps {
+				p("%sM = %d: %.1f%%", sep, r.Units, 100*r.TestAcc)
+				sep = ", "
+			}
+		}
+		p(".")
+	}
+	p("\n\n")
 	if len(rg.Rows) == 0 {
 		return
 	}
@@ -84,6 +123,14 @@ func writeRegime(b *strings.Builder, rg *RegimeReport) {
 		p(" %s |\n", regimeRatio(r))
 	}
 	p("\n")
+}
+
+// plural returns "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // regimeRatio returns the term evaluations of the best sampled method

@@ -1,0 +1,43 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRegimeMarkdown checks the regime table: one line per row, the best
+// sampled over the best exact method among those that certified every
+// run, and the trained cells' training and held-out accuracy, once per M.
+func TestRegimeMarkdown(t *testing.T) {
+	methods := func(sampled float64, certified int) []RegimeMethod {
+		return []RegimeMethod{
+			{Method: "broyden", TermEvals: 2048, Exact: 2, Seconds: 0.1, Certified: 1, Runs: 1},
+			{Method: "vrghal", Sampled: true, TermEvals: sampled, Exact: sampled / 1024, Seconds: 0.1, Certified: certified, Runs: 3},
+		}
+	}
+	rg := &RegimeReport{
+		Hidden: 64, Input: 64, Batch: 128, Seeds: 3,
+		Trained: &RegimeTraining{Data: "synthetic", Images: 4000, Epochs: 1, BatchSize: 128, LR: 2e-3, Activation: "relu", Forward: "broyden"},
+		Rows: []RegimeRow{
+			{Cell: "fresh", Units: 1024, Eps: 1e-1, TermRelVar: 0.5, Contraction: 0.003, Methods: methods(3072, 3)},
+			{Cell: RegimeTrained, Units: 1024, Eps: 1e-1, TermRelVar: 0.01, Contraction: 0.02, TestAcc: 0.625, Methods: methods(1024, 3)},
+			{Cell: RegimeTrained, Units: 1024, Eps: 1e-2, TermRelVar: 0.01, Contraction: 0.02, TestAcc: 0.625, Methods: methods(1024, 2)},
+		},
+	}
+	var b strings.Builder
+	writeRegime(&b, rg)
+	md := b.String()
+	require.Contains(t, md, "| fresh | 1024 | 1e-1 | 0.5 | 0.003 | 2.00, 0.10s | 3.00, 0.10s | 1.50× |\n")
+	require.Contains(t, md, "| trained | 1024 | 1e-1 | 0.01 | 0.02 | 2.00, 0.10s | 1.00, 0.10s | 0.50× |\n")
+	require.Contains(t, md, "| trained | 1024 | 1e-2 | 0.01 | 0.02 | 2.00, 0.10s | 1.00, 0.10s (2/3 certified) | – |\n")
+	require.Contains(t, md, "trained by package train for 1 epoch on 4000 synthetic images")
+	require.Equal(t, 1, strings.Count(md, "M = 1024: 62.5%"))
+
+	rg.Trained = nil
+	rg.Rows = rg.Rows[:1]
+	b.Reset()
+	writeRegime(&b, rg)
+	require.NotContains(t, b.String(), "*trained*")
+}
