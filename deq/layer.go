@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/deqgo/deq/internal/mru"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -224,7 +225,10 @@ func (l *Layer) examples(nx int) (int, error) {
 }
 
 // Forward solves z* = f(z*, x) for a batch x (length a multiple of the
-// cell's Shape().InputLen()) from z = 0. A solve that stops short of its
+// cell's Shape().InputLen()) from z = 0, or, for a cell whose evaluator is
+// a layers.Injector (MeanField, Experts), from its injection xU + b: the
+// point every forward solver, sampled or exact, then starts from, and the
+// fixed point of the cell's average being zero. A solve that stops short of its
 // tolerance is not an error: Solution.Result.Status says why it stopped.
 // Forward returns an error for invalid input and for failures of the
 // solver or the cell; the Solution is then nil unless the solver returned a
@@ -253,6 +257,18 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		b.masked.mask = mask
 	}
 	z0 := make([]float64, b.ev.Len())
+	if inj, ok := b.ev.(layers.Injector); ok {
+		// A cell with an injection outside its average (MeanField,
+		// Experts) starts every solver, sampled or exact, there.
+		if err := inj.Injection(z0); err != nil {
+			return nil, err
+		}
+		if !numeric.AllFinite(z0) {
+			// A non-finite input: start at zero, so that the solve
+			// reports Diverged at its first evaluation, as for any cell.
+			clear(z0)
+		}
+	}
 	fs := l.s.ForwardSettings
 	var traj *trajectory
 	if l.s.CorrectionStates > 0 {
