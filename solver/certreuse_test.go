@@ -62,3 +62,19 @@ func TestLastExactMatchesOnlyItsPoint(t *testing.T) {
 	require.NoError(t, e.Eval(make([]float64, 2), []float64{1, 2}, Sample{Size: 1}))
 	require.Nil(t, e.lastExact([]float64{1, 2}))
 }
+
+// TestResultTolIsTheToleranceInForce checks Result.Tol: the configured
+// tolerance, or under Relative that times the first recorded residual.
+func TestResultTolIsTheToleranceInForce(t *testing.T) {
+	p := newAffineL2(t, 5, 6, 0.5)
+	x0 := make([]float64, 6)
+	res, err := Solve(context.Background(), Problem{Oracle: p.oracle(), Norm: p.norm}, x0, &Settings{Tol: 1e-6}, Picard{})
+	require.NoError(t, err)
+	require.Equal(t, 1e-6, res.Tol)
+	res, err = Solve(context.Background(), Problem{Oracle: p.oracle(), Norm: p.norm}, x0, &Settings{Tol: 1e-3, Relative: true}, Picard{})
+	require.NoError(t, err)
+	require.Equal(t, Success, res.Status)
+	first := res.Stats.Trace[0].Residual
+	require.InDelta(t, 1e-3*first, res.Tol, 1e-15*first)
+	require.LessOrEqual(t, res.Certificate.Bound, res.Tol)
+}

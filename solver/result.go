@@ -152,8 +152,12 @@ type Result struct {
 	// Residual is the method's own value of ‖T(X) − X‖ (exact for
 	// deterministic oracles, an estimate otherwise).
 	Residual float64
-	Status   Status
-	Stats    Stats
+	// Tol is the absolute tolerance the solve measured itself against:
+	// Settings.Tol, or under Settings.Relative Settings.Tol times the first
+	// recorded residual (NaN when nothing was recorded).
+	Tol    float64
+	Status Status
+	Stats  Stats
 	// Certificate is nil when Settings.Certify.Skip is set, and for a
 	// stochastic oracle when the context was done before the certificate's
 	// samples could be drawn (Status Canceled).

@@ -367,7 +367,7 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 	}
 	e := newEnv(runCtx, p, x0, s)
 	runErr := m.Run(e)
-	res := &Result{Status: NotTerminated, Residual: e.bestRes}
+	res := &Result{Status: NotTerminated, Residual: e.bestRes, Tol: e.tolAbs}
 	var failure error
 	if st, ok := StopStatus(runErr); ok {
 		res.Status = st

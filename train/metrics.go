@@ -25,7 +25,9 @@ type SolveSummary struct {
 	CertBoundMax  float64 `json:"cert_bound_max"`
 	CertBoundMean float64 `json:"cert_bound_mean"`
 	// CertMetFrac is the fraction of solves whose certified bound is at
-	// most the solver's Tol (zero when Solves is zero).
+	// most the absolute tolerance each solve stopped against (the solver's
+	// Tol, or Tol times its first residual under a relative tolerance;
+	// zero when Solves is zero).
 	CertMetFrac float64 `json:"cert_met_frac"`
 }
 
@@ -43,8 +45,12 @@ type solveAcc struct {
 	BoundSum    float64
 }
 
-// add counts a solve whose tolerance is tol.
-func (a *solveAcc) add(r *solver.Result, tol float64) {
+// add counts a solve. A certified bound meets the tolerance when it is at
+// most the absolute tolerance the solve stopped against (Result.Tol: the
+// configured tolerance, or under a relative tolerance that times the
+// solve's first residual).
+func (a *solveAcc) add(r *solver.Result) {
+	tol := r.Tol
 	a.Solves++
 	a.Calls += r.Stats.Calls
 	a.Iters += int64(r.Stats.Iterations)

@@ -444,11 +444,11 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 		t.acc.JacSum += bm.JacFrob
 		t.acc.JacCount++
 	}
-	t.acc.Forward.add(sol.Result, t.cfg.Forward.Tol)
+	t.acc.Forward.add(sol.Result)
 	t.acc.FwdTermEvals += bm.FwdTermEvals
 	t.acc.BwdTermEvals += bm.BwdTermEvals
 	if bm.Backward != nil {
-		t.acc.Backward.add(bm.Backward, t.cfg.Backward.Solver.Tol)
+		t.acc.Backward.add(bm.Backward)
 	}
 	if t.acc.Trace == nil {
 		t.acc.Trace = finiteTrace(sol.Result.Stats.Trace)
