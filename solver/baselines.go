@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+
+	"github.com/deqgo/deq/internal/check"
 )
 
 // This file holds the stochastic baselines against which VR-GHAL is compared:
@@ -94,14 +96,13 @@ func (m MinibatchKM) Validate(p Problem) error {
 		return fmt.Errorf("solver: MinibatchKM.Alpha = %v outside (0, 1]", m.Alpha)
 	case math.IsNaN(m.AlphaDecay) || m.AlphaDecay < 0 || m.AlphaDecay > 1:
 		return fmt.Errorf("solver: MinibatchKM.AlphaDecay = %v outside [0, 1]", m.AlphaDecay)
-	case m.Batch < 0:
-		return fmt.Errorf("solver: MinibatchKM.Batch = %d must not be negative", m.Batch)
 	case math.IsNaN(m.BatchPower) || m.BatchPower < 0 || math.IsInf(m.BatchPower, 1):
 		return fmt.Errorf("solver: MinibatchKM.BatchPower = %v must be finite and not negative", m.BatchPower)
-	case m.MaxBatch < 0:
-		return fmt.Errorf("solver: MinibatchKM.MaxBatch = %d must not be negative", m.MaxBatch)
 	}
-	return p.check()
+	if err := check.NotNegative("solver: MinibatchKM.Batch", m.Batch); err != nil {
+		return err
+	}
+	return blValidate("MinibatchKM", p, m.MaxBatch)
 }
 
 // Run implements Method.
@@ -376,12 +377,12 @@ type blField struct {
 // or p's fault (see Problem.check).
 func blValidate(method string, p Problem, maxBatch int, fields ...blField) error {
 	for _, f := range fields {
-		if math.IsNaN(f.v) || f.v < 0 || math.IsInf(f.v, 1) {
-			return fmt.Errorf("solver: %s.%s = %v must be positive and finite", method, f.name, f.v)
+		if err := check.PositiveFinite("solver: "+method+"."+f.name, f.v); err != nil {
+			return err
 		}
 	}
-	if maxBatch < 0 {
-		return fmt.Errorf("solver: %s.MaxBatch = %d must not be negative", method, maxBatch)
+	if err := check.NotNegative("solver: "+method+".MaxBatch", maxBatch); err != nil {
+		return err
 	}
 	return p.check()
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+
+	"github.com/deqgo/deq/internal/check"
 )
 
 // Defaults of GrowingBatch, used where its fields are zero.
@@ -47,8 +49,8 @@ const (
 // method is exact Picard or Krasnoselskii–Mann.
 //
 // With a FiniteSum oracle, Success is therefore proven by an exact
-// evaluation the method paid for, and Solve's own Certificate repeats it:
-// callers that count work may set Settings.Certify.Skip.
+// evaluation the method paid for, at the point it returns, and Solve's
+// Certificate reuses that evaluation instead of making another.
 //
 // The recorded residual of x_k is r̂_k + Z·s_k (exact residuals are
 // recorded as such); the method keeps its last recorded point. On a
@@ -99,17 +101,13 @@ func (m GrowingBatch) Validate(p Problem) error {
 			}
 		}
 	}
-	switch {
-	case m.Batch < 0:
-		return fmt.Errorf("solver: GrowingBatch.Batch = %d must not be negative", m.Batch)
-	case m.Growth != 0 && !(m.Growth > 1 && !math.IsInf(m.Growth, 1)):
+	if m.Growth != 0 && !(m.Growth > 1 && !math.IsInf(m.Growth, 1)) {
 		return fmt.Errorf("solver: GrowingBatch.Growth = %v must exceed 1 and be finite", m.Growth)
-	case math.IsNaN(m.Z) || m.Z < 0 || math.IsInf(m.Z, 1):
-		return fmt.Errorf("solver: GrowingBatch.Z = %v must be finite and not negative", m.Z)
-	case m.MaxBatch < 0:
-		return fmt.Errorf("solver: GrowingBatch.MaxBatch = %d must not be negative", m.MaxBatch)
 	}
-	return p.check()
+	if err := check.NotNegative("solver: GrowingBatch.Batch", m.Batch); err != nil {
+		return err
+	}
+	return blValidate("GrowingBatch", p, m.MaxBatch, blField{"Z", m.Z})
 }
 
 // Run implements Method.

@@ -185,7 +185,8 @@ import (
 //     Tol, the check is made at the next point, and when its exact residual
 //     r₁ misses Tol but ρ̂r₁ meets it, one more exact evaluation at the exact
 //     T(x̂) decides: two exact calls where the contraction is strong. So
-//     Success is always an exact residual, and the certificate repeats it.
+//     Success is always an exact residual; the certificate reuses it when
+//     the returned point is the one last evaluated exactly.
 //
 // A start point close to a fixed point (a warm start from a previous
 // solve) gives a small pilot residual and so a small ε₀: the run does not
