@@ -32,6 +32,15 @@ type Table[E ~int] struct {
 // Valid reports whether v has a name.
 func (t Table[E]) Valid(v E) bool { return v >= 0 && int(v) < len(t.Names) }
 
+// Values returns the values 0, 1, …, len(Names)−1, in order.
+func (t Table[E]) Values() []E {
+	out := make([]E, len(t.Names))
+	for i := range out {
+		out[i] = E(i)
+	}
+	return out
+}
+
 // Name returns the name of v, or "Type(v)" for a value without one.
 func (t Table[E]) Name(v E) string {
 	if !t.Valid(v) {

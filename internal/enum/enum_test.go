@@ -14,6 +14,7 @@ var errUnknown = errors.New("test: unknown")
 var colors = Table[color]{Type: "color", Names: []string{"red", "green"}, Unknown: errUnknown, What: "color", Invalid: "test: %s is not a color"}
 
 func TestTable(t *testing.T) {
+	require.Equal(t, []color{0, 1}, colors.Values())
 	require.Equal(t, "green", colors.Name(1))
 	require.Equal(t, "color(2)", colors.Name(2))
 	require.Equal(t, "color(-1)", colors.Name(-1))
