@@ -12,9 +12,9 @@ var errUnknown = errors.New("deq: unknown")
 
 // The names of the package's enumerations, one table each.
 var (
-	backwards   = enum.Table[Backward]{Type: "Backward", Names: []string{"implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Invalid: "deq: %s is not a backward mode"}
-	oracleModes = enum.Table[OracleMode]{Type: "OracleMode", Names: []string{"auto", "exact", "sampled"}, Unknown: errUnknown, What: "oracle mode", Invalid: "deq: %s is not an oracle mode"}
-	monitors    = enum.Table[Monitor]{Type: "Monitor", Names: []string{"unproven", "always", "never"}, Unknown: errUnknown, What: "monitor mode", Invalid: "deq: %s is not a monitor mode"}
+	backwards   = enum.Table[Backward]{Names: []string{"implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Invalid: "deq: %s is not a backward mode"}
+	oracleModes = enum.Table[OracleMode]{Names: []string{"auto", "exact", "sampled"}, Unknown: errUnknown, What: "oracle mode", Invalid: "deq: %s is not an oracle mode"}
+	monitors    = enum.Table[Monitor]{Names: []string{"unproven", "always", "never"}, Unknown: errUnknown, What: "monitor mode", Invalid: "deq: %s is not a monitor mode"}
 )
 
 // String returns the name ParseBackward accepts.

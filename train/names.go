@@ -67,16 +67,14 @@ const (
 
 // The names of the package's enumerations, one table each.
 var (
-	cells     = enum.Table[CellKind]{Type: "CellKind", Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell", Invalid: "train: cannot marshal %s"}
-	schedules = enum.Table[Schedule]{Type: "Schedule", Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule", Invalid: "train: cannot marshal %s"}
+	cells     = enum.Table[CellKind]{Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell"}
+	schedules = enum.Table[Schedule]{Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule"}
 	// normalizations are named as the datasets.Normalization each value
 	// stands for (see Normalization.Datasets).
 	normalizations = enum.Table[Normalization]{
-		Type:    "Normalization",
 		Names:   []string{datasets.NormGlobal.String(), datasets.NormPerPixel.String(), datasets.NormNone.String()},
 		Unknown: ErrUnknownName,
 		What:    "normalization",
-		Invalid: "train: cannot marshal %s",
 	}
 )
 

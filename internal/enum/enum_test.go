@@ -38,6 +38,10 @@ func TestTable(t *testing.T) {
 	_, err = colors.MarshalText(5)
 	require.EqualError(t, err, "test: color(5) is not a color")
 	require.NoError(t, colors.Check(1))
+	// Type and Invalid default to E's name and package.
+	plain := Table[color]{Names: colors.Names}
+	require.Equal(t, "color(2)", plain.Name(2))
+	require.EqualError(t, plain.Check(2), "enum: cannot marshal color(2)")
 	dst := color(1)
 	require.Error(t, colors.UnmarshalText(&dst, []byte("blue")))
 	require.Equal(t, color(1), dst, "an error leaves dst alone")
