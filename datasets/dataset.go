@@ -137,7 +137,7 @@ const (
 )
 
 // normalizations names the values of Normalization.
-var normalizations = enum.Table[Normalization]{Type: "Normalization", Names: []string{"none", "global", "per-pixel"}}
+var normalizations = enum.Table[Normalization]{Names: []string{"none", "global", "per-pixel"}}
 
 // String returns "none", "global" or "per-pixel".
 func (m Normalization) String() string { return normalizations.Name(m) }

@@ -1,10 +1,30 @@
 package deq
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/deqgo/deq/internal/enum"
+)
 
 // errUnknown is wrapped by the errors of the Parse functions of this
 // package for a name they do not accept.
 var errUnknown = errors.New("deq: unknown")
+
+// The names of the package's enumerations, one table each.
+var (
+	backwards   = enum.Table[Backward]{Names: []string{"implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Invalid: "deq: %s is not a backward mode"}
+	oracleModes = enum.Table[OracleMode]{Names: []string{"auto", "exact", "sampled"}, Unknown: errUnknown, What: "oracle mode", Invalid: "deq: %s is not an oracle mode"}
+	monitors    = enum.Table[Monitor]{Names: []string{"unproven", "always", "never"}, Unknown: errUnknown, What: "monitor mode", Invalid: "deq: %s is not a monitor mode"}
+)
+
+// String returns the name ParseBackward accepts.
+func (b Backward) String() string { return backwards.Name(b) }
+
+// String returns the name ParseOracleMode accepts.
+func (m OracleMode) String() string { return oracleModes.Name(m) }
+
+// String returns the name ParseMonitor accepts.
+func (m Monitor) String() string { return monitors.Name(m) }
 
 func (b Backward) valid() bool   { return backwards.Valid(b) }
 func (m OracleMode) valid() bool { return oracleModes.Valid(m) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/deqgo/deq/internal/enum"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -33,12 +32,6 @@ const (
 	Phantom
 )
 
-// backwards names the values of Backward.
-var backwards = enum.Table[Backward]{Type: "Backward", Names: []string{"implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Invalid: "deq: %s is not a backward mode"}
-
-// String returns the name ParseBackward accepts.
-func (b Backward) String() string { return backwards.Name(b) }
-
 // OracleMode says how a solver sees a stochastic cell (one whose
 // evaluator's Model is not solver.Deterministic). Deterministic cells are
 // always evaluated exactly.
@@ -57,12 +50,6 @@ const (
 	Sampled
 )
 
-// oracleModes names the values of OracleMode.
-var oracleModes = enum.Table[OracleMode]{Type: "OracleMode", Names: []string{"auto", "exact", "sampled"}, Unknown: errUnknown, What: "oracle mode", Invalid: "deq: %s is not a oracle mode"}
-
-// String returns the name ParseOracleMode accepts.
-func (m OracleMode) String() string { return oracleModes.Name(m) }
-
 // Monitor says when a Layer measures empirical Lipschitz ratios along the
 // forward solve (see layers.LipschitzMonitor).
 type Monitor int
@@ -76,12 +63,6 @@ const (
 	// MonitorNever never monitors.
 	MonitorNever
 )
-
-// monitors names the values of Monitor.
-var monitors = enum.Table[Monitor]{Type: "Monitor", Names: []string{"unproven", "always", "never"}, Unknown: errUnknown, What: "monitor mode", Invalid: "deq: %s is not a monitor mode"}
-
-// String returns the name ParseMonitor accepts.
-func (m Monitor) String() string { return monitors.Name(m) }
 
 // Default values used where a Settings field is zero.
 const (

@@ -21,7 +21,7 @@ const (
 	Tanh
 )
 
-var activations = enum.Table[Activation]{Type: "Activation", Names: []string{"relu", "tanh"}, Unknown: errUnknown, What: "activation", Or: true, Invalid: "layers: Activation = %s is not ReLU or Tanh"}
+var activations = enum.Table[Activation]{Names: []string{"relu", "tanh"}, Unknown: errUnknown, What: "activation", Or: true, Invalid: "layers: Activation = %s is not ReLU or Tanh"}
 
 // String returns the name accepted by ParseActivation.
 func (a Activation) String() string { return activations.Name(a) }

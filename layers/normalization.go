@@ -50,7 +50,7 @@ const (
 	SpectralNorm
 )
 
-var normalizations = enum.Table[Normalization]{Type: "Normalization", Names: []string{"project", "weight", "spectral"}, Unknown: errUnknown, What: "normalization", Or: true, Invalid: "layers: DenseConfig.Normalization = %s is not a normalization"}
+var normalizations = enum.Table[Normalization]{Names: []string{"project", "weight", "spectral"}, Unknown: errUnknown, What: "normalization", Or: true, Invalid: "layers: DenseConfig.Normalization = %s is not a normalization"}
 
 // String returns the name ParseNormalization accepts: "project", "weight"
 // or "spectral".

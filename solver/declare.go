@@ -1,11 +1,6 @@
 package solver
 
-import (
-	"errors"
-	"math"
-
-	"github.com/deqgo/deq/internal/enum"
-)
+import "math"
 
 // The certificate of a solve (see Certificate) can only promise what the
 // oracle knows. By the Bahadur–Savage argument no finite-sample bound on a
@@ -78,17 +73,6 @@ const (
 	RuleVarianceMoM
 )
 
-var certRules = enum.Table[CertRule]{
-	Type:    "CertRule",
-	Names:   []string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom"},
-	Unknown: ErrUnknownCertRule,
-	Or:      true,
-	Invalid: "solver: cannot marshal %s",
-}
-
-// String returns the rule's name as ParseCertRule accepts it.
-func (r CertRule) String() string { return certRules.Name(r) }
-
 // Rigorous reports whether the rule proves its Bound: every rule but
 // RuleEstimate.
 func (r CertRule) Rigorous() bool { return r > RuleEstimate && r <= RuleVarianceMoM }
@@ -96,21 +80,6 @@ func (r CertRule) Rigorous() bool { return r > RuleEstimate && r <= RuleVariance
 // Exact reports whether the rule's Bound is the exact residual (RuleExact
 // and RuleFiniteSum).
 func (r CertRule) Exact() bool { return r == RuleExact || r == RuleFiniteSum }
-
-// ErrUnknownCertRule is wrapped by the errors of ParseCertRule and
-// CertRule.UnmarshalText for a name that is not a CertRule's.
-var ErrUnknownCertRule = errors.New("solver: unknown certificate rule")
-
-// ParseCertRule parses a CertRule name as printed by CertRule.String. Its
-// error wraps ErrUnknownCertRule.
-func ParseCertRule(name string) (CertRule, error) { return certRules.Parse(name) }
-
-// MarshalText implements encoding.TextMarshaler; it returns the name
-// CertRule.String prints, and an error for a value that is not a CertRule.
-func (r CertRule) MarshalText() ([]byte, error) { return certRules.MarshalText(r) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseCertRule.
-func (r *CertRule) UnmarshalText(b []byte) error { return certRules.UnmarshalText(r, b) }
 
 // declaredBound returns the oracle's almost-sure unit-noise bound at x in
 // norm, or +Inf if it declares none (or a value that is not a finite

@@ -59,13 +59,9 @@ func eye(n int) *mat.Dense {
 	return m
 }
 
-func randDense(rng *rand.Rand, r, c int) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	for i := range m.RawMatrix().Data {
-		m.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	return m
-}
+// randDense returns an r×c matrix of standard normal entries, drawn in
+// row-major order.
+func randDense(rng *rand.Rand, r, c int) *mat.Dense { return mat.NewDense(r, c, randVec(rng, r*c)) }
 
 func randVec(rng *rand.Rand, n int) []float64 {
 	v := make([]float64, n)

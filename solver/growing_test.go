@@ -103,23 +103,37 @@ func requireCertifiedSum(t *testing.T, s *affineSum, counted int64, norm Norm, r
 // hidden hides every optional interface of an oracle.
 type hidden struct{ Oracle }
 
-func TestGrowingBatchCertifiedStop(t *testing.T) {
+// requireCertifiedSums solves affine finite sums of m terms in dimension 8
+// (a ½-contraction, seeds 1 to 5, ℓ2 and ℓ∞) with the method newMethod
+// builds for γ̄ = ½, to tolerance 5e-2 from zero. It checks every solve with
+// requireCertifiedSum and that sampling paid: fewer than two exact calls'
+// worth of unit samples besides the certificate's. more, if not nil, checks
+// a solve further.
+func requireCertifiedSums(t *testing.T, m int, newMethod func(gamma float64) Method, more func(res *Result)) {
+	t.Helper()
 	const gamma, tol = 0.5, 5e-2
 	for _, norm := range []Norm{LP{p: 2, d: 8}, LInf{d: 8}} {
 		for seed := uint64(1); seed <= 5; seed++ {
-			o := newAffineSum(1<<14, 8, gamma, seed)
+			o := newAffineSum(m, 8, gamma, seed)
 			p := Problem{Oracle: o, Norm: norm}
-			res, err := Solve(context.Background(), p, make([]float64, 8), &Settings{Tol: tol, Seed: seed}, GrowingBatch{Gamma: gamma})
+			res, err := Solve(context.Background(), p, make([]float64, 8), &Settings{Tol: tol, Seed: seed}, newMethod(gamma))
 			requireCertifiedSum(t, o, o.counted, norm, res, err, gamma, tol, "seed %d", seed)
-			// The certificate reuses the method's certifying exact call at
-			// the returned point and costs nothing more.
-			require.Zero(t, res.Certificate.Samples)
-			require.Zero(t, res.Certificate.Calls)
-			// Sampling pays on this redundant sum: fewer than two exact
-			// calls' worth of samples besides the certifying call.
 			require.Less(t, res.Stats.Samples, int64(2*o.Terms()), "seed %d", seed)
+			if more != nil {
+				more(res)
+			}
 		}
 	}
+}
+
+func TestGrowingBatchCertifiedStop(t *testing.T) {
+	// Sampling pays on this redundant sum (see requireCertifiedSums), and
+	// the certificate reuses the method's certifying exact call at the
+	// returned point and costs nothing more.
+	requireCertifiedSums(t, 1<<14, func(gamma float64) Method { return GrowingBatch{Gamma: gamma} }, func(res *Result) {
+		require.Zero(t, res.Certificate.Samples)
+		require.Zero(t, res.Certificate.Calls)
+	})
 }
 
 func TestGrowingBatchExactAndDeterministic(t *testing.T) {

@@ -11,8 +11,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/lapack64"
-
-	"github.com/deqgo/deq/internal/enum"
 )
 
 // Norm is a norm on the points of a finite-dimensional space of dimension Len.
@@ -340,33 +338,6 @@ const (
 	// useful for reporting, not for certificates, since the space is not smooth.
 	AggMean
 )
-
-var aggregates = enum.Table[Aggregate]{
-	Type:    "Aggregate",
-	Names:   []string{"max", "mean"},
-	Unknown: ErrUnknownAggregate,
-	Or:      true,
-	Invalid: "solver: cannot marshal %s",
-}
-
-// String returns "max" or "mean", the names ParseAggregate accepts.
-func (a Aggregate) String() string { return aggregates.Name(a) }
-
-// ErrUnknownAggregate is wrapped by the errors of ParseAggregate and
-// Aggregate.UnmarshalText for a name that is not an Aggregate's.
-var ErrUnknownAggregate = errors.New("solver: unknown aggregate")
-
-// ParseAggregate parses an Aggregate name as printed by Aggregate.String.
-// Its error wraps ErrUnknownAggregate.
-func ParseAggregate(name string) (Aggregate, error) { return aggregates.Parse(name) }
-
-// MarshalText implements encoding.TextMarshaler; it returns the name
-// Aggregate.String prints, and an error for a value that is not an
-// Aggregate.
-func (a Aggregate) MarshalText() ([]byte, error) { return aggregates.MarshalText(a) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseAggregate.
-func (a *Aggregate) UnmarshalText(b []byte) error { return aggregates.UnmarshalText(a, b) }
 
 // Batched is the norm of a batch of Examples independent points, each of
 // dimension Example.Len(), stored one after another. Its value is the

@@ -1,11 +1,5 @@
 package solver
 
-import (
-	"errors"
-
-	"github.com/deqgo/deq/internal/enum"
-)
-
 // Sample names the randomness of one oracle evaluation: the average of Size
 // unit samples drawn from the stream Seed. Two evaluations with the same
 // Sample, at the same or at different points, use the same unit samples.
@@ -40,35 +34,8 @@ const (
 	Deterministic
 )
 
-var models = enum.Table[Model]{
-	Type:    "Model",
-	Names:   []string{"unspecified", "bounded-variance", "lipschitz-expectation", "samplewise-lipschitz", "deterministic"},
-	Unknown: ErrUnknownModel,
-	Want:    "bounded-variance, lipschitz-expectation, samplewise-lipschitz or deterministic",
-	Invalid: "solver: cannot marshal %s",
-}
-
-// String returns the model's name as accepted by ParseModel.
-func (m Model) String() string { return models.Name(m) }
-
 // isOracleModel reports whether m is a model an Oracle may report.
 func (m Model) isOracleModel() bool { return m >= BoundedVariance && m <= Deterministic }
-
-// ErrUnknownModel is wrapped by the errors of ParseModel and
-// Model.UnmarshalText for a name that is not a Model's.
-var ErrUnknownModel = errors.New("solver: unknown oracle model")
-
-// ParseModel parses a Model name as printed by Model.String: one of the four
-// oracle models, or "unspecified" for the zero Model. Its error wraps
-// ErrUnknownModel.
-func ParseModel(s string) (Model, error) { return models.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler; it returns the name
-// Model.String prints, and an error for a value that is not a Model.
-func (m Model) MarshalText() ([]byte, error) { return models.MarshalText(m) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseModel.
-func (m *Model) UnmarshalText(b []byte) error { return models.UnmarshalText(m, b) }
 
 // Oracle gives access to an operator T on R^Len. Model must report one of
 // BoundedVariance, LipschitzInExpectation, SamplewiseLipschitz and

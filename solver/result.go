@@ -1,11 +1,8 @@
 package solver
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/deqgo/deq/internal/enum"
 )
 
 // Status says why a method stopped.
@@ -43,32 +40,6 @@ const (
 	// residual may exceed the tolerance.
 	ToleranceEstimated
 )
-
-var statuses = enum.Table[Status]{
-	Type:    "Status",
-	Names:   []string{"NotTerminated", "Success", "IterationLimit", "SampleLimit", "TimeLimit", "Canceled", "Diverged", "Stagnated", "Failure", "ToleranceEstimated"},
-	Unknown: ErrUnknownStatus,
-	Invalid: "solver: cannot marshal %s",
-}
-
-// String implements fmt.Stringer. It returns the name of the constant, as
-// ParseStatus accepts it.
-func (s Status) String() string { return statuses.Name(s) }
-
-// ErrUnknownStatus is wrapped by the errors of ParseStatus and
-// Status.UnmarshalText for a name that is not a Status's.
-var ErrUnknownStatus = errors.New("solver: unknown status")
-
-// ParseStatus parses a Status name as printed by Status.String. Its error
-// wraps ErrUnknownStatus.
-func ParseStatus(name string) (Status, error) { return statuses.Parse(name) }
-
-// MarshalText implements encoding.TextMarshaler; it returns the name
-// Status.String prints, and an error for a value that is not a Status.
-func (s Status) MarshalText() ([]byte, error) { return statuses.MarshalText(s) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseStatus.
-func (s *Status) UnmarshalText(b []byte) error { return statuses.UnmarshalText(s, b) }
 
 // TracePoint is one entry of the residual trace.
 type TracePoint struct {

@@ -37,18 +37,75 @@ const (
 	ConvCell
 )
 
-var cells = enum.Table[CellKind]{Type: "CellKind", Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell", Invalid: "train: cannot marshal %s"}
+// Schedule is a learning-rate schedule (see Config.Schedule).
+type Schedule int
+
+const (
+	// Cosine, the zero value, decays the learning rate as
+	// LR·(1 + cos(πt/T))/2 over the run's T optimiser steps.
+	Cosine Schedule = iota
+	// Step uses LR, then LR/10 from epoch ⌊Epochs/2⌋ and LR/100 from epoch
+	// ⌊3·Epochs/4⌋.
+	Step
+	// Constant keeps LR.
+	Constant
+)
+
+// Normalization selects the standardisation of the input pixels (see
+// Config.Normalize). Its names are those of the datasets.Normalization it
+// stands for.
+type Normalization int
+
+const (
+	// NormalizeGlobal, the zero value, is datasets.NormGlobal.
+	NormalizeGlobal Normalization = iota
+	// NormalizePerPixel is datasets.NormPerPixel.
+	NormalizePerPixel
+	// NormalizeNone is datasets.NormNone: raw pixels in [0, 1].
+	NormalizeNone
+)
+
+// The names of the package's enumerations, one table each.
+var (
+	cells     = enum.Table[CellKind]{Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell"}
+	schedules = enum.Table[Schedule]{Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule"}
+	// normalizations are named as the datasets.Normalization each value
+	// stands for (see Normalization.Datasets).
+	normalizations = enum.Table[Normalization]{
+		Names:   []string{datasets.NormGlobal.String(), datasets.NormPerPixel.String(), datasets.NormNone.String()},
+		Unknown: ErrUnknownName,
+		What:    "normalization",
+	}
+)
 
 // retiredCells maps the names of the cells this package no longer offers
 // to those of the cells that replaced them.
 var retiredCells = map[string]CellKind{"wide": MeanFieldCell, "mixture": ExpertsCell}
 
 // CellKinds returns the cell kinds, in the order of their values.
-func CellKinds() []CellKind { return []CellKind{DenseCell, MeanFieldCell, ExpertsCell, ConvCell} }
+func CellKinds() []CellKind { return cells.Values() }
+
+// Schedules returns the schedules, in the order of their values.
+func Schedules() []Schedule { return schedules.Values() }
+
+// Normalizations returns the normalisations, in the order of their values.
+func Normalizations() []Normalization { return normalizations.Values() }
 
 // String returns the name ParseCellKind accepts: "dense", "meanfield",
 // "experts" or "conv".
 func (k CellKind) String() string { return cells.Name(k) }
+
+// String returns the name ParseSchedule accepts: "cosine", "step" or
+// "constant".
+func (s Schedule) String() string { return schedules.Name(s) }
+
+// String returns the name ParseNormalization accepts: "global",
+// "per-pixel" or "none".
+func (n Normalization) String() string { return normalizations.Name(n) }
+
+func (k CellKind) valid() bool      { return cells.Valid(k) }
+func (s Schedule) valid() bool      { return schedules.Valid(s) }
+func (n Normalization) valid() bool { return normalizations.Valid(n) }
 
 // ParseCellKind returns the cell kind named s. The retired names "wide"
 // and "mixture" (the first stochastic cells, which put the input inside
@@ -67,31 +124,6 @@ func (k CellKind) MarshalText() ([]byte, error) { return cells.MarshalText(k) }
 // UnmarshalText implements encoding.TextUnmarshaler with ParseCellKind.
 func (k *CellKind) UnmarshalText(b []byte) error { return enum.Unmarshal(k, b, ParseCellKind) }
 
-func (k CellKind) valid() bool { return cells.Valid(k) }
-
-// Schedule is a learning-rate schedule (see Config.Schedule).
-type Schedule int
-
-const (
-	// Cosine, the zero value, decays the learning rate as
-	// LR·(1 + cos(πt/T))/2 over the run's T optimiser steps.
-	Cosine Schedule = iota
-	// Step uses LR, then LR/10 from epoch ⌊Epochs/2⌋ and LR/100 from epoch
-	// ⌊3·Epochs/4⌋.
-	Step
-	// Constant keeps LR.
-	Constant
-)
-
-var schedules = enum.Table[Schedule]{Type: "Schedule", Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule", Invalid: "train: cannot marshal %s"}
-
-// Schedules returns the schedules, in the order of their values.
-func Schedules() []Schedule { return []Schedule{Cosine, Step, Constant} }
-
-// String returns the name ParseSchedule accepts: "cosine", "step" or
-// "constant".
-func (s Schedule) String() string { return schedules.Name(s) }
-
 // ParseSchedule returns the schedule named s.
 func ParseSchedule(s string) (Schedule, error) { return schedules.Parse(s) }
 
@@ -101,26 +133,16 @@ func (s Schedule) MarshalText() ([]byte, error) { return schedules.MarshalText(s
 // UnmarshalText implements encoding.TextUnmarshaler with ParseSchedule.
 func (s *Schedule) UnmarshalText(b []byte) error { return schedules.UnmarshalText(s, b) }
 
-func (s Schedule) valid() bool { return schedules.Valid(s) }
+// ParseNormalization returns the normalisation named s.
+func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
 
-// Normalization selects the standardisation of the input pixels (see
-// Config.Normalize). Its names are those of the datasets.Normalization it
-// stands for.
-type Normalization int
+// MarshalText implements encoding.TextMarshaler with the normalisation's
+// name.
+func (n Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(n) }
 
-const (
-	// NormalizeGlobal, the zero value, is datasets.NormGlobal.
-	NormalizeGlobal Normalization = iota
-	// NormalizePerPixel is datasets.NormPerPixel.
-	NormalizePerPixel
-	// NormalizeNone is datasets.NormNone: raw pixels in [0, 1].
-	NormalizeNone
-)
-
-// Normalizations returns the normalisations, in the order of their values.
-func Normalizations() []Normalization {
-	return []Normalization{NormalizeGlobal, NormalizePerPixel, NormalizeNone}
-}
+// UnmarshalText implements encoding.TextUnmarshaler with
+// ParseNormalization.
+func (n *Normalization) UnmarshalText(b []byte) error { return normalizations.UnmarshalText(n, b) }
 
 // Datasets returns the datasets.Normalization that n stands for.
 func (n Normalization) Datasets() datasets.Normalization {
@@ -134,31 +156,6 @@ func (n Normalization) Datasets() datasets.Normalization {
 	}
 	return -1
 }
-
-var normalizations = enum.Table[Normalization]{
-	Type:    "Normalization",
-	Names:   []string{datasets.NormGlobal.String(), datasets.NormPerPixel.String(), datasets.NormNone.String()},
-	Unknown: ErrUnknownName,
-	What:    "normalization",
-	Invalid: "train: cannot marshal %s",
-}
-
-// String returns the name ParseNormalization accepts: "global",
-// "per-pixel" or "none".
-func (n Normalization) String() string { return normalizations.Name(n) }
-
-// ParseNormalization returns the normalisation named s.
-func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the normalisation's
-// name.
-func (n Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(n) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with
-// ParseNormalization.
-func (n *Normalization) UnmarshalText(b []byte) error { return normalizations.UnmarshalText(n, b) }
-
-func (n Normalization) valid() bool { return normalizations.Valid(n) }
 
 // Method is a fixed-point method of the solver registry (solver.Methods)
 // that is not a stochastic baseline. The zero value is unset: Config's

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestBenchUsageErrors: a bad flag or argument of deq bench is a usage
+// error naming it (see requireUsageError).
 func TestBenchUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -24,10 +26,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"--out", ""}, "--out"},
 		{[]string{"extra"}, "unknown command"},
 	} {
-		code, out, errOut := runCmd(append([]string{"bench"}, tc.args...)...)
-		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
-		require.Empty(t, out)
-		require.Contains(t, errOut, tc.flag)
+		requireUsageError(t, append([]string{"bench"}, tc.args...), tc.flag)
 	}
 }
 

@@ -46,39 +46,21 @@ type problemSpec struct {
 // problemSpecs returns the problems of the stochastic section.
 func problemSpecs() []problemSpec {
 	return []problemSpec{
-		{
-			name:    "mdp",
-			summary: "ℓ∞ Bellman operator of a random MDP (4 states × 2 actions, γ = 0.9), generative model",
-			build:   suite(problems.Config{Name: "mdp", Dim: 4, Actions: 2, Gamma: 0.9}),
-		},
-		{
-			name:    "affine-t",
-			summary: "affine map in ℓ2 (d = 16, γ = 0.9) with Student-t noise, 2.5 degrees of freedom (heavy tails)",
-			affine:  true,
-			build:   suite(problems.Config{Name: "affine-t", Dim: 16, Gamma: 0.9}),
-		},
-		{
-			name:    "averaged",
-			summary: "average of 64 samplewise-nonexpansive maps x ↦ S_i x + b_i in ℓ2, S_i signed permutations (d = 16, γ = 1)",
-			affine:  true,
-			build:   suite(problems.Config{Name: "averaged", Dim: 16, Gamma: 1, Terms: 64}),
-		},
-		{
-			name:    "shift",
-			summary: "nonexpansive T(x) = Rx + b in ℓ2, R the signed cyclic shift (an isometry), Gaussian noise (d = 16, γ = 1)",
-			affine:  true,
-			build:   suite(problems.Config{Name: "shift", Dim: 16, Gamma: 1}),
-		},
+		suite("ℓ∞ Bellman operator of a random MDP (4 states × 2 actions, γ = 0.9), generative model",
+			false, problems.Config{Name: "mdp", Dim: 4, Actions: 2, Gamma: 0.9}),
+		suite("affine map in ℓ2 (d = 16, γ = 0.9) with Student-t noise, 2.5 degrees of freedom (heavy tails)",
+			true, problems.Config{Name: "affine-t", Dim: 16, Gamma: 0.9}),
+		suite("average of 64 samplewise-nonexpansive maps x ↦ S_i x + b_i in ℓ2, S_i signed permutations (d = 16, γ = 1)",
+			true, problems.Config{Name: "averaged", Dim: 16, Gamma: 1, Terms: 64}),
+		suite("nonexpansive T(x) = Rx + b in ℓ2, R the signed cyclic shift (an isometry), Gaussian noise (d = 16, γ = 1)",
+			true, problems.Config{Name: "shift", Dim: 16, Gamma: 1}),
 		{
 			name:    "deq-experts",
 			summary: "layers.Experts DEQ cell, random untrained weights: 4 examples × 16 hidden, 16 inputs, 256 experts, γ̄ = 0.9, batched ℓ2",
 			build:   expertsInstance,
 		},
-		{
-			name:    "mdp-large",
-			summary: "ℓ∞ Bellman operator of a random MDP (50 states × 4 actions = 200 state–action pairs, γ = 0.95), generative model",
-			build:   suite(problems.Config{Name: "mdp-large"}),
-		},
+		suite("ℓ∞ Bellman operator of a random MDP (50 states × 4 actions = 200 state–action pairs, γ = 0.95), generative model",
+			false, problems.Config{Name: "mdp-large"}),
 	}
 }
 
@@ -92,11 +74,11 @@ func ProblemNames() []string {
 	return out
 }
 
-// suite returns the builder of a problem of package problems: c with the
-// seed it is given. The builder is called from several goroutines, so it
-// sets the seed on its own copy of c.
-func suite(c problems.Config) func(seed uint64) (*instance, error) {
-	return func(seed uint64) (*instance, error) {
+// suite returns the spec of a problem of package problems, named as c
+// is: its builder is c with the seed it is given. The builder is called from
+// several goroutines, so it sets the seed on its own copy of c.
+func suite(summary string, affine bool, c problems.Config) problemSpec {
+	build := func(seed uint64) (*instance, error) {
 		cs := c
 		cs.Seed = seed
 		p, err := problems.New(cs)
@@ -105,6 +87,7 @@ func suite(c problems.Config) func(seed uint64) (*instance, error) {
 		}
 		return &instance{oracle: p.Oracle, norm: p.Norm, x0: p.X0, gamma: p.Gamma, fixed: p.FixedPoint, sigma: p.Sigma}, nil
 	}
+	return problemSpec{name: c.Name, summary: summary, affine: affine, build: build}
 }
 
 // Shape of the DEQ cell problem.

@@ -2,6 +2,8 @@ package enum
 
 import (
 	"fmt"
+	"path"
+	"reflect"
 	"strings"
 )
 
@@ -10,7 +12,7 @@ import (
 // variable, and only read after that.
 type Table[E ~int] struct {
 	// Type is the name of the Go type: Name(v) is "Type(v)" for a value
-	// without a name.
+	// without a name. Empty means E's own name.
 	Type string
 	// Names are the names of the values 0, 1, ….
 	Names []string
@@ -26,16 +28,43 @@ type Table[E ~int] struct {
 	Or bool
 	// Invalid is the format of the error of Check (and so of MarshalText)
 	// for a value without a name; its one verb, %s, is given Name(v).
+	// Empty means "<package>: cannot marshal %s", with the name of E's
+	// package.
 	Invalid string
+}
+
+// typeName returns t.Type, or E's own name when it is empty.
+func (t Table[E]) typeName() string {
+	if t.Type != "" {
+		return t.Type
+	}
+	return reflect.TypeFor[E]().Name()
+}
+
+// invalid returns t.Invalid, or its default when it is empty.
+func (t Table[E]) invalid() string {
+	if t.Invalid != "" {
+		return t.Invalid
+	}
+	return path.Base(reflect.TypeFor[E]().PkgPath()) + ": cannot marshal %s"
 }
 
 // Valid reports whether v has a name.
 func (t Table[E]) Valid(v E) bool { return v >= 0 && int(v) < len(t.Names) }
 
+// Values returns the values 0, 1, …, len(Names)−1, in order.
+func (t Table[E]) Values() []E {
+	out := make([]E, len(t.Names))
+	for i := range out {
+		out[i] = E(i)
+	}
+	return out
+}
+
 // Name returns the name of v, or "Type(v)" for a value without one.
 func (t Table[E]) Name(v E) string {
 	if !t.Valid(v) {
-		return fmt.Sprintf("%s(%d)", t.Type, int(v))
+		return fmt.Sprintf("%s(%d)", t.typeName(), int(v))
 	}
 	return t.Names[v]
 }
@@ -63,7 +92,7 @@ func (t Table[E]) Parse(s string) (E, error) {
 // Check returns nil if v has a name, and otherwise the error Invalid words.
 func (t Table[E]) Check(v E) error {
 	if !t.Valid(v) {
-		return fmt.Errorf(t.Invalid, t.Name(v))
+		return fmt.Errorf(t.invalid(), t.Name(v))
 	}
 	return nil
 }

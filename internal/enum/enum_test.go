@@ -14,6 +14,7 @@ var errUnknown = errors.New("test: unknown")
 var colors = Table[color]{Type: "color", Names: []string{"red", "green"}, Unknown: errUnknown, What: "color", Invalid: "test: %s is not a color"}
 
 func TestTable(t *testing.T) {
+	require.Equal(t, []color{0, 1}, colors.Values())
 	require.Equal(t, "green", colors.Name(1))
 	require.Equal(t, "color(2)", colors.Name(2))
 	require.Equal(t, "color(-1)", colors.Name(-1))
@@ -37,6 +38,10 @@ func TestTable(t *testing.T) {
 	_, err = colors.MarshalText(5)
 	require.EqualError(t, err, "test: color(5) is not a color")
 	require.NoError(t, colors.Check(1))
+	// Type and Invalid default to E's name and package.
+	plain := Table[color]{Names: colors.Names}
+	require.Equal(t, "color(2)", plain.Name(2))
+	require.EqualError(t, plain.Check(2), "enum: cannot marshal color(2)")
 	dst := color(1)
 	require.Error(t, colors.UnmarshalText(&dst, []byte("blue")))
 	require.Equal(t, color(1), dst, "an error leaves dst alone")
