@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/deqgo/deq/solver"
 )
@@ -103,8 +104,19 @@ func (o *mdpOracle) EvalExact(dst, q []float64) error {
 	return nil
 }
 
-// Eval implements solver.Oracle: Size next states per pair, averaged, in
-// O(S·A·Size).
+// mdpDirectDraws is the largest Sample.Size that Eval draws next state by
+// next state; larger samples draw each pair's successor counts at once.
+const mdpDirectDraws = 32
+
+// Eval implements solver.Oracle: Size next states per pair, averaged. Up to
+// mdpDirectDraws next states are drawn one by one, in O(S·A·Size); above,
+// each pair's successor counts (n₁, …, n_k), which are all the average
+// depends on, are drawn from their multinomial(Size; P(·|s, a)) law as
+// n_i ~ Binomial(Size − n₁ − … − n_{i−1}, P_i/(1 − P₁ − … − P_{i−1})), the
+// exact conditional laws, in O(S·A·branch) whatever Size. Either way the
+// average has the law of Size independent successor draws, and the counts
+// depend on the Sample only, so the same Sample at two Q-functions uses the
+// same transitions.
 func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 	if err := checkEval(o.s*o.a, dst, q, s, true); err != nil {
 		return 0, err
@@ -116,13 +128,27 @@ func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 		cdf := o.cdf[sa*o.k : (sa+1)*o.k]
 		next := o.next[sa*o.k : (sa+1)*o.k]
 		sum := 0.0
-		for j := 0; j < s.Size; j++ {
-			u := rng.Float64()
-			i := 0
-			for i < o.k-1 && u >= cdf[i] {
-				i++
+		if s.Size <= mdpDirectDraws {
+			for j := 0; j < s.Size; j++ {
+				u := rng.Float64()
+				i := 0
+				for i < o.k-1 && u >= cdf[i] {
+					i++
+				}
+				sum += o.v[next[i]]
 			}
-			sum += o.v[next[i]]
+		} else {
+			left, below := float64(s.Size), 0.0
+			for i := 0; i < o.k-1 && left > 0; i++ {
+				n := left
+				if rest := 1 - below; cdf[i]-below < rest {
+					n = distuv.Binomial{N: left, P: (cdf[i] - below) / rest, Src: o.noise.pcg}.Rand()
+				}
+				sum += n * o.v[next[i]]
+				left -= n
+				below = cdf[i]
+			}
+			sum += left * o.v[next[o.k-1]]
 		}
 		dst[sa] = o.r[sa] + o.gamma*sum*inv
 	}

@@ -303,11 +303,13 @@ func TestMDPValueIteration(t *testing.T) {
 
 // stats accumulates per-coordinate deviations τ − T over independent calls.
 type stats struct {
-	n          int
-	sum, sumSq []float64
+	n                 int
+	sum, sumSq, sumQu []float64
 }
 
-func newStats(d int) *stats { return &stats{sum: make([]float64, d), sumSq: make([]float64, d)} }
+func newStats(d int) *stats {
+	return &stats{sum: make([]float64, d), sumSq: make([]float64, d), sumQu: make([]float64, d)}
+}
 
 func (s *stats) add(tau, tx []float64) {
 	s.n++
@@ -315,6 +317,7 @@ func (s *stats) add(tau, tx []float64) {
 		e := tau[i] - tx[i]
 		s.sum[i] += e
 		s.sumSq[i] += e * e
+		s.sumQu[i] += e * e * e * e
 	}
 }
 
@@ -484,9 +487,20 @@ func TestMDPNoiseLaw(t *testing.T) {
 		require.InDelta(t, tx[sa], o.r[sa]+o.gamma*e, 1e-12)
 		varc[sa] = o.gamma * o.gamma * (e2 - e*e)
 	}
-	st := sample(t, p, q, n, m, 7)
-	for sa := range varc {
-		require.LessOrEqual(t, math.Abs(st.sum[sa]/n), 5.5*math.Sqrt(varc[sa]/m/n)+1e-12, "entry %d", sa)
+	// m = 2 draws next state by next state, the larger sizes draw
+	// multinomial counts (mdpDirectDraws): both must have the law of m
+	// independent draws, so the pooled variance is also checked, within
+	// 6 of its standard deviations, estimated from the fourth moments.
+	for _, m := range []int{2, mdpDirectDraws + 1, 5000} {
+		st := sample(t, p, q, n, m, 7)
+		got, want, v4 := 0.0, 0.0, 0.0
+		for sa := range varc {
+			require.LessOrEqual(t, math.Abs(st.sum[sa]/n), 5.5*math.Sqrt(varc[sa]/float64(m)/n)+1e-12, "m = %d, entry %d", m, sa)
+			got += st.sumSq[sa] / n
+			want += varc[sa] / float64(m)
+			v4 += st.sumQu[sa] / n
+		}
+		require.InDelta(t, want, got, 6*math.Sqrt(v4/n), "m = %d", m)
 	}
 	checkSigma(t, p)
 }
