@@ -437,10 +437,29 @@ type declScaled struct {
 }
 
 var (
-	_ solver.NoiseBound    = declScaled{}
-	_ solver.VarianceBound = declScaled{}
-	_ solver.FiniteSum     = declScaledSum{}
+	_ solver.NoiseBound           = declScaled{}
+	_ solver.VarianceBound        = declScaled{}
+	_ solver.CoordinateNoiseBound = declScaled{}
+	_ solver.FiniteSum            = declScaledSum{}
 )
+
+// CoordinateNoise implements solver.CoordinateNoiseBound: b_c(x) = c·b(x/c),
+// v_c(x) = c²·v(x/c) coordinatewise, false when the oracle declares none.
+func (d declScaled) CoordinateNoise(b, v, x []float64) bool {
+	cn, ok := d.o.(solver.CoordinateNoiseBound)
+	if !ok {
+		return false
+	}
+	d.unscale(x)
+	if !cn.CoordinateNoise(b, v, d.buf) {
+		return false
+	}
+	for i := range b {
+		b[i] *= d.c
+		v[i] *= d.c * d.c
+	}
+	return true
+}
 
 // NoiseBound implements solver.NoiseBound.
 func (d declScaled) NoiseBound(x []float64, norm solver.Norm) float64 {

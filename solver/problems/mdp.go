@@ -39,9 +39,42 @@ type mdpOracle struct {
 }
 
 var (
-	_ Oracle            = (*mdpOracle)(nil)
-	_ solver.NoiseBound = (*mdpOracle)(nil)
+	_ Oracle                      = (*mdpOracle)(nil)
+	_ solver.NoiseBound           = (*mdpOracle)(nil)
+	_ solver.CoordinateNoiseBound = (*mdpOracle)(nil)
 )
+
+// CoordinateNoise implements solver.CoordinateNoiseBound. Entry (s, a) of a
+// unit sample deviates from T(Q)(s, a) by γ(V(s') − E) with E = Σ_j P_j V(s'_j)
+// and s' drawn from the pair's successors, so |η_sa| ≤ b_sa =
+// γ·max{max_j V(s'_j) − E, E − min_j V(s'_j)} and E η_sa² = γ² Var V(s'),
+// computed exactly from the transition probabilities.
+func (o *mdpOracle) CoordinateNoise(b, v, q []float64) bool {
+	n := o.s * o.a
+	if len(q) != n || len(b) != n || len(v) != n {
+		return false
+	}
+	o.values(q)
+	for sa := range n {
+		e, e2, lo, hi := 0.0, 0.0, math.Inf(1), math.Inf(-1)
+		for j := sa * o.k; j < (sa+1)*o.k; j++ {
+			w := o.v[o.next[j]]
+			e += o.prob[j] * w
+			e2 += o.prob[j] * w * w
+			lo, hi = math.Min(lo, w), math.Max(hi, w)
+		}
+		b[sa] = o.gamma * math.Max(hi-e, e-lo)
+		// E(V − E)² by the two-pass formula, exact up to rounding (never
+		// below the one-pass E V² − E², which may cancel).
+		c := 0.0
+		for j := sa * o.k; j < (sa+1)*o.k; j++ {
+			d := o.v[o.next[j]] - e
+			c += o.prob[j] * d * d
+		}
+		v[sa] = o.gamma * o.gamma * math.Max(c, e2-e*e)
+	}
+	return true
+}
 
 // NoiseBound implements solver.NoiseBound. A unit sample's entry (s, a)
 // deviates from T(Q)(s, a) by γ(V(s') − Σ_j P_j V(s'_j)) with V = max_a Q
