@@ -5,11 +5,17 @@ import "math"
 // CoordinateNoiseBound is implemented by oracles that know, coordinate by
 // coordinate, an almost-sure bound and a variance bound on the deviation of
 // one unit sample from the operator. In the ℓ∞ norm the certificate rule
-// RuleBoundedNoise and VR-GHAL's epoch-start estimates then use the sharper
-// of two radii (see noiseDecl): besides the Banach-space concentration
-// radius of NoiseBound, Bernstein's inequality on every coordinate with a
-// union bound over the coordinates, which pays ln d instead of the norm's
-// κ times E‖η‖²∞ ≥ max_i E η_i².
+// RuleBoundedNoise, CertifyRadius and VR-GHAL's epoch-start estimates then
+// use, for the mean of N independent unit samples, the smaller of the
+// Banach-space concentration radius of a NoiseBound and
+//
+//	max_i √(2v_i L/N) + 2b_i L/(3N),  L = ln(2d/δ),
+//
+// Bernstein's inequality on every coordinate at failure probability δ/d
+// with a union bound over the d coordinates. It pays max_i E η_i²·ln(2d/δ)
+// where the Banach-space radius pays κ·E‖η‖²∞·ln(2/δ), κ of order ln d and
+// E‖η‖²∞ ≥ max_i E η_i²; both radii are fixed by N before the samples are
+// drawn, so their minimum holds with probability at least 1 − δ.
 type CoordinateNoiseBound interface {
 	// CoordinateNoise writes into b and v, of length Len(), bounds at x on
 	// each coordinate of one unit sample's noise η = τ₁(x; ξ) − T(x):
