@@ -14,7 +14,8 @@ import (
 //   - Deterministic model: RuleExact, one evaluation.
 //   - FiniteSum: RuleFiniteSum, one EvalExact call counted as Terms()
 //     samples.
-//   - NoiseBound (finite at x̂): RuleBoundedNoise; see boundedNoise.
+//   - NoiseBound (finite at x̂), or CoordinateNoiseBound in ℓ∞:
+//     RuleBoundedNoise; see boundedNoise.
 //   - VarianceBound (finite at x̂): RuleVarianceMoM; see varianceMoM.
 //   - nothing: RuleEstimate; see estimate.
 //
@@ -75,9 +76,9 @@ func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested
 		rng: rand.New(rand.NewPCG(s.Seed^0x6a09e667f3bcc909, s.Certify.Seed^0xbb67ae8584caa73b))}
 	var c *Certificate
 	var err error
-	if b := declaredBound(o, x, norm); !math.IsInf(b, 1) {
+	if nd, ok := declaredNoise(o, x, norm); ok {
 		calls := max(s.Certify.Calls, 1)
-		c, err = boundedNoise(d, norm, delta, b, declaredVariance(o, x, norm), calls, perCall(budget, calls, s.Certify.Samples))
+		c, err = boundedNoise(d, norm, delta, nd, calls, perCall(budget, calls, s.Certify.Samples))
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
 		k, pFail := s.Certify.Calls, 0.0
 		if k == 0 {
@@ -191,7 +192,10 @@ func (d *drawer) finish(c *Certificate, norm Norm, tau []float64, slack float64)
 //	Bound = ‖τ̄ − x̂‖ + ρ,  ρ = √(2κ ln(2/δ) σ²/N) + C ln(2/δ) b/(3N),
 //
 // with κ and C of the norm, b the oracle's almost-sure bound at x̂ and
-// σ² = min{b², the declared variance bound}.
+// σ² = min{b², the declared variance bound}; in ℓ∞ with a
+// CoordinateNoiseBound, ρ is the smaller of that and the coordinatewise
+// Bernstein radius (see CoordinateNoiseBound and noiseDecl.radius), both
+// fixed by N before the draw.
 //
 // Proof sketch: η_i = τ₁(x̂; ξ_i) − T(x̂) are independent, centred, with
 // ‖η_i‖ ≤ b and E‖η_i‖² ≤ σ². The reference paper's Banach-space
@@ -201,7 +205,7 @@ func (d *drawer) finish(c *Certificate, norm Norm, tau []float64, slack float64)
 // gives ‖Σ_i η_i‖ ≤ √(2κ ln(2/δ) Nσ²) + C ln(2/δ) b/3 with probability at
 // least 1 − δ, so ‖τ̄ − T(x̂)‖ ≤ ρ, and the triangle inequality
 // ‖T(x̂) − x̂‖ ≤ ‖τ̄ − x̂‖ + ‖τ̄ − T(x̂)‖ gives the bound.
-func boundedNoise(d *drawer, norm Norm, delta, b, v float64, k, size int) (*Certificate, error) {
+func boundedNoise(d *drawer, norm Norm, delta float64, nd noiseDecl, k, size int) (*Certificate, error) {
 	taus, used, err := d.draw(k, size)
 	if err != nil {
 		return nil, err
@@ -218,9 +222,7 @@ func boundedNoise(d *drawer, norm Norm, delta, b, v float64, k, size int) (*Cert
 	for j := range tau {
 		tau[j] /= total
 	}
-	l := math.Log(2 / delta)
-	rho := math.Sqrt(2*norm.Kappa()*l*v/total) + norm.C()*l*b/(3*total)
-	return d.finish(&Certificate{Delta: delta, Rule: RuleBoundedNoise}, norm, tau, rho), nil
+	return d.finish(&Certificate{Delta: delta, Rule: RuleBoundedNoise}, norm, tau, nd.radius(delta, total)), nil
 }
 
 // varianceMoM is RuleVarianceMoM: the median of means of k buckets

@@ -10,7 +10,8 @@ import (
 // rule the oracle's declarations allow (see CertRule), with the rule's
 // sample size chosen so that its radius — the amount its Bound may exceed
 // the residual estimate — is at most radius: the smallest N for which the
-// Banach-space concentration radius of RuleBoundedNoise is at most radius,
+// concentration radius of RuleBoundedNoise (the Banach-space one, or in ℓ∞
+// the smaller coordinatewise one of a CoordinateNoiseBound) is at most radius,
 // or for RuleVarianceMoM the Chebyshev buckets of MoMChebyshevBuckets(δ)
 // whose radius r* + ε has ε = radius/2. A deterministic or FiniteSum
 // oracle gets its exact certificate whatever radius says; an oracle that
@@ -36,8 +37,8 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 	o, norm := p.Oracle, p.Norm
 	delta := s.Certify.Delta
 	s.Certify.Calls, s.Certify.Samples = 0, max(fallback, 1)
-	if b := declaredBound(o, x, norm); !math.IsInf(b, 1) {
-		n := boundedNoiseSize(norm.Kappa(), norm.C(), delta, b, declaredVariance(o, x, norm), radius)
+	if nd, ok := declaredNoise(o, x, norm); ok {
+		n := nd.size(delta, radius)
 		s.Certify.Calls, s.Certify.Samples = 1, int(math.Min(math.Ceil(n), maxDraw))
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
 		k, pf := MoMChebyshevBuckets(delta)

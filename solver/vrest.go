@@ -27,7 +27,12 @@ type vrEstimate struct {
 // N unit samples within a of T(x) with probability at least 1 − δ.
 func boundedNoiseSize(kappa, c, delta, b, v, a float64) float64 {
 	l := math.Log(2 / delta)
-	qa, qb := c*l*b/3, math.Sqrt(2*kappa*l*v)
+	return concentrationSize(c*l*b/3, math.Sqrt(2*kappa*l*v), a)
+}
+
+// concentrationSize returns the smallest N with qb/√N + qa/N ≤ a, for
+// qa, qb ≥ 0 and a > 0.
+func concentrationSize(qa, qb, a float64) float64 {
 	// qa·u² + qb·u − a = 0 in u = 1/√N.
 	var u float64
 	switch {

@@ -97,9 +97,14 @@ import (
 //     median of means with 18 ln(1/δ) buckets of 27/ε² samples is one. The
 //     tuned estimator is the rigorous certificate rule of the oracle's
 //     declaration, sized for radius a_k: for a NoiseBound the mean of the
-//     smallest N whose Banach-space concentration radius √(2κ ln(2/δ)σ²/N)
-//   - C ln(2/δ)b/(3N) is at most a_k (the paper's concentration
-//     proposition); for a VarianceBound the median of means with the
+//     smallest N whose Banach-space concentration radius, the sum of
+//     √(2κ ln(2/δ)σ²/N) and C ln(2/δ)b/(3N), is at most a_k (the paper's
+//     concentration proposition), or, in ℓ∞ with a CoordinateNoiseBound,
+//     whose coordinatewise Bernstein radius is, when that is smaller
+//     (Bernstein's inequality on each coordinate and a union bound over
+//     them, see CoordinateNoiseBound: a Bellman operator's ℓ∞ noise then
+//     costs max_i E η_i² ln(2d/δ) instead of κ·E‖η‖²∞ ln(2/δ)); for a
+//     VarianceBound the median of means with the
 //     exact-binomial bucket count of MoMChebyshevBuckets (about 2 ln(1/δ)
 //     buckets at failure p ≈ 0.1 instead of 18 ln(1/δ) at 1/3, by the same
 //     Chebyshev and minibatch-variance lemma argument), whose selection is

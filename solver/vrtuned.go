@@ -215,9 +215,11 @@ func (r *tunedRun) exactInto(dst, x []float64) error {
 //
 //   - deterministic model, or a finite sum once the estimate would need
 //     Terms() samples or more: one exact evaluation, radius 0;
-//   - an almost-sure bound b (NoiseBound): the mean of N unit samples with
-//     N the smallest size at which the Banach-space concentration radius
-//     √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N) is at most a (RuleBoundedNoise);
+//   - an almost-sure bound b (NoiseBound), or coordinatewise bounds in ℓ∞
+//     (CoordinateNoiseBound): the mean of N unit samples with N the
+//     smallest size at which the concentration radius of RuleBoundedNoise
+//     (the Banach-space √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N), or the
+//     smaller coordinatewise Bernstein radius) is at most a;
 //   - a variance bound σ² (VarianceBound): k buckets of m unit samples with
 //     (k, p) = MoMChebyshevBuckets(δ) and m = ⌈κσ²/(p a²)⌉, so that each
 //     bucket is within ε = a of T(x) with probability at least 1 − p
@@ -240,7 +242,7 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 	}
 	o, norm := e.Oracle(), r.norm
 	kappa := norm.Kappa()
-	b := declaredBound(o, x, norm)
+	nd, bounded := declaredNoise(o, x, norm)
 	v := declaredVariance(o, x, norm)
 	terms := math.Inf(1)
 	if r.fs != nil {
@@ -255,14 +257,14 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 		}
 		return vrEstimate{radius: 0, rigorous: true}, r.exactInto(dst, x)
 	}
-	if !math.IsInf(b, 1) {
-		if v == 0 || b == 0 {
+	if bounded {
+		if nd.zero() {
 			if err := e.Eval(dst, x, Sample{Seed: e.Seed(), Size: 1}); err != nil {
 				return vrEstimate{}, err
 			}
 			return vrEstimate{radius: 0, rigorous: true}, nil
 		}
-		n := boundedNoiseSize(kappa, norm.C(), delta, b, v, a)
+		n := nd.size(delta, a)
 		if n >= terms {
 			return exact()
 		}
@@ -278,7 +280,7 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 			return vrEstimate{}, err
 		}
 		used := float64(max(e.Stats().Samples-s0, 1))
-		return vrEstimate{radius: boundedNoiseRadius(kappa, norm.C(), delta, b, v, used), rigorous: true}, nil
+		return vrEstimate{radius: nd.radius(delta, used), rigorous: true}, nil
 	}
 	buckets, p := MoMChebyshevBuckets(delta)
 	rigorous := !math.IsInf(v, 1)

@@ -39,8 +39,8 @@ func ExampleRun() {
 	// stochastic-halpern           reached 3/3, median 315
 	// page-halpern                 reached 3/3, median 215
 	// vrghal/bounded-variance (certified) reached 0/3, median +Inf
-	// vrghal/lipschitz-expectation (certified) reached 3/3, median 49475
-	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 26927
+	// vrghal/lipschitz-expectation (certified) reached 3/3, median 45899
+	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 23351
 	// minibatch-km (certified)     reached 3/3, median 4082
 	// stochastic-halpern (certified) reached 3/3, median 5698
 	// page-halpern (certified)     reached 3/3, median 3893

@@ -222,7 +222,7 @@ func runTask(ctx context.Context, s *settings, c *calibration, ms methodSpec, t 
 		return outcome{}, err
 	}
 	st := runSettings(s, t, budget)
-	rec := newCertRecorder(ctx, hr, solver.Problem{Oracle: do, Norm: in.norm}, s, t, ms.perEps)
+	rec := newCertRecorder(ctx, hr, solver.Problem{Oracle: do, Norm: in.norm}, s, t, ms)
 	st.Recorder = rec
 	res, err := solver.Solve(ctx, solver.Problem{Oracle: do, Norm: in.norm}, in.x0, st, ms.make(c, s, target))
 	if err != nil {
@@ -437,10 +437,29 @@ type declScaled struct {
 }
 
 var (
-	_ solver.NoiseBound    = declScaled{}
-	_ solver.VarianceBound = declScaled{}
-	_ solver.FiniteSum     = declScaledSum{}
+	_ solver.NoiseBound           = declScaled{}
+	_ solver.VarianceBound        = declScaled{}
+	_ solver.CoordinateNoiseBound = declScaled{}
+	_ solver.FiniteSum            = declScaledSum{}
 )
+
+// CoordinateNoise implements solver.CoordinateNoiseBound: b_c(x) = c·b(x/c),
+// v_c(x) = c²·v(x/c) coordinatewise, false when the oracle declares none.
+func (d declScaled) CoordinateNoise(b, v, x []float64) bool {
+	cn, ok := d.o.(solver.CoordinateNoiseBound)
+	if !ok {
+		return false
+	}
+	d.unscale(x)
+	if !cn.CoordinateNoise(b, v, d.buf) {
+		return false
+	}
+	for i := range b {
+		b[i] *= d.c
+		v[i] *= d.c * d.c
+	}
+	return true
+}
 
 // NoiseBound implements solver.NoiseBound.
 func (d declScaled) NoiseBound(x []float64, norm solver.Norm) float64 {
@@ -501,12 +520,15 @@ type certRecorder struct {
 	cert    []float64
 	checks  uint64
 	err     error
+	// ownBound marks a method whose own rigorous bound can stop it with
+	// Success; graced is set once the run went on past its certification.
+	ownBound, graced bool
 }
 
 var _ solver.PointRecorder = (*certRecorder)(nil)
 
-func newCertRecorder(ctx context.Context, hit *hitRecorder, p solver.Problem, s *settings, t task, perEps bool) *certRecorder {
-	r := &certRecorder{ctx: ctx, hit: hit, prob: p, s: s, seed: deriveSeed(s.Seed, 3, uint64(t.seed)), anytime: !perEps, target: t.eps, cert: make([]float64, len(s.Eps))}
+func newCertRecorder(ctx context.Context, hit *hitRecorder, p solver.Problem, s *settings, t task, ms methodSpec) *certRecorder {
+	r := &certRecorder{ctx: ctx, hit: hit, prob: p, s: s, seed: deriveSeed(s.Seed, 3, uint64(t.seed)), anytime: !ms.perEps, target: t.eps, cert: make([]float64, len(s.Eps)), ownBound: ms.vr}
 	for i := range r.cert {
 		r.cert[i] = math.Inf(1)
 	}
@@ -544,6 +566,14 @@ func (r *certRecorder) RecordPoint(p solver.TracePoint, x []float64) error {
 		}
 	}
 	if r.done() {
+		// A method with its own rigorous bound (VR-GHAL) may stop with
+		// Success at this very point, which Solve decides after the
+		// recorder: let it, so that its count is its samples alone, and
+		// stop the run at the next point.
+		if r.ownBound && !r.graced {
+			r.graced = true
+			return nil
+		}
 		return errReached
 	}
 	return nil

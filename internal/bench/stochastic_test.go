@@ -57,6 +57,40 @@ func TestHitRecorderUnreached(t *testing.T) {
 	require.Equal(t, []float64{2, 0.5}, r.curve)
 }
 
+// detNormOracle is normOracle with an exact (deterministic) oracle, so that
+// every certificate is exact and rigorous.
+type detNormOracle struct{ normOracle }
+
+func (detNormOracle) Model() solver.Model { return solver.Deterministic }
+
+// TestCertRecorderLetsOwnBoundStop: when the bench certifies the point at
+// which a method with its own rigorous bound (VR-GHAL) may stop with
+// Success, the recorder lets the solve go on to that check (so that the
+// method's own samples count alone) and stops the run at the next point;
+// a baseline is stopped at once.
+func TestCertRecorderLetsOwnBoundStop(t *testing.T) {
+	norm, err := solver.NewLP(2, 1)
+	require.NoError(t, err)
+	s, err := Config{Sections: []string{sectionStochastic}, Eps: []float64{0.01}}.withDefaults()
+	require.NoError(t, err)
+	o := detNormOracle{normOracle{1}}
+	for _, vr := range []bool{true, false} {
+		hit, err := newHitRecorder(o, norm, []float64{1}, s.Eps, 0.01, []float64{1})
+		require.NoError(t, err)
+		r := newCertRecorder(context.Background(), hit, solver.Problem{Oracle: o, Norm: norm}, s, task{}, methodSpec{vr: vr, perEps: true})
+		require.NoError(t, r.RecordPoint(solver.TracePoint{Samples: 10}, []float64{0.5}))
+		err = r.RecordPoint(solver.TracePoint{Samples: 20}, []float64{0.005})
+		require.Equal(t, 21.0, r.cert[0], "the method's samples and the exact certificate's one evaluation")
+		if vr {
+			require.NoError(t, err)
+			require.ErrorIs(t, r.RecordPoint(solver.TracePoint{Samples: 30}, []float64{0.004}), errReached)
+			require.Equal(t, 21.0, r.cert[0])
+		} else {
+			require.ErrorIs(t, err, errReached)
+		}
+	}
+}
+
 func TestSampleGrid(t *testing.T) {
 	g := sampleGrid(1000)
 	require.Equal(t, 1.0, g[0])

@@ -34,11 +34,13 @@
 //     signed cyclic shift, an isometry of every ℓp norm with a unique fixed
 //     point, plus Gaussian noise; Picard iteration does not converge on it.
 //   - "mdp": the ℓ∞ Bellman optimality operator on Q-functions of a random
-//     discounted Markov decision process, accessed through a generative model.
+//     discounted Markov decision process, accessed through a generative model;
+//     the oracle declares its NoiseBound and, entry by entry, its exact
+//     noise variances and almost-sure bounds (solver.CoordinateNoiseBound).
 //   - "mdp-large": the same Bellman operator at scale, by default 50 states ×
 //     4 actions (200 state–action pairs) with γ = 0.95; one unit
 //     sample draws one successor for every state–action pair, Q* comes from
-//     policy iteration and the oracle declares its NoiseBound.
+//     policy iteration and the oracle declares what "mdp"'s does.
 //
 // # Norms and γ
 //

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/deqgo/deq/solver"
 )
@@ -38,9 +39,42 @@ type mdpOracle struct {
 }
 
 var (
-	_ Oracle            = (*mdpOracle)(nil)
-	_ solver.NoiseBound = (*mdpOracle)(nil)
+	_ Oracle                      = (*mdpOracle)(nil)
+	_ solver.NoiseBound           = (*mdpOracle)(nil)
+	_ solver.CoordinateNoiseBound = (*mdpOracle)(nil)
 )
+
+// CoordinateNoise implements solver.CoordinateNoiseBound. Entry (s, a) of a
+// unit sample deviates from T(Q)(s, a) by γ(V(s') − E) with E = Σ_j P_j V(s'_j)
+// and s' drawn from the pair's successors, so |η_sa| ≤ b_sa =
+// γ·max{max_j V(s'_j) − E, E − min_j V(s'_j)} and E η_sa² = γ² Var V(s'),
+// computed exactly from the transition probabilities.
+func (o *mdpOracle) CoordinateNoise(b, v, q []float64) bool {
+	n := o.s * o.a
+	if len(q) != n || len(b) != n || len(v) != n {
+		return false
+	}
+	o.values(q)
+	for sa := range n {
+		e, e2, lo, hi := 0.0, 0.0, math.Inf(1), math.Inf(-1)
+		for j := sa * o.k; j < (sa+1)*o.k; j++ {
+			w := o.v[o.next[j]]
+			e += o.prob[j] * w
+			e2 += o.prob[j] * w * w
+			lo, hi = math.Min(lo, w), math.Max(hi, w)
+		}
+		b[sa] = o.gamma * math.Max(hi-e, e-lo)
+		// E(V − E)² by the two-pass formula, exact up to rounding (never
+		// below the one-pass E V² − E², which may cancel).
+		c := 0.0
+		for j := sa * o.k; j < (sa+1)*o.k; j++ {
+			d := o.v[o.next[j]] - e
+			c += o.prob[j] * d * d
+		}
+		v[sa] = o.gamma * o.gamma * math.Max(c, e2-e*e)
+	}
+	return true
+}
 
 // NoiseBound implements solver.NoiseBound. A unit sample's entry (s, a)
 // deviates from T(Q)(s, a) by γ(V(s') − Σ_j P_j V(s'_j)) with V = max_a Q
@@ -103,8 +137,19 @@ func (o *mdpOracle) EvalExact(dst, q []float64) error {
 	return nil
 }
 
-// Eval implements solver.Oracle: Size next states per pair, averaged, in
-// O(S·A·Size).
+// mdpDirectDraws is the largest Sample.Size that Eval draws next state by
+// next state; larger samples draw each pair's successor counts at once.
+const mdpDirectDraws = 32
+
+// Eval implements solver.Oracle: Size next states per pair, averaged. Up to
+// mdpDirectDraws next states are drawn one by one, in O(S·A·Size); above,
+// each pair's successor counts (n₁, …, n_k), which are all the average
+// depends on, are drawn from their multinomial(Size; P(·|s, a)) law as
+// n_i ~ Binomial(Size − n₁ − … − n_{i−1}, P_i/(1 − P₁ − … − P_{i−1})), the
+// exact conditional laws, in O(S·A·branch) whatever Size. Either way the
+// average has the law of Size independent successor draws, and the counts
+// depend on the Sample only, so the same Sample at two Q-functions uses the
+// same transitions.
 func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 	if err := checkEval(o.s*o.a, dst, q, s, true); err != nil {
 		return 0, err
@@ -116,13 +161,27 @@ func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 		cdf := o.cdf[sa*o.k : (sa+1)*o.k]
 		next := o.next[sa*o.k : (sa+1)*o.k]
 		sum := 0.0
-		for j := 0; j < s.Size; j++ {
-			u := rng.Float64()
-			i := 0
-			for i < o.k-1 && u >= cdf[i] {
-				i++
+		if s.Size <= mdpDirectDraws {
+			for j := 0; j < s.Size; j++ {
+				u := rng.Float64()
+				i := 0
+				for i < o.k-1 && u >= cdf[i] {
+					i++
+				}
+				sum += o.v[next[i]]
 			}
-			sum += o.v[next[i]]
+		} else {
+			left, below := float64(s.Size), 0.0
+			for i := 0; i < o.k-1 && left > 0; i++ {
+				n := left
+				if rest := 1 - below; cdf[i]-below < rest {
+					n = distuv.Binomial{N: left, P: (cdf[i] - below) / rest, Src: o.noise.pcg}.Rand()
+				}
+				sum += n * o.v[next[i]]
+				left -= n
+				below = cdf[i]
+			}
+			sum += left * o.v[next[o.k-1]]
 		}
 		dst[sa] = o.r[sa] + o.gamma*sum*inv
 	}

@@ -304,11 +304,13 @@ func TestMDPValueIteration(t *testing.T) {
 
 // stats accumulates per-coordinate deviations τ − T over independent calls.
 type stats struct {
-	n          int
-	sum, sumSq []float64
+	n                 int
+	sum, sumSq, sumQu []float64
 }
 
-func newStats(d int) *stats { return &stats{sum: make([]float64, d), sumSq: make([]float64, d)} }
+func newStats(d int) *stats {
+	return &stats{sum: make([]float64, d), sumSq: make([]float64, d), sumQu: make([]float64, d)}
+}
 
 func (s *stats) add(tau, tx []float64) {
 	s.n++
@@ -316,6 +318,7 @@ func (s *stats) add(tau, tx []float64) {
 		e := tau[i] - tx[i]
 		s.sum[i] += e
 		s.sumSq[i] += e * e
+		s.sumQu[i] += e * e * e * e
 	}
 }
 
@@ -464,30 +467,23 @@ func checkSigma(t *testing.T, p *Problem) {
 // TestMDPNoiseLaw checks the generative-model oracle: unbiased (each entry
 // within 5.5 standard errors, from the exact variance γ²Var V(s')) and Sigma.
 func TestMDPNoiseLaw(t *testing.T) {
-	p := mustNew(t, Config{Name: "mdp", Dim: 5, Actions: 2, Gamma: 0.9, Seed: 4})
-	o := p.Oracle.(*mdpOracle)
-	rng := rand.New(rand.NewPCG(3, 3))
-	q := make([]float64, len(p.X0))
-	for i := range q {
-		q[i] = 5 * rng.Float64()
-	}
-	tx := exactT(t, p, q)
-	o.values(q)
-	const n, m = 4000, 2
-	varc := make([]float64, len(q))
-	for sa := range varc {
-		e, e2 := 0.0, 0.0
-		for j := sa * o.k; j < (sa+1)*o.k; j++ {
-			w := o.v[o.next[j]]
-			e += o.prob[j] * w
-			e2 += o.prob[j] * w * w
+	p, o, q := mdpAtRandomQ(t, 3)
+	const n = 4000
+	varc := mdpVariances(t, p, o, q)
+	// m = 2 draws next state by next state, the larger sizes draw
+	// multinomial counts (mdpDirectDraws): both must have the law of m
+	// independent draws, so the pooled variance is also checked, within
+	// 6 of its standard deviations, estimated from the fourth moments.
+	for _, m := range []int{2, mdpDirectDraws + 1, 5000} {
+		st := sample(t, p, q, n, m, 7)
+		got, want, v4 := 0.0, 0.0, 0.0
+		for sa := range varc {
+			require.LessOrEqual(t, math.Abs(st.sum[sa]/n), 5.5*math.Sqrt(varc[sa]/float64(m)/n)+1e-12, "m = %d, entry %d", m, sa)
+			got += st.sumSq[sa] / n
+			want += varc[sa] / float64(m)
+			v4 += st.sumQu[sa] / n
 		}
-		require.InDelta(t, tx[sa], o.r[sa]+o.gamma*e, 1e-12)
-		varc[sa] = o.gamma * o.gamma * (e2 - e*e)
-	}
-	st := sample(t, p, q, n, m, 7)
-	for sa := range varc {
-		require.LessOrEqual(t, math.Abs(st.sum[sa]/n), 5.5*math.Sqrt(varc[sa]/m/n)+1e-12, "entry %d", sa)
+		require.InDelta(t, want, got, 6*math.Sqrt(v4/n), "m = %d", m)
 	}
 	checkSigma(t, p)
 }
@@ -731,5 +727,66 @@ func benchmarkEval(b *testing.B, c Config, size int) {
 		if _, err := p.Oracle.Eval(dst, x, solver.Sample{Seed: uint64(i), Size: size}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// mdpAtRandomQ returns a small mdp problem, its oracle and a Q-function
+// with entries uniform on [0, 5) drawn from seed.
+func mdpAtRandomQ(t *testing.T, seed uint64) (*Problem, *mdpOracle, []float64) {
+	p := mustNew(t, Config{Name: "mdp", Dim: 5, Actions: 2, Gamma: 0.9, Seed: 4})
+	rng := rand.New(rand.NewPCG(seed, seed))
+	q := make([]float64, len(p.X0))
+	for i := range q {
+		q[i] = 5 * rng.Float64()
+	}
+	return p, p.Oracle.(*mdpOracle), q
+}
+
+// mdpVariances returns γ²Var V(s') of every entry at q, checking on the way
+// that T(q) = r + γE V(s').
+func mdpVariances(t *testing.T, p *Problem, o *mdpOracle, q []float64) []float64 {
+	tx := exactT(t, p, q)
+	o.values(q)
+	varc := make([]float64, len(q))
+	for sa := range varc {
+		e, e2 := 0.0, 0.0
+		for j := sa * o.k; j < (sa+1)*o.k; j++ {
+			w := o.v[o.next[j]]
+			e += o.prob[j] * w
+			e2 += o.prob[j] * w * w
+		}
+		require.InDelta(t, tx[sa], o.r[sa]+o.gamma*e, 1e-12)
+		varc[sa] = o.gamma * o.gamma * (e2 - e*e)
+	}
+	return varc
+}
+
+// TestMDPCoordinateNoise checks the coordinatewise declaration: the
+// variance bounds equal γ²Var V(s') entry by entry and every unit sample
+// deviates by at most b entrywise, with b attained (the bound is tight).
+func TestMDPCoordinateNoise(t *testing.T) {
+	p, o, q := mdpAtRandomQ(t, 5)
+	b, v := make([]float64, len(q)), make([]float64, len(q))
+	require.True(t, o.CoordinateNoise(b, v, q))
+	require.False(t, o.CoordinateNoise(b[1:], v, q))
+	tx := exactT(t, p, q)
+	o.values(q)
+	varc := mdpVariances(t, p, o, q)
+	for sa := range v {
+		require.InDelta(t, varc[sa], v[sa], 1e-12)
+	}
+	tau := make([]float64, len(q))
+	worst := make([]float64, len(q))
+	for k := range 2000 {
+		_, err := o.Eval(tau, q, solver.Sample{Seed: uint64(k), Size: 1})
+		require.NoError(t, err)
+		for sa := range tau {
+			dev := math.Abs(tau[sa] - tx[sa])
+			require.LessOrEqual(t, dev, b[sa]+1e-12, "entry %d", sa)
+			worst[sa] = math.Max(worst[sa], dev)
+		}
+	}
+	for sa := range b {
+		require.InDelta(t, b[sa], worst[sa], 1e-12, "entry %d", sa)
 	}
 }
