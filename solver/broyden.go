@@ -7,8 +7,6 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/floats"
-
-	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Broyden is the limited-memory "good" Broyden method applied to the root
@@ -24,11 +22,13 @@ import (
 //
 //	u = (s − H y)/(sᵀ H y),  v = Hᵀ s.
 //
-// The pairs (u_i, v_i) live in two preallocated c×n matrices used as a ring,
-// c = min{Memory, Settings.MaxIter + 1}: when it is full the oldest pair is
-// overwritten, as in the DEQ implementation. A solve allocates 2cn + 8n floats
-// once and nothing per iteration besides the trace. A step costs about 6cn
-// flops for c stored pairs, besides the evaluation of T.
+// The pairs (u_i, v_i) live in a ring of c = min{Memory, Settings.MaxIter + 1}
+// slots: when it is full the oldest pair is overwritten, as in the DEQ
+// implementation. The vectors (at most 2c + 9 of length n) come from the
+// solve's Workspace, so that repeated solves through one Settings.Workspace
+// allocate no vectors; nothing is allocated per iteration besides the trace.
+// A step costs about 6cn flops for c stored pairs, besides the evaluation
+// of T.
 //
 // Safeguards: an update whose denominator sᵀHy is negligible
 // (|sᵀHy| ≤ 1e-12 ‖s‖₂‖Hy‖₂) or whose vectors are not finite is skipped. A
@@ -115,16 +115,23 @@ func (m Broyden) Run(e *Env) error {
 	memory, protect, patience := m.params()
 	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
-	us := make([]float64, memory*n)
-	vs := make([]float64, memory*n)
-	x := append([]float64(nil), e.X0()...)
-	g := make([]float64, n)  // g(x)
-	tx := make([]float64, n) // T(x), then g at the new point
-	s := make([]float64, n)  // step, then s − Hy
-	hy := make([]float64, n)
-	v := make([]float64, n)
-	xBest := make([]float64, n)
-	gBest := make([]float64, n)
+	// The pairs (u_i, v_i). Storing a pair swaps the buffers s and v with
+	// those of its slot, so it copies nothing.
+	us, vs := make([][]float64, memory), make([][]float64, memory)
+	ring := e.buffer(2 * memory * n)
+	for i := range us {
+		us[i], vs[i] = ring[2*i*n:(2*i+1)*n:(2*i+1)*n], ring[(2*i+1)*n:(2*i+2)*n:(2*i+2)*n]
+	}
+	x := e.buffer(n)
+	copy(x, e.X0())
+	xn := e.buffer(n) // the next point
+	g := e.buffer(n)  // g(x)
+	tx := e.buffer(n) // T(x), then g at the new point
+	s := e.buffer(n)  // step, then s − Hy
+	hy := e.buffer(n)
+	v := e.buffer(n)
+	xBest := e.buffer(n)
+	gBest := e.buffer(n)
 	restarted := false            // a protective restart happened since the last new best
 	head, count, stall := 0, 0, 0 // next slot, pairs stored, iterations since the best
 
@@ -140,19 +147,17 @@ func (m Broyden) Run(e *Env) error {
 	copy(xBest, x)
 	copy(gBest, g)
 	for {
-		// s = −H g = g − Σ u_i (v_i·g).
+		// s = −H g = g − Σ u_i (v_i·g), and the next point x + s.
 		copy(s, g)
 		for i := 0; i < count; i++ {
-			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
-			axpy(s, -dot(vi, g), ui)
+			axpy(s, -dot(vs[i], g), us[i])
 		}
-		if !numeric.AllFinite(s) || !anyNonzero(s) {
+		if !broydenStep(xn, x, s) {
 			count, head = 0, 0
 			copy(s, g)
+			broydenStep(xn, x, s)
 		}
-		for i := range x {
-			x[i] += s[i]
-		}
+		x, xn = xn, x
 		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
 			return err
 		}
@@ -183,39 +188,62 @@ func (m Broyden) Run(e *Env) error {
 			continue
 		}
 		// y = g_new − g, kept in g; Hy = −y + Σ u_i (v_i·y).
-		for i := range g {
-			g[i] = tx[i] - g[i]
-		}
-		for i := range hy {
-			hy[i] = -g[i]
+		for i, t := range tx {
+			y := t - g[i]
+			g[i], hy[i] = y, -y
 		}
 		for i := 0; i < count; i++ {
-			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
-			axpy(hy, dot(vi, g), ui)
+			axpy(hy, dot(vs[i], g), us[i])
 		}
 		den := dot(s, hy)
 		if math.Abs(den) > broydenDenTol*math.Sqrt(dot(s, s))*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
 			// v = Hᵀ s = −s + Σ v_i (u_i·s), then u = (s − Hy)/den in place
 			// of s; both use every stored pair, the oldest included.
-			for i := range v {
-				v[i] = -s[i]
+			for i, si := range s {
+				v[i] = -si
 			}
 			for i := 0; i < count; i++ {
-				ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
-				axpy(v, dot(ui, s), vi)
+				axpy(v, dot(us[i], s), vs[i])
 			}
-			for i := range s {
-				s[i] = (s[i] - hy[i]) / den
-			}
-			if numeric.AllFinite(s) && numeric.AllFinite(v) {
-				copy(us[head*n:(head+1)*n], s)
-				copy(vs[head*n:(head+1)*n], v)
+			if broydenPair(s, hy, v, 1/den) {
+				us[head], s = s, us[head]
+				vs[head], v = v, vs[head]
 				head = (head + 1) % memory
 				count = min(count+1, memory)
 			}
 		}
-		copy(g, tx)
+		g, tx = tx, g // g(x) for the next step; tx is scratch again
 	}
+}
+
+// broydenStep sets xn = x + s and reports whether s is finite and not zero,
+// in one pass.
+func broydenStep(xn, x, s []float64) bool {
+	finite, nonzero := true, false
+	for i, si := range s {
+		xn[i] = x[i] + si
+		if si-si != 0 { // NaN or ±Inf
+			finite = false
+		}
+		if si != 0 {
+			nonzero = true
+		}
+	}
+	return finite && nonzero
+}
+
+// broydenPair overwrites s with u = (s − hy)·inv and reports whether u and v
+// are finite, in one pass.
+func broydenPair(s, hy, v []float64, inv float64) bool {
+	finite := true
+	for i, si := range s {
+		u := (si - hy[i]) * inv
+		s[i] = u
+		if u-u != 0 || v[i]-v[i] != 0 {
+			finite = false
+		}
+	}
+	return finite
 }
 
 // axpy adds a·x to dst using gonum's vectorised kernel.
