@@ -194,10 +194,12 @@ func (e *Env) endExact(tx []float64) {
 	e.exOK = true
 }
 
-// lastExact returns a copy of T(x) when the last exact evaluation was at a
-// point equal to x coordinate by coordinate, and nil otherwise. An exact
+// lastExact returns T(x) when the last exact evaluation was at a point
+// equal to x coordinate by coordinate, and nil otherwise. An exact
 // evaluation is a function of its point (the Deterministic model; the exact
 // average of a FiniteSum), so reusing it is the same as evaluating again.
+// The slice is the Env's own record, which the caller may overwrite: it
+// is called once, by the certificate, after the method has returned.
 func (e *Env) lastExact(x []float64) []float64 {
 	if !e.exOK || len(x) != len(e.exX) {
 		return nil
@@ -207,7 +209,8 @@ func (e *Env) lastExact(x []float64) []float64 {
 			return nil
 		}
 	}
-	return append([]float64(nil), e.exT...)
+	e.exOK = false
+	return e.exT
 }
 
 // CanDraw reports whether n more unit samples fit in the sample budget.
