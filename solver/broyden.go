@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // Broyden is the limited-memory "good" Broyden method applied to the root
@@ -24,7 +26,7 @@ import (
 //
 // The pairs (u_i, v_i) live in a ring of c = min{Memory, Settings.MaxIter + 1}
 // slots: when it is full the oldest pair is overwritten, as in the DEQ
-// implementation. The vectors (at most 2c + 9 of length n) come from the
+// implementation. The vectors (at most 2c + 8 of length n) come from the
 // solve's Workspace, so that repeated solves through one Settings.Workspace
 // allocate no vectors; nothing is allocated per iteration besides the trace.
 // A step costs about 6cn flops for c stored pairs, besides the evaluation
@@ -130,7 +132,6 @@ func (m Broyden) Run(e *Env) error {
 	s := e.buffer(n)  // step, then s − Hy
 	hy := e.buffer(n)
 	v := e.buffer(n)
-	xBest := e.buffer(n)
 	gBest := e.buffer(n)
 	restarted := false            // a protective restart happened since the last new best
 	head, count, stall := 0, 0, 0 // next slot, pairs stored, iterations since the best
@@ -143,8 +144,10 @@ func (m Broyden) Run(e *Env) error {
 	if err := e.Record(x, res); err != nil {
 		return err
 	}
+	// The best point is the Env's (Record keeps the point of the lowest
+	// residual, the same test as res < best below); its residual vector is
+	// kept here.
 	best := res
-	copy(xBest, x)
 	copy(gBest, g)
 	for {
 		// s = −H g = g − Σ u_i (v_i·g), and the next point x + s.
@@ -152,10 +155,11 @@ func (m Broyden) Run(e *Env) error {
 		for i := 0; i < count; i++ {
 			axpy(s, -dot(vs[i], g), us[i])
 		}
-		if !broydenStep(xn, x, s) {
+		ss, ok := broydenStep(xn, x, s)
+		if !ok {
 			count, head = 0, 0
 			copy(s, g)
-			broydenStep(xn, x, s)
+			ss, _ = broydenStep(xn, x, s)
 		}
 		x, xn = xn, x
 		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
@@ -170,7 +174,6 @@ func (m Broyden) Run(e *Env) error {
 		}
 		if res < best {
 			best, stall, restarted = res, 0, false
-			copy(xBest, x)
 			copy(gBest, tx)
 		} else {
 			stall++
@@ -183,7 +186,7 @@ func (m Broyden) Run(e *Env) error {
 				return e.Stop(Diverged, fmt.Errorf("residual %.3g exceeds Broyden.Protect = %g times the best %.3g again after a restart", res, protect, best))
 			}
 			restarted, count, head = true, 0, 0
-			copy(x, xBest)
+			copy(x, e.best)
 			copy(g, gBest)
 			continue
 		}
@@ -196,7 +199,7 @@ func (m Broyden) Run(e *Env) error {
 			axpy(hy, dot(vs[i], g), us[i])
 		}
 		den := dot(s, hy)
-		if math.Abs(den) > broydenDenTol*math.Sqrt(dot(s, s))*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
+		if math.Abs(den) > broydenDenTol*math.Sqrt(ss)*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
 			// v = Hᵀ s = −s + Σ v_i (u_i·s), then u = (s − Hy)/den in place
 			// of s; both use every stored pair, the oldest included.
 			for i, si := range s {
@@ -216,20 +219,16 @@ func (m Broyden) Run(e *Env) error {
 	}
 }
 
-// broydenStep sets xn = x + s and reports whether s is finite and not zero,
-// in one pass.
-func broydenStep(xn, x, s []float64) bool {
-	finite, nonzero := true, false
-	for i, si := range s {
-		xn[i] = x[i] + si
-		if si-si != 0 { // NaN or ±Inf
-			finite = false
-		}
-		if si != 0 {
-			nonzero = true
-		}
+// broydenStep sets xn = x + s and returns sᵀs, reporting whether s is
+// finite and not zero: a finite positive sᵀs proves both, and only
+// otherwise are the entries checked one by one.
+func broydenStep(xn, x, s []float64) (ss float64, ok bool) {
+	floats.AddTo(xn, x, s)
+	ss = dot(s, s)
+	if ss > 0 && ss <= math.MaxFloat64 {
+		return ss, true
 	}
-	return finite && nonzero
+	return ss, numeric.AllFinite(s) && anyNonzero(s)
 }
 
 // broydenPair overwrites s with u = (s − hy)·inv and reports whether u and v
