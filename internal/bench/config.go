@@ -83,6 +83,9 @@ type Config struct {
 	// ProblemNames). Empty means all. The overhead section always uses its
 	// own two problems.
 	Problems []string
+	// PeerModels lists the models of the peer section (see PeerModels).
+	// Empty means all.
+	PeerModels []string
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).
 	Seeds int
@@ -174,6 +177,11 @@ func (c Config) withDefaults() (*settings, error) {
 	for _, name := range c.Problems {
 		if !slices.Contains(ProblemNames(), name) {
 			return nil, fmt.Errorf("bench: Config.Problems: unknown problem %q (want %s)", name, strings.Join(ProblemNames(), ", "))
+		}
+	}
+	for _, name := range c.PeerModels {
+		if !slices.Contains(PeerModels(), name) {
+			return nil, fmt.Errorf("bench: Config.PeerModels: unknown model %q (want %s)", name, strings.Join(PeerModels(), ", "))
 		}
 	}
 	for _, f := range []struct {

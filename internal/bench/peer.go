@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +35,19 @@ const PeerScript = "scripts/torch_peer.py"
 // threads), the machine's two cores.
 const peerThreads = 2
 
+// Models of the peer section.
+const (
+	peerDense = "dense"
+	peerConv  = "conv"
+)
+
+// PeerModels returns the names of the peer section's models, the values
+// of Config.PeerModels.
+func PeerModels() []string { return []string{peerDense, peerConv} }
+
 // peerSetup is one model of the peer section.
 type peerSetup struct {
-	model                 string // "dense" or "conv"
+	model                 string // peerDense or peerConv
 	data                  string // datasets.Open spec
 	trainLimit, testLimit int
 	epochs                int
@@ -52,22 +63,29 @@ type peerSetup struct {
 //     conv` (train.DefaultsFor(train.ConvCell)), 3 epochs.
 //
 // When Quick both run 1 epoch of 256 synthetic training and 128 test
-// images, with 16 hidden units and 8 channels.
+// images, with 16 hidden units and 8 channels. Config.PeerModels, when set,
+// keeps only the models it names.
 func (s *settings) peerSetups() []peerSetup {
 	seed := deriveSeed(s.Seed, 7)
 	dense := train.Config{Seed: seed, BatchSize: 128, LR: 2e-3, Model: train.ModelConfig{Cell: train.DenseCell, Hidden: 128}}
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}}
+	var setups []peerSetup
 	if s.Quick {
 		dense.Model.Hidden, conv.Model.Channels = 16, 8
-		return []peerSetup{
-			{model: "dense", data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: dense},
-			{model: "conv", data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: conv},
+		setups = []peerSetup{
+			{model: peerDense, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: dense},
+			{model: peerConv, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: conv},
+		}
+	} else {
+		setups = []peerSetup{
+			{model: peerDense, data: datasets.FashionMNIST, epochs: 2, cfg: dense},
+			{model: peerConv, data: datasets.MNIST10k, epochs: 3, cfg: conv},
 		}
 	}
-	return []peerSetup{
-		{model: "dense", data: datasets.FashionMNIST, epochs: 2, cfg: dense},
-		{model: "conv", data: datasets.MNIST10k, epochs: 3, cfg: conv},
+	if len(s.PeerModels) == 0 {
+		return setups
 	}
+	return slices.DeleteFunc(setups, func(ps peerSetup) bool { return !slices.Contains(s.PeerModels, ps.model) })
 }
 
 // peer runs the peer section.
@@ -95,7 +113,7 @@ func peer(ctx context.Context, s *settings) (*report.PeerReport, error) {
 // peerModel trains one model on both sides.
 func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) (*report.PeerModel, error) {
 	target := report.PeerDenseTarget
-	if ps.model == "conv" {
+	if ps.model == peerConv {
 		target = report.PeerConvTarget
 	}
 	m := &report.PeerModel{Model: ps.model, Data: ps.data, Epochs: ps.epochs, Target: float64(target)}
@@ -213,7 +231,7 @@ func peerArgs(model string, cfg train.Config) []string {
 		"--backward-tol", f(cfg.Backward.Solver.Tol), "--backward-iter", i(cfg.Backward.Solver.MaxIter),
 		"--threads", i(peerThreads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
-	if model == "conv" {
+	if model == peerConv {
 		return append(args, "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups))
 	}
 	return append(args, "--hidden", i(cfg.Model.Hidden), "--encoder", i(cfg.Model.Encoder))

@@ -158,3 +158,20 @@ func TestPeerQuick(t *testing.T) {
 		require.False(t, math.IsNaN(r) || r <= 0, "ratio %v", r)
 	}
 }
+
+// TestPeerModelsSelects: Config.PeerModels keeps only the models it names,
+// empty keeps both, and an unknown name is an error naming the field.
+func TestPeerModelsSelects(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		s, err := Config{Quick: quick}.withDefaults()
+		require.NoError(t, err)
+		require.Len(t, s.peerSetups(), 2)
+		s, err = Config{Quick: quick, PeerModels: []string{"dense"}}.withDefaults()
+		require.NoError(t, err)
+		setups := s.peerSetups()
+		require.Len(t, setups, 1)
+		require.Equal(t, "dense", setups[0].model)
+	}
+	_, err := Config{PeerModels: []string{"wide"}}.withDefaults()
+	require.ErrorContains(t, err, "Config.PeerModels")
+}
