@@ -28,7 +28,10 @@ import (
 // slots: when it is full the oldest pair is overwritten, as in the DEQ
 // implementation. The vectors (at most 2c + 8 of length n) come from the
 // solve's Workspace, so that repeated solves through one Settings.Workspace
-// allocate no vectors; nothing is allocated per iteration besides the trace.
+// allocate no vectors once it has grown, and it grows by the slots the
+// solves fill rather than by c; without a Settings.Workspace a solve
+// allocates them all at its start. Nothing is allocated per iteration
+// besides the trace.
 // A step costs about 6cn flops for c stored pairs, besides the evaluation
 // of T.
 //
@@ -118,11 +121,16 @@ func (m Broyden) Run(e *Env) error {
 	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
 	// The pairs (u_i, v_i). Storing a pair swaps the buffers s and v with
-	// those of its slot, so it copies nothing.
+	// those of its slot, so it copies nothing. A workspace the caller keeps
+	// gets a slot's buffers when the slot is first filled, so that it holds
+	// no more slots than its solves have used; otherwise they are taken at
+	// once, so that no allocation happens in the loop.
 	us, vs := make([][]float64, memory), make([][]float64, memory)
-	ring := e.buffer(2 * memory * n)
-	for i := range us {
-		us[i], vs[i] = ring[2*i*n:(2*i+1)*n:(2*i+1)*n], ring[(2*i+1)*n:(2*i+2)*n:(2*i+2)*n]
+	if !e.keptWorkspace() {
+		ring := e.buffer(2 * memory * n)
+		for i := range us {
+			us[i], vs[i] = ring[2*i*n:(2*i+1)*n:(2*i+1)*n], ring[(2*i+1)*n:(2*i+2)*n:(2*i+2)*n]
+		}
 	}
 	x := e.buffer(n)
 	copy(x, e.X0())
@@ -209,6 +217,9 @@ func (m Broyden) Run(e *Env) error {
 				axpy(v, dot(us[i], s), vs[i])
 			}
 			if broydenPair(s, hy, v, 1/den) {
+				if us[head] == nil {
+					us[head], vs[head] = e.buffer(n), e.buffer(n)
+				}
 				us[head], s = s, us[head]
 				vs[head], v = v, vs[head]
 				head = (head + 1) % memory

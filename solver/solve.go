@@ -235,6 +235,10 @@ func (e *Env) checkLimits(next int64) error {
 // the Env cannot see (such as Stagnated). cause may be nil.
 func (e *Env) Stop(s Status, cause error) error { return &stopError{status: s, cause: cause} }
 
+// keptWorkspace reports whether the solve's Workspace is the caller's
+// (Settings.Workspace), which outlives the solve.
+func (e *Env) keptWorkspace() bool { return e.settings.Workspace != nil }
+
 // buffer returns a scratch vector of length n from the solve's Workspace,
 // reused by the next solve through the same Workspace; its contents are
 // unspecified, so the method writes every element before reading it.
