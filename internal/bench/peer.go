@@ -31,9 +31,12 @@ const sectionPeer = "peer"
 // peer section looks for it in the working directory and its parents.
 const PeerScript = "scripts/torch_peer.py"
 
-// peerThreads is the number of threads the peer runs on (torch's intra-op
-// threads), the machine's two cores.
-const peerThreads = 2
+// DefaultPeerThreads is Config.PeerThreads where that is zero: the peer
+// runs torch on the machine's two cores, as in issue 16's measurement. Our
+// side runs OpenBLAS on one thread (see blasimpl.Use); on busy cores
+// torch's two threads can make the peer many times slower than on one, so
+// a comparison on a shared machine should also be run with PeerThreads 1.
+const DefaultPeerThreads = 2
 
 // Models of the peer section.
 const (
@@ -151,7 +154,7 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 	if run == nil {
 		return m, nil
 	}
-	m.Peer, err = run.train(ctx, dir, peerArgs(ps.model, cfg), func(line string) { s.logf("peer: %s: torch %s", ps.model, line) })
+	m.Peer, err = run.train(ctx, dir, peerArgs(ps.model, cfg, s.PeerThreads), func(line string) { s.logf("peer: %s: torch %s", ps.model, line) })
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
@@ -221,7 +224,7 @@ func peerSummary(cfg train.Config) string {
 
 // peerArgs returns the peer's command-line arguments mirroring cfg
 // (defaults filled in).
-func peerArgs(model string, cfg train.Config) []string {
+func peerArgs(model string, cfg train.Config, threads int) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	i := strconv.Itoa
 	args := []string{
@@ -229,7 +232,7 @@ func peerArgs(model string, cfg train.Config) []string {
 		"--lr", f(cfg.LR), "--clip", f(cfg.ClipNorm), "--gamma", f(cfg.Model.Gamma),
 		"--tol", f(cfg.Forward.Tol), "--max-iter", i(cfg.Forward.MaxIter),
 		"--backward-tol", f(cfg.Backward.Solver.Tol), "--backward-iter", i(cfg.Backward.Solver.MaxIter),
-		"--threads", i(peerThreads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
+		"--threads", i(threads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
 	if model == peerConv {
 		return append(args, "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups))

@@ -121,10 +121,10 @@ func TestPeerFake(t *testing.T) {
 func TestPeerArgs(t *testing.T) {
 	cfg, err := train.Config{Model: train.ModelConfig{Cell: train.ConvCell}}.Defaults()
 	require.NoError(t, err)
-	args := strings.Join(peerArgs("conv", cfg), " ")
+	args := strings.Join(peerArgs("conv", cfg, DefaultPeerThreads), " ")
 	for _, want := range []string{
 		"--batch 64", "--lr 0.002", "--conv-style deq", "--channels 48", "--groups 8",
-		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20",
+		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 2",
 	} {
 		require.Contains(t, args, want)
 	}
@@ -174,4 +174,6 @@ func TestPeerModelsSelects(t *testing.T) {
 	}
 	_, err := Config{PeerModels: []string{"wide"}}.withDefaults()
 	require.ErrorContains(t, err, "Config.PeerModels")
+	_, err = Config{PeerThreads: -1}.withDefaults()
+	require.ErrorContains(t, err, "Config.PeerThreads")
 }
