@@ -17,8 +17,9 @@ import (
 // differentiates through z* with a backward mode.
 //
 // A Layer keeps per-batch-size state (the cell's evaluator, norms, a
-// Lipschitz monitor) for the last few batch sizes. It is not safe for
-// concurrent use.
+// Lipschitz monitor, and a solver.Workspace that its forward and adjoint
+// solves reuse, so that they allocate no vectors in steady state) for the
+// last few batch sizes. It is not safe for concurrent use.
 type Layer struct {
 	cell    layers.Cell
 	s       Settings
