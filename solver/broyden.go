@@ -26,14 +26,15 @@ import (
 //
 // The pairs (u_i, v_i) live in a ring of c = min{Memory, Settings.MaxIter + 1}
 // slots: when it is full the oldest pair is overwritten, as in the DEQ
-// implementation. The vectors (at most 2c + 8 of length n) come from the
+// implementation. The vectors (at most 2c + 9 of length n) come from the
 // solve's Workspace, so that repeated solves through one Settings.Workspace
 // allocate no vectors once it has grown, and it grows by the slots the
 // solves fill rather than by c; without a Settings.Workspace a solve
 // allocates them all at its start. Nothing is allocated per iteration
 // besides the trace.
-// A step costs about 6cn flops for c stored pairs, besides the evaluation
-// of T.
+// A step costs about 4cn flops for c stored pairs, besides the evaluation
+// of T: the next step −Hg comes from a recurrence on the vectors of the
+// update (see Run) instead of from the pairs.
 //
 // Safeguards: an update whose denominator sᵀHy is negligible
 // (|sᵀHy| ≤ 1e-12 ‖s‖₂‖Hy‖₂) or whose vectors are not finite is skipped. A
@@ -141,6 +142,7 @@ func (m Broyden) Run(e *Env) error {
 	hy := e.buffer(n)
 	v := e.buffer(n)
 	gBest := e.buffer(n)
+	sn := e.buffer(n)             // the next step, by the recurrence below
 	restarted := false            // a protective restart happened since the last new best
 	head, count, stall := 0, 0, 0 // next slot, pairs stored, iterations since the best
 
@@ -158,10 +160,12 @@ func (m Broyden) Run(e *Env) error {
 	best := res
 	copy(gBest, g)
 	for {
-		// s = −H g = g − Σ u_i (v_i·g), and the next point x + s.
-		copy(s, g)
-		for i := 0; i < count; i++ {
-			axpy(s, -dot(vs[i], g), us[i])
+		// s = −H g, from the recurrence (kept in sn) while pairs are
+		// stored, g itself for H = −I; and the next point x + s.
+		if count > 0 {
+			s, sn = sn, s
+		} else {
+			copy(s, g)
 		}
 		ss, ok := broydenStep(xn, x, s)
 		if !ok {
@@ -206,6 +210,14 @@ func (m Broyden) Run(e *Env) error {
 		for i := 0; i < count; i++ {
 			axpy(hy, dot(vs[i], g), us[i])
 		}
+		// The next step −H' g_new with H' the updated H: H g_new =
+		// H g + H y = −s + Hy, so −H g_new = s − Hy, to which a stored
+		// pair (u, v) adds −u (v·g_new) and an overwritten one (u_o, v_o)
+		// adds back u_o (v_o·g_new). This saves the 2c passes over the
+		// stored pairs of computing −H g_new directly.
+		for i, si := range s {
+			sn[i] = si - hy[i]
+		}
 		den := dot(s, hy)
 		if math.Abs(den) > broydenDenTol*math.Sqrt(ss)*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
 			// v = Hᵀ s = −s + Σ v_i (u_i·s), then u = (s − Hy)/den in place
@@ -216,12 +228,16 @@ func (m Broyden) Run(e *Env) error {
 			for i := 0; i < count; i++ {
 				axpy(v, dot(us[i], s), vs[i])
 			}
-			if broydenPair(s, hy, v, 1/den) {
+			if broydenPair(s, sn, v, 1/den) {
 				if us[head] == nil {
 					us[head], vs[head] = e.buffer(n), e.buffer(n)
 				}
 				us[head], s = s, us[head]
 				vs[head], v = v, vs[head]
+				axpy(sn, -dot(vs[head], tx), us[head])
+				if count == memory { // s and v now hold the overwritten pair
+					axpy(sn, dot(v, tx), s)
+				}
 				head = (head + 1) % memory
 				count = min(count+1, memory)
 			}
@@ -242,12 +258,12 @@ func broydenStep(xn, x, s []float64) (ss float64, ok bool) {
 	return ss, numeric.AllFinite(s) && anyNonzero(s)
 }
 
-// broydenPair overwrites s with u = (s − hy)·inv and reports whether u and v
-// are finite, in one pass.
-func broydenPair(s, hy, v []float64, inv float64) bool {
+// broydenPair overwrites s with u = d·inv, d = s − Hy, and reports whether
+// u and v are finite, in one pass.
+func broydenPair(s, d, v []float64, inv float64) bool {
 	finite := true
-	for i, si := range s {
-		u := (si - hy[i]) * inv
+	for i := range s {
+		u := d[i] * inv
 		s[i] = u
 		if u-u != 0 || v[i]-v[i] != 0 {
 			finite = false
