@@ -17,10 +17,14 @@ import (
 // negative) of a 256-example batch through a DEQ over a 128-hidden,
 // 128-input dense cell with γ̄ = 0.8, Picard solves to a relative tolerance
 // of 1e-4, and reports the forward iterations.
-func benchLayer(b *testing.B, backward Backward) {
+func benchLayer(b *testing.B, backward Backward) { benchLayerWith(b, backward, nil) }
+
+// benchLayerWith is benchLayer with method m (nil: the default) as the
+// forward and adjoint solver.
+func benchLayerWith(b *testing.B, backward Backward, m solver.Method) {
 	cell := must(layers.NewDense(layers.DenseConfig{Hidden: 128, Input: 128, Lipschitz: layers.Constraint{Gamma: 0.8}, Seed: 1}))
 	rel := solver.Settings{Tol: 1e-4, Relative: true, NoTrace: true}
-	l := must(New(cell, &Settings{Backward: max(backward, 0), ForwardSettings: rel, AdjointSettings: rel}))
+	l := must(New(cell, &Settings{Backward: max(backward, 0), Forward: m, Adjoint: m, ForwardSettings: rel, AdjointSettings: rel}))
 	rng := rand.New(rand.NewPCG(1, 1))
 	x := randVec(rng, 256*128, 1)
 	gz := randVec(rng, 256*128, 1)
@@ -46,6 +50,11 @@ func BenchmarkLayerForward(b *testing.B)      { benchLayer(b, -1) }
 func BenchmarkLayerImplicit(b *testing.B)     { benchLayer(b, Implicit) }
 func BenchmarkLayerJacobianFree(b *testing.B) { benchLayer(b, JacobianFree) }
 func BenchmarkLayerPhantom(b *testing.B)      { benchLayer(b, Phantom) }
+
+// BenchmarkLayerBroydenImplicit is BenchmarkLayerImplicit with Broyden
+// forward and adjoint solves, as in training; B/op shows what a batch's
+// solves allocate once their workspace has grown.
+func BenchmarkLayerBroydenImplicit(b *testing.B) { benchLayerWith(b, Implicit, solver.Broyden{}) }
 
 // redundantMeanField returns a tanh MeanField cell of m units whose units
 // are copies of its first prototypes units plus noise of relative size

@@ -17,8 +17,9 @@ import (
 // differentiates through z* with a backward mode.
 //
 // A Layer keeps per-batch-size state (the cell's evaluator, norms, a
-// Lipschitz monitor) for the last few batch sizes. It is not safe for
-// concurrent use.
+// Lipschitz monitor, and a solver.Workspace that its forward and adjoint
+// solves reuse, so that they allocate no vectors in steady state) for the
+// last few batch sizes. It is not safe for concurrent use.
 type Layer struct {
 	cell    layers.Cell
 	s       Settings
@@ -37,6 +38,10 @@ type batch struct {
 	monitor *layers.LipschitzMonitor
 	masked  *maskedOracle // the dropout layer of fwd, nil without dropout
 	fwd     solver.Oracle // the forward oracle (possibly the monitor)
+	// work is the scratch memory of the batch's forward and adjoint
+	// solves, which run one at a time (a Layer is not safe for concurrent
+	// use), so that they allocate no vectors in steady state.
+	work solver.Workspace
 }
 
 // Solution is the result of one forward pass of a batch, and what Backward
@@ -270,6 +275,7 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		}
 	}
 	fs := l.s.ForwardSettings
+	fs.Workspace = &b.work
 	var traj *trajectory
 	if l.s.CorrectionStates > 0 {
 		traj = newTrajectory(l.s.CorrectionStates, fs.Recorder)
@@ -334,7 +340,9 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask}
 	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask, exact: true}
 	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &l.s.AdjointSettings, l.s.Adjoint)
+	as := l.s.AdjointSettings
+	as.Workspace = &b.work
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &as, l.s.Adjoint)
 	st.Adjoint = res
 	st.TermEvals = termEvals(res)
 	if err != nil {

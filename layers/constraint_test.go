@@ -258,3 +258,40 @@ func TestConstraintFor(t *testing.T) {
 	_, err = ConstraintFor(otherNorm{l4})
 	require.ErrorContains(t, err, "ConstraintFor")
 }
+
+// TestBelowGammaProvesOnlyTrueBounds: the Cholesky test that lets the ℓ2
+// projection skip its SVD succeeds on matrices whose largest singular value
+// is clearly below γ, fails on those whose singular value exceeds γ by
+// 10⁻¹² relative (well inside rounding of the factorisation's margin, which
+// it must not mistake for a proof), and fails on NaN; a projection it
+// certifies leaves W unchanged.
+func TestBelowGammaProvesOnlyTrueBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, h := range []int{1, 7, 64, 128} {
+		o, err := newOpNorm(Constraint{}, h)
+		require.NoError(t, err)
+		w0 := make([]float64, h*h)
+		for i := range w0 {
+			w0[i] = rng.NormFloat64()
+		}
+		s0 := spectralNorm(w0, h)
+		at := func(sigma float64) []float64 {
+			w := slices.Clone(w0)
+			scale(w, sigma/s0)
+			return w
+		}
+		for _, f := range []float64{0.01, 0.5, 0.99, 1 - 1e-6} {
+			require.True(t, o.belowGamma(at(f*o.gamma), h), "h %d, σ = %gγ", h, f)
+		}
+		for _, f := range []float64{1 + 1e-12, 1 + 1e-6, 2} {
+			require.False(t, o.belowGamma(at(f*o.gamma), h), "h %d, σ = %gγ", h, f)
+		}
+		w := at(0.5 * o.gamma)
+		w[0] = math.NaN()
+		require.False(t, o.belowGamma(w, h), "h %d: NaN", h)
+		w = at(0.9 * o.gamma)
+		want := slices.Clone(w)
+		o.project(w, h)
+		require.Equal(t, want, w, "h %d: a certified projection leaves W unchanged", h)
+	}
+}

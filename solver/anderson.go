@@ -33,9 +33,11 @@ import (
 // or the new point are not finite, the history is dropped down to the latest
 // pair and the method takes the mixing step x ← x + β g.
 //
-// Memory: a solve allocates, once, 2cn + 2c² + O(c + n) floats with
+// Memory: a solve takes 2cn + 2c² + O(c + n) floats with
 // c = min{Memory, Settings.MaxIter + 1} (no more pairs than evaluations can
-// be stored), and nothing per iteration besides the trace.
+// be stored) from its Workspace, so that repeated solves through one
+// Settings.Workspace allocate none of them, and allocates nothing per
+// iteration besides the trace.
 //
 // Limitations: the least-squares problem is posed in the Euclidean inner
 // product whatever the problem's norm (the residual test uses the problem's
@@ -123,12 +125,13 @@ func (m Anderson) Run(e *Env) error {
 	memory, ridge, beta := m.params()
 	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
-	xs := make([]float64, memory*n) // ring of iterates x_i
-	gs := make([]float64, memory*n) // ring of residuals g_i
-	gram := make([]float64, memory*memory)
-	ls := newBordered(memory)
-	x := append([]float64(nil), e.X0()...)
-	tx := make([]float64, n)
+	xs := e.buffer(memory * n) // ring of iterates x_i
+	gs := e.buffer(memory * n) // ring of residuals g_i
+	gram := e.buffer(memory * memory)
+	ls := newBordered(e.ws, memory)
+	x := e.buffer(n)
+	copy(x, e.X0())
+	tx := e.buffer(n)
 	head, count := 0, 0 // next slot; slots in use are 0..count-1
 	for {
 		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
@@ -181,9 +184,11 @@ type bordered struct {
 	alpha []float64
 }
 
-func newBordered(memory int) *bordered {
+// newBordered returns the scratch space for a memory of the given size,
+// taken from w.
+func newBordered(w *Workspace, memory int) *bordered {
 	k := memory + 1
-	return &bordered{a: make([]float64, k*k), rhs: make([]float64, k), alpha: make([]float64, memory)}
+	return &bordered{a: w.floats(k * k), rhs: w.floats(k), alpha: w.floats(memory)}
 }
 
 // andersonPivotTol is the smallest pivot accepted, relative to the entries of

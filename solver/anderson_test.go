@@ -42,7 +42,7 @@ func TestAndersonBorderedSolve(t *testing.T) {
 					gram[i*memory+j] = h.At(i, j)
 				}
 			}
-			ls := newBordered(memory)
+			ls := newBordered(new(Workspace), memory)
 			require.True(t, ls.solve(gram, memory, c.cols, c.ridge))
 
 			mu := c.ridge * mat.Trace(&h) / float64(c.cols)
@@ -78,7 +78,7 @@ func TestAndersonBorderedSolve(t *testing.T) {
 // TestAndersonBorderedSolveFails checks that a Gram matrix that is zero or
 // not finite makes the solve report failure rather than weights.
 func TestAndersonBorderedSolveFails(t *testing.T) {
-	ls := newBordered(3)
+	ls := newBordered(new(Workspace), 3)
 	require.False(t, ls.solve(make([]float64, 9), 3, 2, 1e-4))
 	gram := []float64{math.Inf(1), 1, 0, 1, 1, 0, 0, 0, 0}
 	require.False(t, ls.solve(gram, 3, 2, 1e-4))

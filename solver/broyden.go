@@ -24,11 +24,17 @@ import (
 //
 //	u = (s − H y)/(sᵀ H y),  v = Hᵀ s.
 //
-// The pairs (u_i, v_i) live in two preallocated c×n matrices used as a ring,
-// c = min{Memory, Settings.MaxIter + 1}: when it is full the oldest pair is
-// overwritten, as in the DEQ implementation. A solve allocates 2cn + 8n floats
-// once and nothing per iteration besides the trace. A step costs about 6cn
-// flops for c stored pairs, besides the evaluation of T.
+// The pairs (u_i, v_i) live in a ring of c = min{Memory, Settings.MaxIter + 1}
+// slots: when it is full the oldest pair is overwritten, as in the DEQ
+// implementation. The vectors (at most 2c + 9 of length n) come from the
+// solve's Workspace, so that repeated solves through one Settings.Workspace
+// allocate no vectors once it has grown, and it grows by the slots the
+// solves fill rather than by c; without a Settings.Workspace a solve
+// allocates them all at its start. Nothing is allocated per iteration
+// besides the trace.
+// A step costs about 4cn flops for c stored pairs, besides the evaluation
+// of T: the next step −Hg comes from a recurrence on the vectors of the
+// update (see Run) instead of from the pairs.
 //
 // Safeguards: an update whose denominator sᵀHy is negligible
 // (|sᵀHy| ≤ 1e-12 ‖s‖₂‖Hy‖₂) or whose vectors are not finite is skipped. A
@@ -115,16 +121,28 @@ func (m Broyden) Run(e *Env) error {
 	memory, protect, patience := m.params()
 	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
-	us := make([]float64, memory*n)
-	vs := make([]float64, memory*n)
-	x := append([]float64(nil), e.X0()...)
-	g := make([]float64, n)  // g(x)
-	tx := make([]float64, n) // T(x), then g at the new point
-	s := make([]float64, n)  // step, then s − Hy
-	hy := make([]float64, n)
-	v := make([]float64, n)
-	xBest := make([]float64, n)
-	gBest := make([]float64, n)
+	// The pairs (u_i, v_i). Storing a pair swaps the buffers s and v with
+	// those of its slot, so it copies nothing. A workspace the caller keeps
+	// gets a slot's buffers when the slot is first filled, so that it holds
+	// no more slots than its solves have used; otherwise they are taken at
+	// once, so that no allocation happens in the loop.
+	us, vs := make([][]float64, memory), make([][]float64, memory)
+	if !e.keptWorkspace() {
+		ring := e.buffer(2 * memory * n)
+		for i := range us {
+			us[i], vs[i] = ring[2*i*n:(2*i+1)*n:(2*i+1)*n], ring[(2*i+1)*n:(2*i+2)*n:(2*i+2)*n]
+		}
+	}
+	x := e.buffer(n)
+	copy(x, e.X0())
+	xn := e.buffer(n) // the next point
+	g := e.buffer(n)  // g(x)
+	tx := e.buffer(n) // T(x), then g at the new point
+	s := e.buffer(n)  // step, then s − Hy
+	hy := e.buffer(n)
+	v := e.buffer(n)
+	gBest := e.buffer(n)
+	sn := e.buffer(n)             // the next step, by the recurrence below
 	restarted := false            // a protective restart happened since the last new best
 	head, count, stall := 0, 0, 0 // next slot, pairs stored, iterations since the best
 
@@ -136,23 +154,26 @@ func (m Broyden) Run(e *Env) error {
 	if err := e.Record(x, res); err != nil {
 		return err
 	}
+	// The best point is the Env's (Record keeps the point of the lowest
+	// residual, the same test as res < best below); its residual vector is
+	// kept here.
 	best := res
-	copy(xBest, x)
 	copy(gBest, g)
 	for {
-		// s = −H g = g − Σ u_i (v_i·g).
-		copy(s, g)
-		for i := 0; i < count; i++ {
-			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
-			axpy(s, -dot(vi, g), ui)
-		}
-		if !numeric.AllFinite(s) || !anyNonzero(s) {
-			count, head = 0, 0
+		// s = −H g, from the recurrence (kept in sn) while pairs are
+		// stored, g itself for H = −I; and the next point x + s.
+		if count > 0 {
+			s, sn = sn, s
+		} else {
 			copy(s, g)
 		}
-		for i := range x {
-			x[i] += s[i]
+		ss, ok := broydenStep(xn, x, s)
+		if !ok {
+			count, head = 0, 0
+			copy(s, g)
+			ss, _ = broydenStep(xn, x, s)
 		}
+		x, xn = xn, x
 		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
 			return err
 		}
@@ -165,7 +186,6 @@ func (m Broyden) Run(e *Env) error {
 		}
 		if res < best {
 			best, stall, restarted = res, 0, false
-			copy(xBest, x)
 			copy(gBest, tx)
 		} else {
 			stall++
@@ -178,44 +198,78 @@ func (m Broyden) Run(e *Env) error {
 				return e.Stop(Diverged, fmt.Errorf("residual %.3g exceeds Broyden.Protect = %g times the best %.3g again after a restart", res, protect, best))
 			}
 			restarted, count, head = true, 0, 0
-			copy(x, xBest)
+			copy(x, e.best)
 			copy(g, gBest)
 			continue
 		}
 		// y = g_new − g, kept in g; Hy = −y + Σ u_i (v_i·y).
-		for i := range g {
-			g[i] = tx[i] - g[i]
-		}
-		for i := range hy {
-			hy[i] = -g[i]
+		for i, t := range tx {
+			y := t - g[i]
+			g[i], hy[i] = y, -y
 		}
 		for i := 0; i < count; i++ {
-			ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
-			axpy(hy, dot(vi, g), ui)
+			axpy(hy, dot(vs[i], g), us[i])
+		}
+		// The next step −H' g_new with H' the updated H: H g_new =
+		// H g + H y = −s + Hy, so −H g_new = s − Hy, to which a stored
+		// pair (u, v) adds −u (v·g_new) and an overwritten one (u_o, v_o)
+		// adds back u_o (v_o·g_new). This saves the 2c passes over the
+		// stored pairs of computing −H g_new directly.
+		for i, si := range s {
+			sn[i] = si - hy[i]
 		}
 		den := dot(s, hy)
-		if math.Abs(den) > broydenDenTol*math.Sqrt(dot(s, s))*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
+		if math.Abs(den) > broydenDenTol*math.Sqrt(ss)*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
 			// v = Hᵀ s = −s + Σ v_i (u_i·s), then u = (s − Hy)/den in place
 			// of s; both use every stored pair, the oldest included.
-			for i := range v {
-				v[i] = -s[i]
+			for i, si := range s {
+				v[i] = -si
 			}
 			for i := 0; i < count; i++ {
-				ui, vi := us[i*n:(i+1)*n], vs[i*n:(i+1)*n]
-				axpy(v, dot(ui, s), vi)
+				axpy(v, dot(us[i], s), vs[i])
 			}
-			for i := range s {
-				s[i] = (s[i] - hy[i]) / den
-			}
-			if numeric.AllFinite(s) && numeric.AllFinite(v) {
-				copy(us[head*n:(head+1)*n], s)
-				copy(vs[head*n:(head+1)*n], v)
+			if broydenPair(s, sn, v, 1/den) {
+				if us[head] == nil {
+					us[head], vs[head] = e.buffer(n), e.buffer(n)
+				}
+				us[head], s = s, us[head]
+				vs[head], v = v, vs[head]
+				axpy(sn, -dot(vs[head], tx), us[head])
+				if count == memory { // s and v now hold the overwritten pair
+					axpy(sn, dot(v, tx), s)
+				}
 				head = (head + 1) % memory
 				count = min(count+1, memory)
 			}
 		}
-		copy(g, tx)
+		g, tx = tx, g // g(x) for the next step; tx is scratch again
 	}
+}
+
+// broydenStep sets xn = x + s and returns sᵀs, reporting whether s is
+// finite and not zero: a finite positive sᵀs proves both, and only
+// otherwise are the entries checked one by one.
+func broydenStep(xn, x, s []float64) (ss float64, ok bool) {
+	floats.AddTo(xn, x, s)
+	ss = dot(s, s)
+	if ss > 0 && ss <= math.MaxFloat64 {
+		return ss, true
+	}
+	return ss, numeric.AllFinite(s) && anyNonzero(s)
+}
+
+// broydenPair overwrites s with u = d·inv, d = s − Hy, and reports whether
+// u and v are finite, in one pass.
+func broydenPair(s, d, v []float64, inv float64) bool {
+	finite := true
+	for i := range s {
+		u := d[i] * inv
+		s[i] = u
+		if u-u != 0 || v[i]-v[i] != 0 {
+			finite = false
+		}
+	}
+	return finite
 }
 
 // axpy adds a·x to dst using gonum's vectorised kernel.

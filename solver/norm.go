@@ -75,14 +75,24 @@ func (n LP) P() float64 { return n.p }
 // Len implements Norm.
 func (n LP) Len() int { return n.d }
 
-// Norm implements Norm. It rescales by the largest entry so that it neither
-// overflows nor underflows.
+// Norm implements Norm. It neither overflows nor underflows: for p = 2 it
+// sums the squares in one pass and falls back to rescaling by the largest
+// entry when that sum leaves the range where it is accurate; for other p it
+// always rescales.
 func (n LP) Norm(x []float64) float64 {
 	checkLen(n.d, x)
 	return lpNorm(x, n.p)
 }
 
 func lpNorm(x []float64, p float64) float64 {
+	if p == 2 {
+		// Unscaled, the squares below 2⁻¹⁰²² lose at most 2⁻¹⁰⁷⁴ each, a
+		// relative error below n·2⁻¹⁷⁴ of a sum of at least 2⁻⁹⁰⁰; a NaN
+		// or infinite sum takes the scaled path.
+		if ss := dot(x, x); ss >= 0x1p-900 && ss <= math.MaxFloat64 {
+			return math.Sqrt(ss)
+		}
+	}
 	scale := 0.0
 	for _, v := range x {
 		if a := math.Abs(v); a > scale || math.IsNaN(a) {

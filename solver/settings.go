@@ -51,6 +51,10 @@ type Settings struct {
 	NoTrace bool
 	// Certify controls the residual certificate computed after the method.
 	Certify CertifySettings
+	// Workspace, if not nil, holds the scratch memory of the solve, kept
+	// for the next solve that uses it (see Workspace: one solve at a
+	// time). Nil means a fresh workspace for every solve.
+	Workspace *Workspace
 }
 
 // CertifySettings control the residual certificate.

@@ -98,6 +98,7 @@ type Env struct {
 	tolAbs   float64
 	certSize int
 	scratch  []float64
+	ws       *Workspace
 
 	// The last exact evaluation T(exX) = exT (see rememberExact), which the
 	// certificate reuses when the returned point is exX.
@@ -158,7 +159,7 @@ func (e *Env) Eval(dst, x []float64, s Sample) error {
 		return fmt.Errorf("solver: oracle evaluation %d: %w", e.stats.Calls, err)
 	}
 	for i, v := range dst {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or ±Inf
 			return &stopError{status: Diverged, cause: fmt.Errorf("oracle returned %v at coordinate %d of evaluation %d", v, i, e.stats.Calls)}
 		}
 	}
@@ -179,7 +180,7 @@ func (e *Env) beginExact(x []float64) {
 		return
 	}
 	if e.exX == nil {
-		e.exX, e.exT = make([]float64, len(x)), make([]float64, len(x))
+		e.exX, e.exT = e.ws.floats(len(x)), e.ws.floats(len(x))
 	}
 	copy(e.exX, x)
 }
@@ -193,10 +194,12 @@ func (e *Env) endExact(tx []float64) {
 	e.exOK = true
 }
 
-// lastExact returns a copy of T(x) when the last exact evaluation was at a
-// point equal to x coordinate by coordinate, and nil otherwise. An exact
+// lastExact returns T(x) when the last exact evaluation was at a point
+// equal to x coordinate by coordinate, and nil otherwise. An exact
 // evaluation is a function of its point (the Deterministic model; the exact
 // average of a FiniteSum), so reusing it is the same as evaluating again.
+// The slice is the Env's own record, which the caller may overwrite: it
+// is called once, by the certificate, after the method has returned.
 func (e *Env) lastExact(x []float64) []float64 {
 	if !e.exOK || len(x) != len(e.exX) {
 		return nil
@@ -206,7 +209,8 @@ func (e *Env) lastExact(x []float64) []float64 {
 			return nil
 		}
 	}
-	return append([]float64(nil), e.exT...)
+	e.exOK = false
+	return e.exT
 }
 
 // CanDraw reports whether n more unit samples fit in the sample budget.
@@ -230,6 +234,15 @@ func (e *Env) checkLimits(next int64) error {
 // Stop returns the error that stops the method with Status s, for reasons
 // the Env cannot see (such as Stagnated). cause may be nil.
 func (e *Env) Stop(s Status, cause error) error { return &stopError{status: s, cause: cause} }
+
+// keptWorkspace reports whether the solve's Workspace is the caller's
+// (Settings.Workspace), which outlives the solve.
+func (e *Env) keptWorkspace() bool { return e.settings.Workspace != nil }
+
+// buffer returns a scratch vector of length n from the solve's Workspace,
+// reused by the next solve through the same Workspace; its contents are
+// unspecified, so the method writes every element before reading it.
+func (e *Env) buffer(n int) []float64 { return e.ws.floats(n) }
 
 // Dist returns ‖a − b‖ in the problem's norm without allocating.
 func (e *Env) Dist(a, b []float64) float64 {
@@ -423,8 +436,13 @@ func newEnv(ctx context.Context, p Problem, x0 []float64, s Settings) *Env {
 		start:    time.Now(),
 		bestRes:  math.Inf(1),
 		tolAbs:   s.Tol,
-		scratch:  make([]float64, len(x0)),
+		ws:       s.Workspace,
 	}
+	if e.ws == nil {
+		e.ws = new(Workspace)
+	}
+	e.ws.reset()
+	e.scratch = e.ws.floats(len(x0))
 	if s.Relative {
 		e.tolAbs = math.NaN()
 	}

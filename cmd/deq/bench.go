@@ -21,6 +21,8 @@ type benchFlags struct {
 	seed        uint64
 	only        []string
 	problems    []string
+	peerModels  []string
+	peerThreads int
 	sampleScale float64
 	workers     int
 	data        string
@@ -49,6 +51,8 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.Uint64Var(&f.seed, "seed", bench.DefaultSeed, "base seed of problems, σ estimates and solvers")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these sections: "+strings.Join(bench.Sections(), ", ")+" (comma-separated or repeated)")
 	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
+	fl.StringSliceVar(&f.peerModels, "peer-models", nil, "peer section: only these models: "+strings.Join(bench.PeerModels(), ", "))
+	fl.IntVar(&f.peerThreads, "peer-threads", bench.DefaultPeerThreads, "peer section: torch threads of the PyTorch peer (ours runs OpenBLAS on one thread)")
 	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
 	fl.StringVar(&f.data, "data", "", "data set of the forward and training sections (default: fashion-mnist if installed, else synthetic)")
 	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")
@@ -87,6 +91,8 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 		return bench.Config{}, usagef("--sample-scale = %v must lie in (0, 1e6]", f.sampleScale)
 	case f.workers < 0:
 		return bench.Config{}, usagef("--workers = %d must not be negative", f.workers)
+	case f.peerThreads < 1:
+		return bench.Config{}, usagef("--peer-threads = %d must be positive", f.peerThreads)
 	}
 	for _, s := range f.only {
 		if !slices.Contains(bench.Sections(), s) {
@@ -98,8 +104,13 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 			return bench.Config{}, usagef("--problems: unknown problem %q (want %s)", p, strings.Join(bench.ProblemNames(), ", "))
 		}
 	}
+	for _, m := range f.peerModels {
+		if !slices.Contains(bench.PeerModels(), m) {
+			return bench.Config{}, usagef("--peer-models: unknown model %q (want %s)", m, strings.Join(bench.PeerModels(), ", "))
+		}
+	}
 	return bench.Config{
-		Quick: f.quick, Sections: f.only, Problems: f.problems, Seeds: f.seeds, Seed: f.seed,
+		Quick: f.quick, Sections: f.only, Problems: f.problems, PeerModels: f.peerModels, PeerThreads: f.peerThreads, Seeds: f.seeds, Seed: f.seed,
 		SampleScale: f.sampleScale, Workers: f.workers, Command: reproduceCommand(cmd),
 		Data: f.data, CacheDir: f.out,
 	}, nil
@@ -109,7 +120,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 // flags that change results, not --out, --markdown or --workers.
 func reproduceCommand(cmd *cobra.Command) string {
 	parts := []string{"deq bench"}
-	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "sample-scale", "data"} {
+	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "peer-models", "peer-threads", "sample-scale", "data"} {
 		fl := cmd.Flags().Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue
@@ -117,7 +128,7 @@ func reproduceCommand(cmd *cobra.Command) string {
 		switch name {
 		case "quick":
 			parts = append(parts, "--quick")
-		case "only", "problems":
+		case "only", "problems", "peer-models":
 			parts = append(parts, "--"+name+" "+strings.Trim(fl.Value.String(), "[]"))
 		default:
 			parts = append(parts, "--"+name+" "+fl.Value.String())

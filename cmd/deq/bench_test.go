@@ -19,6 +19,8 @@ func TestBenchUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--only", "bogus"}, "--only"},
 		{[]string{"--problems", "mdp,nope"}, "--problems"},
+		{[]string{"--peer-models", "dense,wide"}, "--peer-models"},
+		{[]string{"--peer-threads", "0"}, "--peer-threads"},
 		{[]string{"--seeds", "-1"}, "--seeds"},
 		{[]string{"--seed", "0"}, "--seed"},
 		{[]string{"--sample-scale", "0"}, "--sample-scale"},

@@ -83,6 +83,12 @@ type Config struct {
 	// ProblemNames). Empty means all. The overhead section always uses its
 	// own two problems.
 	Problems []string
+	// PeerModels lists the models of the peer section (see PeerModels).
+	// Empty means all.
+	PeerModels []string
+	// PeerThreads is the number of threads of the PyTorch peer
+	// (torch.set_num_threads). Zero means DefaultPeerThreads.
+	PeerThreads int
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).
 	Seeds int
@@ -176,12 +182,17 @@ func (c Config) withDefaults() (*settings, error) {
 			return nil, fmt.Errorf("bench: Config.Problems: unknown problem %q (want %s)", name, strings.Join(ProblemNames(), ", "))
 		}
 	}
+	for _, name := range c.PeerModels {
+		if !slices.Contains(PeerModels(), name) {
+			return nil, fmt.Errorf("bench: Config.PeerModels: unknown model %q (want %s)", name, strings.Join(PeerModels(), ", "))
+		}
+	}
 	for _, f := range []struct {
 		name     string
 		negative bool
 		v        any
 	}{
-		{"Seeds", c.Seeds < 0, c.Seeds}, {"Workers", c.Workers < 0, c.Workers},
+		{"Seeds", c.Seeds < 0, c.Seeds}, {"Workers", c.Workers < 0, c.Workers}, {"PeerThreads", c.PeerThreads < 0, c.PeerThreads},
 		{"SigmaDraws", c.SigmaDraws < 0, c.SigmaDraws}, {"OverheadRuns", c.OverheadRuns < 0, c.OverheadRuns},
 		{"MaxRunTime", c.MaxRunTime < 0, c.MaxRunTime}, {"TimeTarget", c.TimeTarget < 0, c.TimeTarget},
 	} {
@@ -231,6 +242,7 @@ func (c Config) withDefaults() (*settings, error) {
 	s.TimeTarget = cmp.Or(s.TimeTarget, ifQuick(c.Quick, defaultQuickTime, defaultTimeTarget))
 	s.Shape = cmp.Or(s.Shape, ifQuick(c.Quick, report.Shape{Batch: 32, Hidden: 32, Input: 32}, report.Shape{Batch: 256, Hidden: 128, Input: 128}))
 	s.Workers = cmp.Or(s.Workers, runtime.GOMAXPROCS(0))
+	s.PeerThreads = cmp.Or(s.PeerThreads, DefaultPeerThreads)
 	return s, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,13 +31,26 @@ const sectionPeer = "peer"
 // peer section looks for it in the working directory and its parents.
 const PeerScript = "scripts/torch_peer.py"
 
-// peerThreads is the number of threads the peer runs on (torch's intra-op
-// threads), the machine's two cores.
-const peerThreads = 2
+// DefaultPeerThreads is Config.PeerThreads where that is zero: the peer
+// runs torch on the machine's two cores, as in issue 16's measurement. Our
+// side runs OpenBLAS on one thread (see blasimpl.Use); on busy cores
+// torch's two threads can make the peer many times slower than on one, so
+// a comparison on a shared machine should also be run with PeerThreads 1.
+const DefaultPeerThreads = 2
+
+// Models of the peer section.
+const (
+	peerDense = "dense"
+	peerConv  = "conv"
+)
+
+// PeerModels returns the names of the peer section's models, the values
+// of Config.PeerModels.
+func PeerModels() []string { return []string{peerDense, peerConv} }
 
 // peerSetup is one model of the peer section.
 type peerSetup struct {
-	model                 string // "dense" or "conv"
+	model                 string // peerDense or peerConv
 	data                  string // datasets.Open spec
 	trainLimit, testLimit int
 	epochs                int
@@ -52,22 +66,29 @@ type peerSetup struct {
 //     conv` (train.DefaultsFor(train.ConvCell)), 3 epochs.
 //
 // When Quick both run 1 epoch of 256 synthetic training and 128 test
-// images, with 16 hidden units and 8 channels.
+// images, with 16 hidden units and 8 channels. Config.PeerModels, when set,
+// keeps only the models it names.
 func (s *settings) peerSetups() []peerSetup {
 	seed := deriveSeed(s.Seed, 7)
 	dense := train.Config{Seed: seed, BatchSize: 128, LR: 2e-3, Model: train.ModelConfig{Cell: train.DenseCell, Hidden: 128}}
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}}
+	var setups []peerSetup
 	if s.Quick {
 		dense.Model.Hidden, conv.Model.Channels = 16, 8
-		return []peerSetup{
-			{model: "dense", data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: dense},
-			{model: "conv", data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: conv},
+		setups = []peerSetup{
+			{model: peerDense, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: dense},
+			{model: peerConv, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: conv},
+		}
+	} else {
+		setups = []peerSetup{
+			{model: peerDense, data: datasets.FashionMNIST, epochs: 2, cfg: dense},
+			{model: peerConv, data: datasets.MNIST10k, epochs: 3, cfg: conv},
 		}
 	}
-	return []peerSetup{
-		{model: "dense", data: datasets.FashionMNIST, epochs: 2, cfg: dense},
-		{model: "conv", data: datasets.MNIST10k, epochs: 3, cfg: conv},
+	if len(s.PeerModels) == 0 {
+		return setups
 	}
+	return slices.DeleteFunc(setups, func(ps peerSetup) bool { return !slices.Contains(s.PeerModels, ps.model) })
 }
 
 // peer runs the peer section.
@@ -95,7 +116,7 @@ func peer(ctx context.Context, s *settings) (*report.PeerReport, error) {
 // peerModel trains one model on both sides.
 func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) (*report.PeerModel, error) {
 	target := report.PeerDenseTarget
-	if ps.model == "conv" {
+	if ps.model == peerConv {
 		target = report.PeerConvTarget
 	}
 	m := &report.PeerModel{Model: ps.model, Data: ps.data, Epochs: ps.epochs, Target: float64(target)}
@@ -133,7 +154,7 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 	if run == nil {
 		return m, nil
 	}
-	m.Peer, err = run.train(ctx, dir, peerArgs(ps.model, cfg), func(line string) { s.logf("peer: %s: torch %s", ps.model, line) })
+	m.Peer, err = run.train(ctx, dir, peerArgs(ps.model, cfg, s.PeerThreads), func(line string) { s.logf("peer: %s: torch %s", ps.model, line) })
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
@@ -203,7 +224,7 @@ func peerSummary(cfg train.Config) string {
 
 // peerArgs returns the peer's command-line arguments mirroring cfg
 // (defaults filled in).
-func peerArgs(model string, cfg train.Config) []string {
+func peerArgs(model string, cfg train.Config, threads int) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	i := strconv.Itoa
 	args := []string{
@@ -211,9 +232,9 @@ func peerArgs(model string, cfg train.Config) []string {
 		"--lr", f(cfg.LR), "--clip", f(cfg.ClipNorm), "--gamma", f(cfg.Model.Gamma),
 		"--tol", f(cfg.Forward.Tol), "--max-iter", i(cfg.Forward.MaxIter),
 		"--backward-tol", f(cfg.Backward.Solver.Tol), "--backward-iter", i(cfg.Backward.Solver.MaxIter),
-		"--threads", i(peerThreads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
+		"--threads", i(threads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
-	if model == "conv" {
+	if model == peerConv {
 		return append(args, "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups))
 	}
 	return append(args, "--hidden", i(cfg.Model.Hidden), "--encoder", i(cfg.Model.Encoder))

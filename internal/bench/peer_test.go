@@ -121,10 +121,10 @@ func TestPeerFake(t *testing.T) {
 func TestPeerArgs(t *testing.T) {
 	cfg, err := train.Config{Model: train.ModelConfig{Cell: train.ConvCell}}.Defaults()
 	require.NoError(t, err)
-	args := strings.Join(peerArgs("conv", cfg), " ")
+	args := strings.Join(peerArgs("conv", cfg, DefaultPeerThreads), " ")
 	for _, want := range []string{
 		"--batch 64", "--lr 0.002", "--conv-style deq", "--channels 48", "--groups 8",
-		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20",
+		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 2",
 	} {
 		require.Contains(t, args, want)
 	}
@@ -157,4 +157,23 @@ func TestPeerQuick(t *testing.T) {
 		r := float64(m.Ratio())
 		require.False(t, math.IsNaN(r) || r <= 0, "ratio %v", r)
 	}
+}
+
+// TestPeerModelsSelects: Config.PeerModels keeps only the models it names,
+// empty keeps both, and an unknown name is an error naming the field.
+func TestPeerModelsSelects(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		s, err := Config{Quick: quick}.withDefaults()
+		require.NoError(t, err)
+		require.Len(t, s.peerSetups(), 2)
+		s, err = Config{Quick: quick, PeerModels: []string{"dense"}}.withDefaults()
+		require.NoError(t, err)
+		setups := s.peerSetups()
+		require.Len(t, setups, 1)
+		require.Equal(t, "dense", setups[0].model)
+	}
+	_, err := Config{PeerModels: []string{"wide"}}.withDefaults()
+	require.ErrorContains(t, err, "Config.PeerModels")
+	_, err = Config{PeerThreads: -1}.withDefaults()
+	require.ErrorContains(t, err, "Config.PeerThreads")
 }
