@@ -14,6 +14,9 @@ const (
 	// models the inner minibatches are enlarged until the inner steps of
 	// an epoch draw about ω times the samples of its closing estimate.
 	vrInnerShare = 0.5
+	// vrPilotWeight is the weight w₀ of the pilot estimate in the δ
+	// allocation (see tunedRun.weight).
+	vrPilotWeight = 1.0 / 16
 	// vrInnerDelta is the share of δ given to the inner steps' martingale
 	// events; the rest goes to the epoch-start estimates.
 	vrInnerDelta = 0.1
@@ -87,17 +90,31 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 
 // deltaEst returns the failure probability of the estimate at x̂_k (k ≥ 0)
 // and deltaIn that of the inner steps of epoch k ≥ 1. Both are shares of
-// weights w_k summing to at most 1 over all k: w_k = 2^{−(K*−k+2)} for
-// k ≤ K* (at most 1/2 in all, most of it on the planned last epochs, whose
-// estimates are the largest) and w_k = 3/(π²(k−K*)²) after it (1/2 in
-// all), so that Σ_k δ_k ≤ δ for every run length (the reference paper's
-// summable δ_k, reallocated).
+// weights w_k summing to at most 1 over all k: w₀ = 1/16 for the pilot
+// (made before K* is known, so its weight must not depend on it),
+// w_k = 2^{−(K*−k+2)} for 1 ≤ k ≤ K* (less than 1/2 in all, most of it on
+// the planned last epochs, whose estimates are the largest) and
+// w_k = (7/8)·3/(π²(k−K*)²) after it (7/16 in all), so that Σ_k δ_k ≤ δ
+// for every run length (the reference paper's summable δ_k, reallocated).
 func (r *tunedRun) weight(k int) float64 {
+	if k == 0 {
+		return vrPilotWeight
+	}
 	if k <= r.plan {
 		return math.Ldexp(1, -(r.plan - k + 2))
 	}
 	d := float64(k - r.plan)
-	return 3 / (math.Pi * math.Pi * d * d)
+	return (1 - vrPilotWeight - 0.5) * 6 / (math.Pi * math.Pi * d * d)
+}
+
+// deltaSpent returns Σ_{j≤k} deltaEst(j), the failure probability of the
+// union of the estimates' events up to x̂_k.
+func (r *tunedRun) deltaSpent(k int) float64 {
+	s := 0.0
+	for j := 0; j <= k; j++ {
+		s += r.deltaEst(j)
+	}
+	return s
 }
 
 func (r *tunedRun) deltaEst(k int) float64 { return (1 - vrInnerDelta) * r.c.delta * r.weight(k) }

@@ -2,6 +2,7 @@ package solver
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -165,6 +166,34 @@ func TestVRGHALSampledTwoExactCalls(t *testing.T) {
 				require.LessOrEqual(t, exact, 2, "start %v seed %d", start, seed)
 				require.Less(t, sampled, int64(m), "start %v seed %d", start, seed)
 			}
+		}
+	}
+}
+
+// TestVRTunedDeltaWeights checks that the δ shares of the tuned schedule
+// sum to at most 1 over the pilot and every epoch, whatever the plan K*,
+// so that the union of all the run's events fails with probability at
+// most δ.
+func TestVRTunedDeltaWeights(t *testing.T) {
+	for _, plan := range []int{0, 1, 2, 5, 12, 40} {
+		r := &tunedRun{vrRun: &vrRun{c: vrConfig{delta: 0.05}}, plan: plan}
+		// The pilot is sized before K* is known: its weight must not
+		// depend on the plan.
+		sum := r.weight(0)
+		if sum != vrPilotWeight {
+			t.Errorf("K* = %d: pilot weight %v, want %v", plan, sum, vrPilotWeight)
+		}
+		for k := 1; k <= plan+1_000_000; k++ {
+			sum += r.weight(k)
+		}
+		// The tail beyond the loop is below (7/16)(6/π²)/1e6; the sum is
+		// 1 − 2^{−(K*+2)} analytically, so a rounding slack of 1e-9 still
+		// catches any share that does not fit.
+		if sum+(7.0/16)*6/(math.Pi*math.Pi)/1e6 > 1+1e-9 {
+			t.Errorf("K* = %d: Σ w_k = %v exceeds 1", plan, sum)
+		}
+		if got, want := r.deltaSpent(plan+3), 0.9*0.05; got > want {
+			t.Errorf("K* = %d: deltaSpent = %v exceeds 0.9δ = %v", plan, got, want)
 		}
 	}
 }
