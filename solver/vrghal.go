@@ -115,7 +115,12 @@ import (
 //     exact evaluation (Terms() samples) once the estimate would need as
 //     many, and likewise every inner step whose 2·n_k·m_{k,j} reaches
 //     Terms(). The estimate's radius ρ_k is known, so B_k = R̃_k + ρ_k is a
-//     rigorous bound at every epoch. Without a declaration the buckets are
+//     rigorous bound at every epoch. When the run stops on it, Solve
+//     reports it as the Certificate (Certificate.Own; see
+//     Env.OfferCertificate) instead of drawing a fresh one, with Delta =
+//     0.9δ, the failure probability of the union of all the estimates'
+//     events: the stopping epoch is chosen from the data, so the δ'_K of
+//     the last estimate alone would not be honest. Without a declaration the buckets are
 //     sized with a plug-in variance and the estimate has no guarantee
 //     (Success then needs a rigorous Certificate, as before), except on a
 //     finite sum, which runs the sampled mode below.

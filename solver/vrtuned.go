@@ -107,16 +107,6 @@ func (r *tunedRun) weight(k int) float64 {
 	return (1 - vrPilotWeight - 0.5) * 6 / (math.Pi * math.Pi * d * d)
 }
 
-// deltaSpent returns Σ_{j≤k} deltaEst(j), the failure probability of the
-// union of the estimates' events up to x̂_k.
-func (r *tunedRun) deltaSpent(k int) float64 {
-	s := 0.0
-	for j := 0; j <= k; j++ {
-		s += r.deltaEst(j)
-	}
-	return s
-}
-
 func (r *tunedRun) deltaEst(k int) float64 { return (1 - vrInnerDelta) * r.c.delta * r.weight(k) }
 func (r *tunedRun) deltaIn(k int) float64  { return vrInnerDelta * r.c.delta * r.weight(k) }
 
@@ -208,10 +198,24 @@ func (r *tunedRun) pilotAccuracy() (float64, error) {
 
 // recordEst records x̂ with R̃ and its rigorous bound R̃ + ρ (see the
 // Stopping section of VRGHAL).
+//
+// A drawn rigorous estimate is also offered to Solve as the certificate of
+// x̂ (Env.OfferCertificate), with Delta = 0.9δ: the estimates' share of δ,
+// Σ_k δ'_k ≤ 0.9δ. That sum, not the δ'_k of x̂'s own estimate, is what the
+// bound at a data-chosen stopping epoch K fails with: it fails only if the
+// estimate of epoch K does, and P(estimate K fails and the run stops at K)
+// summed over K is at most Σ_k P(estimate k fails). The estimate's samples
+// are fresh at x̂ (drawn after x̂ was fixed), as a certificate's are.
 func (r *tunedRun) recordEst(est vrEstimate) error {
 	bound := math.Inf(1)
 	if est.rigorous {
 		bound = r.residual + est.radius
+	}
+	if est.rule.Rigorous() {
+		r.e.OfferCertificate(r.xhat, Certificate{
+			Estimate: r.residual, Bound: bound, Delta: (1 - vrInnerDelta) * r.c.delta,
+			Samples: est.samples, Calls: est.calls, Rule: est.rule,
+		})
 	}
 	return r.e.RecordBound(r.xhat, r.residual, bound)
 }
@@ -296,8 +300,9 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 		if err := e.Eval(dst, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
 			return vrEstimate{}, err
 		}
-		used := float64(max(e.Stats().Samples-s0, 1))
-		return vrEstimate{radius: nd.radius(delta, used), rigorous: true}, nil
+		drawn := e.Stats().Samples - s0
+		used := float64(max(drawn, 1))
+		return vrEstimate{radius: nd.radius(delta, used), rigorous: true, rule: RuleBoundedNoise, calls: 1, samples: drawn}, nil
 	}
 	buckets, p := MoMChebyshevBuckets(delta)
 	rigorous := !math.IsInf(v, 1)
@@ -362,7 +367,7 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 		return vrEstimate{radius: math.Inf(1)}, nil
 	}
 	eps := math.Sqrt(kappa * v / (float64(size) * p))
-	return vrEstimate{radius: rad + eps, rigorous: true}, nil
+	return vrEstimate{radius: rad + eps, rigorous: true, rule: RuleVarianceMoM, calls: int64(buckets), samples: e.Stats().Samples - before}, nil
 }
 
 // tunedEpoch runs epoch k from x̂_{k−1} = r.xhat with T̃_{k−1,0} = r.t0
