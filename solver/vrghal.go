@@ -134,9 +134,9 @@ import (
 //     1/β² in samples. ε₀ is in the problem's units (the paper's ε₀ = 1 is
 //     relative to σ√κ); this only rescales the constants A_p.
 //   - δ reallocation. The estimate at x̂_k gets δ'_k = 0.9δ·w_k and the
-//     inner martingale events of epoch k get 0.1δ·w_k, with w₀ = 1/16 for
+//     inner martingale events of epoch k get 0.1δ·w_k, with w₀ = 1/4 for
 //     the pilot (sized before K* is known), w_k = 2^{−(K*−k+2)} for
-//     1 ≤ k ≤ K* and (7/8)·3/(π²(k − K*)²) after, so Σ_k w_k ≤ 1 and
+//     1 ≤ k ≤ K* and 3/(2π²(k − K*)²) after, so Σ_k w_k ≤ 1 and
 //     the union of all events still fails with probability at most δ (the
 //     summability the proof uses, with more of δ on the large final
 //     estimates). Every B_k holds on the estimates' events alone, so a
