@@ -243,8 +243,10 @@ func boundedNoise(d *drawer, norm Norm, delta float64, nd noiseDecl, k, size int
 // than k/2 buckets too, so the two sets share a bucket and
 // ‖τ̂ − T(x̂)‖ ≤ r* + ε (Hsu and Sabato 2016, Proposition 9; the paper's
 // median-of-means proposition, whose Hoeffding count k ≥ 18 ln(1/δ) with
-// p = 1/3 this sharpens to about 2 ln(1/δ) buckets). The triangle
-// inequality gives the bound.
+// p = 1/3 this sharpens to about 2 ln(1/δ) buckets). With k = 1 the
+// selection is the one bucket, r* = 0, p = δ and the argument is
+// Chebyshev's inequality on the whole sample. The triangle inequality
+// gives the bound.
 func varianceMoM(d *drawer, norm Norm, delta, v float64, k int, p float64, size int) (*Certificate, error) {
 	taus, used, err := d.draw(k, size)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,4 +111,77 @@ func TestCoordinateRadiusSharperInLInf(t *testing.T) {
 	require.NoError(t, err)
 	other, _ := declaredNoise(o, x, l2)
 	require.Nil(t, other.cb)
+}
+
+// TestMoMPlanCheapest checks that the variance rule's plan needs no more
+// unit samples for a target radius than either alternative it chooses
+// between: one bucket at p = δ with ε = a, or the buckets of
+// MoMChebyshevBuckets with ε = a/2.
+func TestMoMPlanCheapest(t *testing.T) {
+	for _, delta := range []float64{0.3, 0.05, 0.02, 0.01, 3e-3, 2e-3, 1e-3, 1e-6} {
+		k, p, share := momPlan(delta)
+		n := float64(k) / (p * share * share)
+		km, pm := MoMChebyshevBuckets(delta)
+		require.LessOrEqual(t, n, 1/MoMBucketFailure(1, delta)*(1+1e-12), "δ = %g", delta)
+		require.LessOrEqual(t, n, 4*float64(km)/pm*(1+1e-12), "δ = %g", delta)
+		require.Equal(t, k == 1, share == 1, "δ = %g", delta)
+		require.InDelta(t, MoMBucketFailure(k, delta), p, 1e-15, "δ = %g", delta)
+	}
+	k, _, _ := momPlan(0.01)
+	require.Equal(t, 1, k, "a single bucket is cheaper at δ = 0.01")
+	k, _, _ = momPlan(1e-3)
+	require.Greater(t, k, 1, "the median of means is cheaper at δ = 1e-3")
+}
+
+// TestCertifyRadiusVarianceCoverage: CertifyRadius under a variance
+// declaration alone, with the plan of momPlan (one bucket at δ = 0.05 and
+// 0.01, Chebyshev on the whole sample; several at δ = 1e-3), with the
+// radius set so that about 400 unit samples are drawn, at x̂ = 0 of
+// T(x) = x/2 + b with ‖b‖ = 2·radius, so that the bound fails exactly when
+// the estimate errs by more than about the radius. Over 400 fixed seeds per
+// law (heavy tails, rare large outliers) and norm, failures stay within δ
+// plus binomial slack; a single bucket's slack is the radius itself.
+func TestCertifyRadiusVarianceCoverage(t *testing.T) {
+	const runs, size = 400, 400 // the radius is set so that N ≈ size
+	type law struct {
+		l certLaw
+		p float64
+	}
+	laws := []law{{lawStudentT, 0}, {lawLognormal, 0}, {lawTwoPoint, 1e-2}, {lawTwoPoint, 1e-3}}
+	dir := []float64{1, -0.5, 0.25, 0.8}
+	for _, delta := range []float64{0.05, 0.01, 1e-3} {
+		k, pk, share := momPlan(delta)
+		for _, lw := range laws {
+			for _, norm := range certNorms(t)[:2] {
+				name := fmt.Sprintf("δ=%g/%v(p=%g)/%v", delta, lw.l, lw.p, norm)
+				d := norm.Len()
+				sigma2 := float64(d) * lw.l.variance(lw.p)
+				radius := math.Sqrt(norm.Kappa() * sigma2 * float64(k) / (pk * share * share * size))
+				b := slices.Clone(dir)
+				nb := norm.Norm(b)
+				for i := range b {
+					b[i] *= 2 * radius / nb
+				}
+				o := newCertOracle(d, b, lw.l, lw.p)
+				o.declareVar = true
+				p := Problem{Oracle: o, Norm: norm}
+				x := make([]float64, d)
+				truth := norm.Norm(b)
+				fails := 0
+				for seed := range uint64(runs) {
+					c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Seed: seed, Certify: CertifySettings{Delta: delta}})
+					require.NoError(t, err, name)
+					require.Equal(t, RuleVarianceMoM, c.Rule, name)
+					require.Equal(t, int64(k), c.Calls, name)
+					if k == 1 {
+						require.LessOrEqual(t, c.Bound-c.Estimate, radius*(1+1e-12), name)
+					}
+					if truth > c.Bound {
+						fails++
+					}
+				}
+				require.LessOrEqual(t, float64(fails)/runs, certFailSlack(delta, runs), name)
+			}
+		}
+	}
 }

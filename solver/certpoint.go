@@ -12,8 +12,10 @@ import (
 // the residual estimate — is at most radius: the smallest N for which the
 // concentration radius of RuleBoundedNoise (the Banach-space one, or in ℓ∞
 // the smaller coordinatewise one of a CoordinateNoiseBound) is at most radius,
-// or for RuleVarianceMoM the Chebyshev buckets of MoMChebyshevBuckets(δ)
-// whose radius r* + ε has ε = radius/2. A deterministic or FiniteSum
+// or for RuleVarianceMoM the buckets k whose radius r* + ε needs the fewest
+// samples: one bucket (r* = 0) with ε = radius, or the Chebyshev buckets of
+// MoMChebyshevBuckets(δ) with ε = radius/2, whichever is cheaper (see
+// momPlan; a single bucket at δ ≥ 0.0028). A deterministic or FiniteSum
 // oracle gets its exact certificate whatever radius says; an oracle that
 // declares nothing gets RuleEstimate with the empirical scale, from
 // buckets of fallback unit samples (its radius is not known in advance).
@@ -41,8 +43,8 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 		n := nd.size(delta, radius)
 		s.Certify.Calls, s.Certify.Samples = 1, int(math.Min(math.Ceil(n), maxDraw))
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
-		k, pf := MoMChebyshevBuckets(delta)
-		eb := radius / 2
+		k, pf, share := momPlan(delta)
+		eb := share * radius
 		s.Certify.Samples = int(math.Min(math.Ceil(norm.Kappa()*v/(pf*eb*eb)), maxDraw))
 		s.Certify.Calls = k
 	}

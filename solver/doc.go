@@ -96,6 +96,12 @@
 //     radius of the reference paper's Banach-space concentration
 //     proposition, √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N), σ² = min{b², the
 //     declared variance}: ≤ Bound with probability at least 1 − δ.
+//   - CoordinateNoiseBound (RuleBoundedNoise, in ℓ∞): almost-sure and
+//     variance bounds b_i(x), v_i(x) on each coordinate of one unit
+//     sample's deviation; the same average with the smaller of that radius
+//     and the coordinatewise Bernstein radius max_i √(2v_i L/N) +
+//     2b_i L/(3N), L = ln(2d/δ) (a union bound over the d coordinates),
+//     both fixed before the draw: ≤ Bound with probability at least 1 − δ.
 //   - VarianceBound (RuleVarianceMoM): a bound σ²(x) on one unit sample's
 //     second moment; a median of means of k buckets of m samples whose
 //     per-bucket failure probability p comes from Chebyshev's inequality

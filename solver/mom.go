@@ -161,6 +161,28 @@ func MoMChebyshevBuckets(delta float64) (k int, p float64) {
 	return k, p
 }
 
+// momPlan returns the bucket count k, per-bucket failure probability p and
+// accuracy share s of the variance median of means (RuleVarianceMoM) that
+// needs the fewest unit samples for a target radius a, chosen before any
+// sample is drawn. Its buckets have ε = s·a, so N = k·κσ²/(p s² a²). A
+// single bucket (k = 1, p = δ: Chebyshev on the whole sample, by the
+// paper's minibatch-variance lemma E‖X̄ − μ‖² ≤ κσ²/N and Markov's
+// inequality on the square) selects its own mean with r* = 0, so its
+// radius r* + ε is exactly ε and s = 1: N = κσ²/(δa²). More buckets
+// (MoMChebyshevBuckets) add the data-dependent r*, which on the event is
+// at most 2ε and in practice about ε, so they are planned with s = 1/2:
+// N = 4(k/p)κσ²/a². The cheaper of the two is returned; at δ ≥ 0.0028 that
+// is the single bucket, below it the median of means (about 20 ln(1/δ)
+// bucket-variances at s = 1/2 against 1/δ). Either choice is fixed before
+// the draw, so the rule's guarantee (see varianceMoM) is unchanged.
+func momPlan(delta float64) (k int, p, share float64) {
+	k, p = MoMChebyshevBuckets(delta)
+	if k == 1 || 1/delta <= 4*float64(k)/p {
+		return 1, MoMBucketFailure(1, delta), 1
+	}
+	return k, p, 0.5
+}
+
 // binomialTail returns P(Binomial(k, p) ≥ t).
 func binomialTail(k, t int, p float64) float64 {
 	if t <= 0 {

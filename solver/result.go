@@ -93,6 +93,11 @@ type Certificate struct {
 	Calls   int64
 	// Rule says how Bound was obtained and what it guarantees.
 	Rule CertRule
+	// Own reports that the certificate is the method's own estimate at x̂
+	// (see Env.OfferCertificate): Rule is the rule it was made by, Samples
+	// and Calls are the estimate's, already counted in Result.Stats, and
+	// Delta is the failure probability the method stated for it.
+	Own bool
 	// PerExample holds per-example bounds, in the same sense as Bound,
 	// when the norm is Batched.
 	PerExample []float64
@@ -103,12 +108,15 @@ type Certificate struct {
 func (c *Certificate) Rigorous() bool { return c.Rule.Rigorous() }
 
 // Guarantee returns the certificate's claim in words, for reports:
-// "≤ B (exact)", "≤ B with probability ≥ 1 − δ (rule R)" or
+// "≤ B (exact)", "≤ B with probability ≥ 1 − δ (rule R)" (with ", the
+// method's own estimate" after R when Own is set) or
 // "≈ B (estimate, no guarantee)", B and δ printed with %.4g and %g.
 func (c *Certificate) Guarantee() string {
 	switch {
 	case c.Rule.Exact():
 		return fmt.Sprintf("≤ %.4g (exact, rule %v)", c.Bound, c.Rule)
+	case c.Rule.Rigorous() && c.Own:
+		return fmt.Sprintf("≤ %.4g with probability ≥ %g (rule %v, the method's own estimate)", c.Bound, 1-c.Delta, c.Rule)
 	case c.Rule.Rigorous():
 		return fmt.Sprintf("≤ %.4g with probability ≥ %g (rule %v)", c.Bound, 1-c.Delta, c.Rule)
 	}

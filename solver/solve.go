@@ -104,6 +104,8 @@ type Env struct {
 	// certificate reuses when the returned point is exX.
 	exX, exT []float64
 	exOK     bool
+
+	own ownCert // a certificate the method paid for (OfferCertificate)
 }
 
 // Context returns the solve's context.
@@ -408,7 +410,10 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		certCtx = context.WithoutCancel(ctx)
 	}
 	if !s.Certify.Skip && certCtx.Err() == nil {
-		cert, err := certify(certCtx, p, res, &s, e.certSize, e.lastExact)
+		cert, err := e.ownCertificate(res.X), error(nil)
+		if cert == nil {
+			cert, err = certify(certCtx, p, res, &s, e.certSize, e.lastExact)
+		}
 		if err != nil && ctx.Err() != nil {
 			cert, err = nil, nil
 		}

@@ -19,6 +19,11 @@ import (
 type vrEstimate struct {
 	radius   float64 // ρ: ‖T̂ − T(x)‖ ≤ ρ on the estimate's event; +Inf if unknown
 	rigorous bool    // radius holds with probability ≥ 1 − δ (or exactly)
+	// The certificate rule of a drawn rigorous estimate (RuleBoundedNoise
+	// or RuleVarianceMoM; RuleEstimate otherwise, exact ones included) and
+	// its oracle calls and unit samples.
+	rule           CertRule
+	calls, samples int64
 }
 
 // boundedNoiseSize returns the smallest N with

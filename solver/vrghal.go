@@ -115,7 +115,12 @@ import (
 //     exact evaluation (Terms() samples) once the estimate would need as
 //     many, and likewise every inner step whose 2·n_k·m_{k,j} reaches
 //     Terms(). The estimate's radius ρ_k is known, so B_k = R̃_k + ρ_k is a
-//     rigorous bound at every epoch. Without a declaration the buckets are
+//     rigorous bound at every epoch. When the run stops on it, Solve
+//     reports it as the Certificate (Certificate.Own; see
+//     Env.OfferCertificate) instead of drawing a fresh one, with Delta =
+//     0.9δ, the failure probability of the union of all the estimates'
+//     events: the stopping epoch is chosen from the data, so the δ'_K of
+//     the last estimate alone would not be honest. Without a declaration the buckets are
 //     sized with a plug-in variance and the estimate has no guarantee
 //     (Success then needs a rigorous Certificate, as before), except on a
 //     finite sum, which runs the sampled mode below.
@@ -129,8 +134,9 @@ import (
 //     1/β² in samples. ε₀ is in the problem's units (the paper's ε₀ = 1 is
 //     relative to σ√κ); this only rescales the constants A_p.
 //   - δ reallocation. The estimate at x̂_k gets δ'_k = 0.9δ·w_k and the
-//     inner martingale events of epoch k get 0.1δ·w_k, with w_k =
-//     2^{−(K*−k+2)} up to K* and 3/(π²(k − K*)²) after, so Σ_k w_k ≤ 1 and
+//     inner martingale events of epoch k get 0.1δ·w_k, with w₀ = 1/4 for
+//     the pilot (sized before K* is known), w_k = 2^{−(K*−k+2)} for
+//     1 ≤ k ≤ K* and 3/(2π²(k − K*)²) after, so Σ_k w_k ≤ 1 and
 //     the union of all events still fails with probability at most δ (the
 //     summability the proof uses, with more of δ on the large final
 //     estimates). Every B_k holds on the estimates' events alone, so a

@@ -168,3 +168,28 @@ func TestVRGHALSampledTwoExactCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestVRTunedDeltaWeights checks that the δ shares of the tuned schedule
+// sum to at most 1 over the pilot and every epoch, whatever the plan K*,
+// so that the union of all the run's events fails with probability at
+// most δ.
+func TestVRTunedDeltaWeights(t *testing.T) {
+	for _, plan := range []int{0, 1, 2, 5, 12, 40} {
+		r := &tunedRun{vrRun: &vrRun{c: vrConfig{delta: 0.05}}, plan: plan}
+		// The pilot is sized before K* is known: its weight must not
+		// depend on the plan.
+		sum := r.weight(0)
+		if sum != vrPilotWeight {
+			t.Errorf("K* = %d: pilot weight %v, want %v", plan, sum, vrPilotWeight)
+		}
+		for k := 1; k <= plan+1_000_000; k++ {
+			sum += r.weight(k)
+		}
+		// The tail beyond the loop is below c/1e6, c = r.weight(plan+1);
+		// the sum is at most 1 − 2^{−(K*+1)} analytically, so a rounding
+		// slack of 1e-9 still catches any share that does not fit.
+		if sum+r.weight(plan+1)/1e6 > 1+1e-9 {
+			t.Errorf("K* = %d: Σ w_k = %v exceeds 1", plan, sum)
+		}
+	}
+}
