@@ -31,12 +31,14 @@ const sectionPeer = "peer"
 // peer section looks for it in the working directory and its parents.
 const PeerScript = "scripts/torch_peer.py"
 
-// DefaultPeerThreads is Config.PeerThreads where that is zero: the peer
-// runs torch on the machine's two cores, as in issue 16's measurement. Our
-// side runs OpenBLAS on one thread (see blasimpl.Use); on busy cores
-// torch's two threads can make the peer many times slower than on one, so
-// a comparison on a shared machine should also be run with PeerThreads 1.
-const DefaultPeerThreads = 2
+// DefaultPeerThreads is Config.PeerThreads where that is zero: one torch
+// thread, the peer's faster setting on these models. Measured with
+// scripts/torch_peer.py on 2 cores: the dense model's epoch took 3.1–3.2 s
+// on one thread against 6.9–9.3 s on two (idle machine), and 20 batches of
+// the conv model (C = 48, batch 64) 9.2 s on one thread against 40.7 s on
+// two (load 5–6); torch's second thread waits on the first at every small
+// product. Our side likewise runs OpenBLAS on one thread (blasimpl.Use).
+const DefaultPeerThreads = 1
 
 // Models of the peer section.
 const (

@@ -121,10 +121,10 @@ func TestPeerFake(t *testing.T) {
 func TestPeerArgs(t *testing.T) {
 	cfg, err := train.Config{Model: train.ModelConfig{Cell: train.ConvCell}}.Defaults()
 	require.NoError(t, err)
-	args := strings.Join(peerArgs("conv", cfg, DefaultPeerThreads), " ")
+	args := strings.Join(peerArgs("conv", cfg, 3), " ")
 	for _, want := range []string{
 		"--batch 64", "--lr 0.002", "--conv-style deq", "--channels 48", "--groups 8",
-		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 2",
+		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 3",
 	} {
 		require.Contains(t, args, want)
 	}
