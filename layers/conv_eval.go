@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
 	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/solver"
@@ -31,6 +32,15 @@ type convEval struct {
 	dp   []float64 // M·C×ld: the pre-activation cotangents (VJPs only)
 	dzp  []float64 // C×ld: the transposed convolution (VJPs only)
 
+	// The forward pass of every example, k terms each: σ(pre) in act and,
+	// with GroupNorm, the standardised σ(pre) in xhat and the groups'
+	// 1/√(var + ε) in rstd (example b at b·M·C·HW, b·M·groups).
+	act, xhat, rstd []float64
+	// The point and parameters of the last VJP's forward pass, which the
+	// next VJP at the same point reuses (as the adjoint solve of implicit
+	// differentiation does at every iteration).
+	last convKey
+
 	team  *conv.Team
 	works []*convWork // one per part
 	call  convCall    // the arguments of the running call
@@ -39,13 +49,20 @@ type convEval struct {
 	graph *convGraph // EvalGraph's graph, built on first use
 }
 
+// convKey identifies a forward pass: the state, the terms and the
+// parameters it used.
+type convKey struct {
+	valid  bool
+	z      []float64
+	idx    []int
+	k      int
+	params []float64 // W, b, [scale, shift], concatenated
+}
+
 // convWork is the scratch of one part of a batch.
 type convWork struct {
 	col, dcol []float64 // 9C×HW columns of one input and their cotangent (InputConv only)
-	act       []float64 // M·C×HW: σ(pre) of every term of one example
-	out       []float64 // M·C×HW: N(σ(pre)) (GroupNorm only)
-	xhat      []float64 // M·C×HW: standardised σ(pre) (GroupNorm only)
-	rstd      []float64 // M·groups
+	out       []float64 // M·C×HW: N(σ(pre)) of one example (GroupNorm only)
 	delta     []float64 // M·C×HW: cotangent of the pre-activations
 	du        []float64 // C×HW: cotangent of the injection
 	dwr       []float64 // M·C×9C: offset-major gradient of W (VJP only)
@@ -67,6 +84,7 @@ type convCall struct {
 	dst, z, g, dz, dx []float64
 	idx               []int // the terms (nil: all M)
 	k                 int
+	reuse             bool // the forward pass is the last one's
 }
 
 var (
@@ -88,12 +106,16 @@ func newConvEval(c *Conv, n int) *convEval {
 	e.wr = make([]float64, len(c.w.Data()))
 	e.zp = make([]float64, c.c*e.ld)
 	e.outp = make([]float64, c.m*c.c*e.ld)
+	e.act = make([]float64, n*c.m*img)
+	if c.groups > 0 {
+		e.xhat = make([]float64, n*c.m*img)
+		e.rstd = make([]float64, n*c.m*c.groups)
+	}
 	e.team = conv.NewTeam(min(runtime.GOMAXPROCS(0), n))
 	runtime.AddCleanup(e, (*conv.Team).Close, e.team)
 	r := c.geom.ColRows()
 	for range e.team.Parts() {
 		wk := &convWork{
-			act:   make([]float64, c.m*img),
 			delta: make([]float64, c.m*img),
 			du:    make([]float64, img),
 		}
@@ -103,8 +125,6 @@ func newConvEval(c *Conv, n int) *convEval {
 		}
 		if c.groups > 0 {
 			wk.out = make([]float64, c.m*img)
-			wk.xhat = make([]float64, c.m*img)
-			wk.rstd = make([]float64, c.m*c.groups)
 		}
 		e.works = append(e.works, wk)
 	}
@@ -118,6 +138,13 @@ func (e *convEval) vjpScratch(full bool) {
 	if e.dp == nil {
 		e.dp = make([]float64, c.m*c.c*e.ld)
 		e.dzp = make([]float64, c.c*e.ld)
+		e.last.z = make([]float64, e.Len())
+		e.last.idx = make([]int, 0, c.m)
+		n := 0
+		for _, q := range e.keyParams() {
+			n += len(q)
+		}
+		e.last.params = make([]float64, n)
 	}
 	if !full || e.works[0].dwr != nil {
 		return
@@ -165,6 +192,7 @@ func (e *convEval) SetInput(x []float64) error {
 		}
 	}
 	e.hasX = true
+	e.last.valid = false
 	return nil
 }
 
@@ -197,13 +225,14 @@ func (e *convEval) repack(idx []int) int {
 }
 
 // forward computes the k terms of example b from the convolutions in
-// e.outp: wk.act holds σ(pre) and the returned slice (wk.act, or wk.out
-// with GroupNorm) the terms' outputs.
+// e.outp: its part of e.act holds σ(pre) (of e.xhat and e.rstd, GroupNorm's
+// statistics) and the returned slice (that part of e.act, or wk.out with
+// GroupNorm) the terms' outputs.
 func (e *convEval) forward(wk *convWork, b int, idx []int, k int) []float64 {
 	c := e.c
 	img := c.c * c.hw
 	h, w := c.geom.H, c.geom.W
-	act := wk.act[:k*img]
+	act, xhat, rstd := e.example(b, k)
 	ub := e.u[b*img : (b+1)*img]
 	bias := c.b.Data()
 	at := e.sh.Base() + b*e.sh.P()
@@ -228,7 +257,7 @@ func (e *convEval) forward(wk *convWork, b int, idx []int, k int) []float64 {
 	out := wk.out[:k*img]
 	for j := range k {
 		s := j * img
-		e.norm.forward(out[s:s+img], wk.xhat[s:s+img], wk.rstd[j*c.groups:(j+1)*c.groups],
+		e.norm.forward(out[s:s+img], xhat[s:s+img], rstd[j*c.groups:(j+1)*c.groups],
 			act[s:s+img], c.nscale.Data(), c.nshift.Data())
 	}
 	return out
@@ -265,9 +294,10 @@ func average(dst, terms []float64, k int) {
 // backward turns the cotangent g/k of each of the k terms of one example
 // (after forward) into the pre-activation cotangents wk.delta, adding the
 // GroupNorm parameters' gradients into dscale and dshift unless nil.
-func (e *convEval) backward(wk *convWork, gb []float64, k int, dscale, dshift []float64) []float64 {
+func (e *convEval) backward(wk *convWork, b int, gb []float64, k int, dscale, dshift []float64) []float64 {
 	c := e.c
 	img := c.c * c.hw
+	act, xhat, rstd := e.example(b, k)
 	delta := wk.delta[:k*img]
 	inv := 1 / float64(k)
 	for j := range k {
@@ -277,10 +307,10 @@ func (e *convEval) backward(wk *convWork, gb []float64, k int, dscale, dshift []
 		}
 		if c.groups > 0 {
 			s := j * img
-			e.norm.backward(d, d, wk.xhat[s:s+img], wk.rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), dscale, dshift)
+			e.norm.backward(d, d, xhat[s:s+img], rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), dscale, dshift)
 		}
 	}
-	activationGrad(c.act, delta, wk.act[:k*img])
+	activationGrad(c.act, delta, act)
 	return delta
 }
 
@@ -332,9 +362,17 @@ func (e *convEval) run(call convCall) {
 		e.vjpScratch(call.op == convOpVJP)
 	}
 	call.k = e.repack(call.idx)
+	if call.op == convOpEval {
+		e.last.valid = false
+	} else {
+		call.reuse = e.reusable(call)
+	}
 	e.call = call
 	parts := e.team.Run(e.n, e.part)
 	e.call = convCall{}
+	if call.op != convOpEval && !call.reuse {
+		e.remember(call)
+	}
 	if call.op != convOpVJP {
 		return
 	}
@@ -355,17 +393,22 @@ func (e *convEval) runPart(p, lo, hi int) {
 	wk := e.works[p]
 	img := c.c * c.hw
 	rows := call.k * c.c
-	for b := lo; b < hi; b++ {
-		e.sh.Pack(e.zp, e.ld, c.c, call.z[b*img:(b+1)*img], b)
+	if !call.reuse {
+		for b := lo; b < hi; b++ {
+			e.sh.Pack(e.zp, e.ld, c.c, call.z[b*img:(b+1)*img], b)
+		}
+		e.sh.Forward(e.outp, rows, e.wr, e.zp, e.ld, lo, hi)
 	}
-	e.sh.Forward(e.outp, rows, e.wr, e.zp, e.ld, lo, hi)
 	for b := lo; b < hi; b++ {
-		out := e.forward(wk, b, call.idx, call.k)
+		var out []float64
+		if !call.reuse {
+			out = e.forward(wk, b, call.idx, call.k)
+		}
 		switch call.op {
 		case convOpEval:
 			average(call.dst[b*img:(b+1)*img], out, call.k)
 		case convOpVJPHidden:
-			delta := e.backward(wk, call.g[b*img:(b+1)*img], call.k, nil, nil)
+			delta := e.backward(wk, b, call.g[b*img:(b+1)*img], call.k, nil, nil)
 			e.sh.Pack(e.dp, e.ld, rows, delta, b)
 		case convOpVJP:
 			e.vjpExample(wk, p, b)
@@ -389,6 +432,64 @@ func (e *convEval) runPart(p, lo, hi int) {
 	for b := lo; b < hi; b++ {
 		e.sh.Unpack(dst[b*img:(b+1)*img], e.dzp, e.ld, c.c, b)
 	}
+}
+
+// example returns example b's part of e.act, e.xhat and e.rstd for k
+// terms (xhat and rstd nil without GroupNorm).
+func (e *convEval) example(b, k int) (act, xhat, rstd []float64) {
+	c := e.c
+	s, n := b*c.m*c.c*c.hw, k*c.c*c.hw
+	act = e.act[s : s+n]
+	if c.groups > 0 {
+		xhat = e.xhat[s : s+n]
+		g := b * c.m * c.groups
+		rstd = e.rstd[g : g+k*c.groups]
+	}
+	return act, xhat, rstd
+}
+
+// keyParams returns the parameters a forward pass depends on besides the
+// state and the injection: W, b and GroupNorm's scale and shift.
+func (e *convEval) keyParams() [4][]float64 {
+	c := e.c
+	ps := [4][]float64{c.w.Data(), c.b.Data()}
+	if c.groups > 0 {
+		ps[2], ps[3] = c.nscale.Data(), c.nshift.Data()
+	}
+	return ps
+}
+
+// reusable reports whether the forward pass of the last VJP was at call's
+// state, terms and parameters (and the injection has not changed since:
+// SetInput forgets it), so that its e.zp, e.act, e.xhat and e.rstd hold
+// call's forward pass.
+func (e *convEval) reusable(call convCall) bool {
+	l := &e.last
+	if !l.valid || l.k != call.k || (call.idx == nil) != (len(l.idx) == 0) || !slices.Equal(l.idx, call.idx) {
+		return false
+	}
+	at := 0
+	for _, q := range e.keyParams() {
+		if !slices.Equal(l.params[at:at+len(q)], q) {
+			return false
+		}
+		at += len(q)
+	}
+	return slices.Equal(l.z, call.z)
+}
+
+// remember records call's state, terms and parameters as the last forward
+// pass's.
+func (e *convEval) remember(call convCall) {
+	l := &e.last
+	copy(l.z, call.z)
+	l.idx = append(l.idx[:0], call.idx...)
+	l.k = call.k
+	at := 0
+	for _, q := range e.keyParams() {
+		at += copy(l.params[at:], q)
+	}
+	l.valid = true
 }
 
 // paramGrad returns the gradient slice that part p adds into of parameter
@@ -420,7 +521,7 @@ func (e *convEval) vjpExample(wk *convWork, p, b int) {
 	if c.groups > 0 {
 		dscale, dshift = e.paramGrad(p, is), e.paramGrad(p, is+1)
 	}
-	delta := e.backward(wk, call.g[b*img:(b+1)*img], k, dscale, dshift)
+	delta := e.backward(wk, b, call.g[b*img:(b+1)*img], k, dscale, dshift)
 	e.sh.Pack(e.dp, e.ld, k*c.c, delta, b)
 	// db += Σ_pixels δ.
 	db := e.paramGrad(p, ib)
