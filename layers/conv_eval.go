@@ -227,12 +227,20 @@ func (e *convEval) repack(idx []int) int {
 // forward computes the k terms of example b from the convolutions in
 // e.outp: its part of e.act holds σ(pre) (of e.xhat and e.rstd, GroupNorm's
 // statistics) and the returned slice (that part of e.act, or wk.out with
-// GroupNorm) the terms' outputs.
-func (e *convEval) forward(wk *convWork, b int, idx []int, k int) []float64 {
+// GroupNorm) the terms' outputs. With one term and a non-nil dst (an
+// evaluation, after which no VJP reuses the forward pass), the output goes
+// to dst instead, and without GroupNorm σ(pre) is then not kept in e.act.
+func (e *convEval) forward(wk *convWork, b int, idx []int, k int, dst []float64) []float64 {
 	c := e.c
 	img := c.c * c.hw
 	h, w := c.geom.H, c.geom.W
 	act, xhat, rstd := e.example(b, k)
+	if k > 1 {
+		dst = nil
+	}
+	if dst != nil && c.groups == 0 {
+		act = dst
+	}
 	ub := e.u[b*img : (b+1)*img]
 	bias := c.b.Data()
 	at := e.sh.Base() + b*e.sh.P()
@@ -244,10 +252,10 @@ func (e *convEval) forward(wk *convWork, b int, idx []int, k int) []float64 {
 		for ch := range c.c {
 			bc := bias[m*c.c+ch]
 			src := e.outp[(j*c.c+ch)*e.ld+at:]
-			dst := act[j*img+ch*c.hw : j*img+(ch+1)*c.hw]
+			as := act[j*img+ch*c.hw : j*img+(ch+1)*c.hw]
 			us := ub[ch*c.hw : (ch+1)*c.hw]
 			for y := range h {
-				preAct(c.act, dst[y*w:(y+1)*w], src[y*(w+1):y*(w+1)+w], us[y*w:(y+1)*w], bc)
+				preAct(c.act, as[y*w:(y+1)*w], src[y*(w+1):y*(w+1)+w], us[y*w:(y+1)*w], bc)
 			}
 		}
 	}
@@ -255,6 +263,9 @@ func (e *convEval) forward(wk *convWork, b int, idx []int, k int) []float64 {
 		return act
 	}
 	out := wk.out[:k*img]
+	if dst != nil {
+		out = dst
+	}
 	for j := range k {
 		s := j * img
 		e.norm.forward(out[s:s+img], xhat[s:s+img], rstd[j*c.groups:(j+1)*c.groups],
@@ -400,17 +411,22 @@ func (e *convEval) runPart(p, lo, hi int) {
 		e.sh.Forward(e.outp, rows, e.wr, e.zp, e.ld, lo, hi)
 	}
 	for b := lo; b < hi; b++ {
-		var out []float64
-		if !call.reuse {
-			out = e.forward(wk, b, call.idx, call.k)
-		}
 		switch call.op {
 		case convOpEval:
-			average(call.dst[b*img:(b+1)*img], out, call.k)
+			db := call.dst[b*img : (b+1)*img]
+			if out := e.forward(wk, b, call.idx, call.k, db); call.k > 1 {
+				average(db, out, call.k)
+			}
 		case convOpVJPHidden:
+			if !call.reuse {
+				e.forward(wk, b, call.idx, call.k, nil)
+			}
 			delta := e.backward(wk, b, call.g[b*img:(b+1)*img], call.k, nil, nil)
 			e.sh.Pack(e.dp, e.ld, rows, delta, b)
 		case convOpVJP:
+			if !call.reuse {
+				e.forward(wk, b, call.idx, call.k, nil)
+			}
 			e.vjpExample(wk, p, b)
 		}
 	}
