@@ -140,23 +140,26 @@ func (s Shifted) Adjoint(dx []float64, rows int, w, d []float64, ld, lo, hi int)
 	s.products(true, dx, rows, w, d, ld, lo, hi)
 }
 
-// products runs Forward, or Adjoint when adj is set, in chunks of
+// products runs Forward, or Adjoint when adj is set, image by image (so
+// that the padding row of an image is skipped) in chunks of at most
 // shiftedChunk columns.
 func (s Shifted) products(adj bool, out []float64, rows int, w, x []float64, ld, lo, hi int) {
-	from, to := s.span(lo, hi)
 	r := 9 * s.In
 	m, k, sign := rows, s.In, 1
 	if adj {
 		m, k, sign = s.In, rows, -1
 	}
-	for j := from; j < to; j += shiftedChunk {
-		n := min(shiftedChunk, to-j)
-		for o := range 9 {
-			beta := 1.0
-			if o == 0 {
-				beta = 0
+	for b := lo; b < hi; b++ {
+		from, to := s.span(b, b+1)
+		for j := from; j < to; j += shiftedChunk {
+			n := min(shiftedChunk, to-j)
+			for o := range 9 {
+				beta := 1.0
+				if o == 0 {
+					beta = 0
+				}
+				Gemm(adj, false, m, n, k, 1, w[o*s.In:], r, x[j+sign*s.offset(o):], ld, beta, out[j:], ld)
 			}
-			Gemm(adj, false, m, n, k, 1, w[o*s.In:], r, x[j+sign*s.offset(o):], ld, beta, out[j:], ld)
 		}
 	}
 }
