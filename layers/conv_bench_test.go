@@ -7,12 +7,16 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/solver"
 )
 
 // Conv benchmark shape: the peer's MNIST cell, a batch of 64 examples of
 // 48 channels of 14×14 pixels; the stochastic cell has 8 kernels and
-// samples 2.
+// samples 2. The conv benchmarks install the BLAS that deq's command uses
+// (blasimpl.Use: OpenBLAS with -tags netlib, as make bin/deq builds it;
+// gonum's pure Go otherwise), for themselves and the benchmarks that run
+// after them.
 const (
 	benchConvBatch    = 64
 	benchConvChannels = 48
@@ -30,6 +34,7 @@ const benchConvFlops = 2 * benchConvChannels * 9 * benchConvChannels * benchConv
 // exact) on the benchmark batch, and reports GFLOP/s counting convs
 // convolutions of the batch per operation.
 func benchConv(b *testing.B, cfg ConvConfig, op string, size int, convs float64) {
+	blasimpl.Use()
 	cfg.Channels, cfg.Height, cfg.Width, cfg.Seed = benchConvChannels, benchConvSide, benchConvSide, 1
 	c, err := NewConv(cfg)
 	if err != nil {
@@ -49,6 +54,7 @@ func BenchmarkConvVJPHidden(b *testing.B) { benchConv(b, ConvConfig{}, "vjp-hidd
 // BenchmarkConvVJPHiddenNewPoint alternates between two points, so that
 // every call computes the forward pass too (two convolutions).
 func BenchmarkConvVJPHiddenNewPoint(b *testing.B) {
+	blasimpl.Use()
 	c, err := NewConv(ConvConfig{Channels: benchConvChannels, Height: benchConvSide, Width: benchConvSide, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -90,9 +96,11 @@ func BenchmarkConvVJPHiddenSampled(b *testing.B) {
 }
 
 // BenchmarkConvGemmReference is the same-shape matrix multiply as one
-// blas64.Gemm (gonum's parallel one in the default build): C×9C kernels
-// times 9C×(n·HW) columns, the work of one convolution of the batch.
+// blas64.Gemm (OpenBLAS's, threaded, with -tags netlib; gonum's parallel
+// one otherwise): C×9C kernels times 9C×(n·HW) columns, the work of one
+// convolution of the batch.
 func BenchmarkConvGemmReference(b *testing.B) {
+	blasimpl.Use()
 	const m, k, n = benchConvChannels, 9 * benchConvChannels, benchConvSide * benchConvSide * benchConvBatch
 	rng := rand.New(rand.NewPCG(1, 2))
 	a := blas64.General{Rows: m, Cols: k, Stride: k, Data: randVec(rng, m*k, 1)}
@@ -111,6 +119,7 @@ func BenchmarkConvEncoderBackward(b *testing.B) { benchConvEncoder(b, true) }
 // benchConvEncoder times the 1×28×28 → 48×14×14 encoder with GroupNorm on
 // the benchmark batch.
 func benchConvEncoder(b *testing.B, backward bool) {
+	blasimpl.Use()
 	enc, err := NewConvEncoder(ConvEncoderConfig{Channels: benchConvChannels, Groups: 4, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
