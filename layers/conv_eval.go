@@ -373,17 +373,18 @@ func (e *convEval) run(call convCall) {
 		e.vjpScratch(call.op == convOpVJP)
 	}
 	call.k = e.repack(call.idx)
-	if call.op == convOpEval {
+	switch {
+	case call.op == convOpEval:
 		e.last.valid = false
-	} else {
-		call.reuse = e.reusable(call)
+	case e.reusable(call):
+		call.reuse = true
+	default:
+		// Before the run, which may overwrite z when dst is z.
+		e.remember(call)
 	}
 	e.call = call
 	parts := e.team.Run(e.n, e.part)
 	e.call = convCall{}
-	if call.op != convOpEval && !call.reuse {
-		e.remember(call)
-	}
 	if call.op != convOpVJP {
 		return
 	}
