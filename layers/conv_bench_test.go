@@ -6,11 +6,17 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/solver"
 )
 
 // Conv benchmark shape: the peer's MNIST cell, a batch of 64 examples of
 // 48 channels of 14×14 pixels; the stochastic cell has 8 kernels and
-// samples 2.
+// samples 2. The conv benchmarks install the BLAS that deq's command uses
+// (blasimpl.Use: OpenBLAS with -tags netlib, as make bin/deq builds it;
+// gonum's pure Go otherwise), for themselves and the benchmarks that run
+// after them.
 const (
 	benchConvBatch    = 64
 	benchConvChannels = 48
@@ -28,6 +34,7 @@ const benchConvFlops = 2 * benchConvChannels * 9 * benchConvChannels * benchConv
 // exact) on the benchmark batch, and reports GFLOP/s counting convs
 // convolutions of the batch per operation.
 func benchConv(b *testing.B, cfg ConvConfig, op string, size int, convs float64) {
+	blasimpl.Use()
 	cfg.Channels, cfg.Height, cfg.Width, cfg.Seed = benchConvChannels, benchConvSide, benchConvSide, 1
 	c, err := NewConv(cfg)
 	if err != nil {
@@ -37,24 +44,69 @@ func benchConv(b *testing.B, cfg ConvConfig, op string, size int, convs float64)
 	b.ReportMetric(convs*benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
-func BenchmarkConvEval(b *testing.B)      { benchConv(b, ConvConfig{}, "eval", 0, 1) }
-func BenchmarkConvVJPHidden(b *testing.B) { benchConv(b, ConvConfig{}, "vjp-hidden", 0, 2) }
-func BenchmarkConvVJP(b *testing.B)       { benchConv(b, ConvConfig{}, "vjp", 0, 3) }
+func BenchmarkConvEval(b *testing.B) { benchConv(b, ConvConfig{}, "eval", 0, 1) }
+
+// BenchmarkConvVJPHidden repeats the VJP at one point, as the adjoint solve
+// of implicit differentiation does: every call after the first reuses the
+// forward pass, so it counts one convolution.
+func BenchmarkConvVJPHidden(b *testing.B) { benchConv(b, ConvConfig{}, "vjp-hidden", 0, 1) }
+
+// BenchmarkConvVJPHiddenNewPoint alternates between two points, so that
+// every call computes the forward pass too (two convolutions).
+func BenchmarkConvVJPHiddenNewPoint(b *testing.B) {
+	blasimpl.Use()
+	c, err := NewConv(ConvConfig{Channels: benchConvChannels, Height: benchConvSide, Width: benchConvSide, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := c.Evaluator(benchConvBatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	if err := e.SetInput(randVec(rng, benchConvBatch*c.Shape().InputLen(), 1)); err != nil {
+		b.Fatal(err)
+	}
+	zs := [2][]float64{randVec(rng, e.Len(), 1), randVec(rng, e.Len(), 1)}
+	g, dst := randVec(rng, e.Len(), 1), make([]float64, e.Len())
+	s := solver.Sample{Seed: 1, Size: 1}
+	if _, err := e.VJPHidden(dst, zs[1], g, s); err != nil { // allocate the VJP scratch
+		b.Fatal(err)
+	}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.VJPHidden(dst, zs[i%2], g, s); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(2*benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkConvVJP repeats the full VJP (with the state's cotangent) at one
+// point: after the first call it reuses the forward pass and counts two
+// convolutions (the weight gradient and the transposed convolution), as do
+// BenchmarkConvVJPGroupNorm and, per sampled kernel, the sampled
+// BenchmarkConvVJPHiddenSampled one (its sample is the same every call).
+func BenchmarkConvVJP(b *testing.B) { benchConv(b, ConvConfig{}, "vjp", 0, 2) }
 func BenchmarkConvEvalGroupNorm(b *testing.B) {
 	benchConv(b, ConvConfig{Groups: 4}, "eval", 0, 1)
 }
-func BenchmarkConvVJPGroupNorm(b *testing.B) { benchConv(b, ConvConfig{Groups: 4}, "vjp", 0, 3) }
+func BenchmarkConvVJPGroupNorm(b *testing.B) { benchConv(b, ConvConfig{Groups: 4}, "vjp", 0, 2) }
 func BenchmarkConvEvalSampled(b *testing.B) {
 	benchConv(b, ConvConfig{Kernels: benchConvKernels}, "eval", benchConvSample, benchConvSample)
 }
 func BenchmarkConvVJPHiddenSampled(b *testing.B) {
-	benchConv(b, ConvConfig{Kernels: benchConvKernels}, "vjp-hidden", benchConvSample, 2*benchConvSample)
+	benchConv(b, ConvConfig{Kernels: benchConvKernels}, "vjp-hidden", benchConvSample, benchConvSample)
 }
 
 // BenchmarkConvGemmReference is the same-shape matrix multiply as one
-// blas64.Gemm (gonum's parallel one in the default build): C×9C kernels
-// times 9C×(n·HW) columns, the work of one convolution of the batch.
+// blas64.Gemm (OpenBLAS's, threaded, with -tags netlib; gonum's parallel
+// one otherwise): C×9C kernels times 9C×(n·HW) columns, the work of one
+// convolution of the batch.
 func BenchmarkConvGemmReference(b *testing.B) {
+	blasimpl.Use()
 	const m, k, n = benchConvChannels, 9 * benchConvChannels, benchConvSide * benchConvSide * benchConvBatch
 	rng := rand.New(rand.NewPCG(1, 2))
 	a := blas64.General{Rows: m, Cols: k, Stride: k, Data: randVec(rng, m*k, 1)}
@@ -73,6 +125,7 @@ func BenchmarkConvEncoderBackward(b *testing.B) { benchConvEncoder(b, true) }
 // benchConvEncoder times the 1×28×28 → 48×14×14 encoder with GroupNorm on
 // the benchmark batch.
 func benchConvEncoder(b *testing.B, backward bool) {
+	blasimpl.Use()
 	enc, err := NewConvEncoder(ConvEncoderConfig{Channels: benchConvChannels, Groups: 4, Seed: 1})
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,9 @@ package layers
 
 import (
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 
 	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/solver"
@@ -10,8 +12,10 @@ import (
 
 // convEval evaluates a Conv cell on batches of n examples, split between
 // the goroutines of a conv.Team (one part per core, at most one per
-// example). All scratch is allocated here, once; the calls that follow
-// allocate nothing.
+// example). The convolutions run as shifted matrix products (see
+// conv.Shifted) on whole-batch matrices that every part shares, each part
+// writing only the columns of its own examples. All scratch is allocated
+// here, or on the first VJP; the calls that follow allocate nothing.
 type convEval struct {
 	c    *Conv
 	n    int
@@ -19,7 +23,23 @@ type convEval struct {
 	hasX bool
 	smp  *sampler
 	norm groupNorm
-	wsel []float64 // M·C×9C: the sampled kernels, gathered
+
+	sh   conv.Shifted
+	ld   int       // columns of the batch matrices
+	wr   []float64 // M·C×9C: the kernels of the terms, offset-major
+	zp   []float64 // C×ld: the state
+	outp []float64 // M·C×ld: the convolutions W_m∗z
+	dp   []float64 // M·C×ld: the pre-activation cotangents (VJPs only)
+	dzp  []float64 // C×ld: the transposed convolution (VJPs only)
+
+	// The forward pass of every example, k terms each: σ(pre) in act and,
+	// with GroupNorm, the standardised σ(pre) in xhat and the groups'
+	// 1/√(var + ε) in rstd (example b at b·M·C·HW, b·M·groups).
+	act, xhat, rstd []float64
+	// The point and parameters of the last VJP's forward pass, which the
+	// next VJP at the same point reuses (as the adjoint solve of implicit
+	// differentiation does at every iteration).
+	last convKey
 
 	team  *conv.Team
 	works []*convWork // one per part
@@ -29,15 +49,23 @@ type convEval struct {
 	graph *convGraph // EvalGraph's graph, built on first use
 }
 
+// convKey identifies a forward pass: the state, the terms and the
+// parameters it used.
+type convKey struct {
+	valid  bool
+	z      []float64
+	idx    []int
+	k      int
+	params []float64 // W, b, [scale, shift], concatenated
+}
+
 // convWork is the scratch of one part of a batch.
 type convWork struct {
-	col, dcol []float64 // 9C×HW columns of one image and their cotangent
-	act       []float64 // M·C×HW: σ(pre) of every term of one example
-	out       []float64 // M·C×HW: N(σ(pre)) (GroupNorm only)
-	xhat      []float64 // M·C×HW: standardised σ(pre) (GroupNorm only)
-	rstd      []float64 // M·groups
+	col, dcol []float64 // 9C×HW columns of one input and their cotangent (InputConv only)
+	out       []float64 // M·C×HW: N(σ(pre)) of one example (GroupNorm only)
 	delta     []float64 // M·C×HW: cotangent of the pre-activations
 	du        []float64 // C×HW: cotangent of the injection
+	dwr       []float64 // M·C×9C: offset-major gradient of W (VJP only)
 	// Parameter gradients of parts other than 0 (part 0 adds into the
 	// parameters directly), in Params order.
 	grads [][]float64
@@ -54,9 +82,9 @@ const (
 type convCall struct {
 	op                int
 	dst, z, g, dz, dx []float64
-	w                 []float64 // stacked kernels of the terms
-	idx               []int     // the terms (nil: all M)
+	idx               []int // the terms (nil: all M)
 	k                 int
+	reuse             bool // the forward pass is the last one's
 }
 
 var (
@@ -66,7 +94,8 @@ var (
 
 func newConvEval(c *Conv, n int) *convEval {
 	img := c.c * c.hw
-	e := &convEval{c: c, n: n, x: make([]float64, n*img), smp: newSampler()}
+	sh := conv.Shifted{In: c.c, H: c.geom.H, W: c.geom.W}
+	e := &convEval{c: c, n: n, x: make([]float64, n*img), smp: newSampler(), sh: sh, ld: sh.Ld(n)}
 	e.u = e.x
 	if c.inputConv {
 		e.u = make([]float64, n*img)
@@ -74,34 +103,60 @@ func newConvEval(c *Conv, n int) *convEval {
 	if c.groups > 0 {
 		e.norm = groupNorm{c: c.c, hw: c.hw, groups: c.groups}
 	}
-	if c.m > 1 {
-		e.wsel = make([]float64, len(c.w.Data()))
+	e.wr = make([]float64, len(c.w.Data()))
+	e.zp = make([]float64, c.c*e.ld)
+	e.outp = make([]float64, c.m*c.c*e.ld)
+	e.act = make([]float64, n*c.m*img)
+	if c.groups > 0 {
+		e.xhat = make([]float64, n*c.m*img)
+		e.rstd = make([]float64, n*c.m*c.groups)
 	}
 	e.team = conv.NewTeam(min(runtime.GOMAXPROCS(0), n))
 	runtime.AddCleanup(e, (*conv.Team).Close, e.team)
 	r := c.geom.ColRows()
-	for p := range e.team.Parts() {
+	for range e.team.Parts() {
 		wk := &convWork{
-			col:   make([]float64, r*c.hw),
-			dcol:  make([]float64, r*c.hw),
-			act:   make([]float64, c.m*img),
 			delta: make([]float64, c.m*img),
 			du:    make([]float64, img),
 		}
+		if c.inputConv {
+			wk.col = make([]float64, r*c.hw)
+			wk.dcol = make([]float64, r*c.hw)
+		}
 		if c.groups > 0 {
 			wk.out = make([]float64, c.m*img)
-			wk.xhat = make([]float64, c.m*img)
-			wk.rstd = make([]float64, c.m*c.groups)
-		}
-		if p > 0 {
-			for _, q := range c.direct {
-				wk.grads = append(wk.grads, make([]float64, len(q.Data())))
-			}
 		}
 		e.works = append(e.works, wk)
 	}
 	e.part = e.runPart
 	return e
+}
+
+// vjpScratch allocates, on the first VJP, the scratch that only VJPs use.
+func (e *convEval) vjpScratch(full bool) {
+	c := e.c
+	if e.dp == nil {
+		e.dp = make([]float64, c.m*c.c*e.ld)
+		e.dzp = make([]float64, c.c*e.ld)
+		e.last.z = make([]float64, e.Len())
+		e.last.idx = make([]int, 0, c.m)
+		n := 0
+		for _, q := range e.keyParams() {
+			n += len(q)
+		}
+		e.last.params = make([]float64, n)
+	}
+	if !full || e.works[0].dwr != nil {
+		return
+	}
+	for p, wk := range e.works {
+		wk.dwr = make([]float64, len(c.w.Data()))
+		if p > 0 {
+			for _, q := range c.direct {
+				wk.grads = append(wk.grads, make([]float64, len(q.Data())))
+			}
+		}
+	}
 }
 
 func (e *convEval) Len() int      { return e.n * e.c.c * e.c.hw }
@@ -137,6 +192,7 @@ func (e *convEval) SetInput(x []float64) error {
 		}
 	}
 	e.hasX = true
+	e.last.valid = false
 	return nil
 }
 
@@ -153,31 +209,41 @@ func (e *convEval) gemmW(dst, w []float64, rows int, col []float64) {
 	conv.Gemm(false, false, rows, e.c.hw, r, 1, w, r, col, e.c.hw, 0, dst, e.c.hw)
 }
 
-// kernels returns the kernels of the terms idx (all M when idx is nil),
-// stacked, and their number.
-func (e *convEval) kernels(idx []int) ([]float64, int) {
+// repack writes the kernels of the terms idx (all M when idx is nil) into
+// e.wr in the offset-major order of conv.Shifted and returns their number.
+func (e *convEval) repack(idx []int) int {
+	c := e.c
 	if idx == nil {
-		return e.c.w.Data(), e.c.m
+		e.sh.Repack(e.wr, c.w.Data(), c.m*c.c)
+		return c.m
 	}
-	sz := e.c.c * e.c.geom.ColRows()
+	sz := c.c * c.geom.ColRows()
 	for j, m := range idx {
-		copy(e.wsel[j*sz:(j+1)*sz], e.c.kernel(m))
+		e.sh.Repack(e.wr[j*sz:(j+1)*sz], c.kernel(m), c.c)
 	}
-	return e.wsel[:len(idx)*sz], len(idx)
+	return len(idx)
 }
 
-// forward computes the k terms of example b at its state zb with the
-// stacked kernels w: wk.act holds σ(pre) and the returned slice (wk.act, or
-// wk.out with GroupNorm) the terms' outputs. It leaves zb's columns in
-// wk.col.
-func (e *convEval) forward(wk *convWork, zb []float64, b int, w []float64, idx []int, k int) []float64 {
+// forward computes the k terms of example b from the convolutions in
+// e.outp: its part of e.act holds σ(pre) (of e.xhat and e.rstd, GroupNorm's
+// statistics) and the returned slice (that part of e.act, or wk.out with
+// GroupNorm) the terms' outputs. With one term and a non-nil dst (an
+// evaluation, after which no VJP reuses the forward pass), the output goes
+// to dst instead, and without GroupNorm σ(pre) is then not kept in e.act.
+func (e *convEval) forward(wk *convWork, b int, idx []int, k int, dst []float64) []float64 {
 	c := e.c
 	img := c.c * c.hw
-	c.geom.Im2Col(wk.col, zb)
-	act := wk.act[:k*img]
-	e.gemmW(act, w, k*c.c, wk.col)
+	h, w := c.geom.H, c.geom.W
+	act, xhat, rstd := e.example(b, k)
+	if k > 1 {
+		dst = nil
+	}
+	if dst != nil && c.groups == 0 {
+		act = dst
+	}
 	ub := e.u[b*img : (b+1)*img]
 	bias := c.b.Data()
+	at := e.sh.Base() + b*e.sh.P()
 	for j := range k {
 		m := j
 		if idx != nil {
@@ -185,24 +251,43 @@ func (e *convEval) forward(wk *convWork, zb []float64, b int, w []float64, idx [
 		}
 		for ch := range c.c {
 			bc := bias[m*c.c+ch]
-			row := act[j*img+ch*c.hw : j*img+(ch+1)*c.hw]
+			src := e.outp[(j*c.c+ch)*e.ld+at:]
+			as := act[j*img+ch*c.hw : j*img+(ch+1)*c.hw]
 			us := ub[ch*c.hw : (ch+1)*c.hw]
-			for i := range row {
-				row[i] += us[i] + bc
+			for y := range h {
+				preAct(c.act, as[y*w:(y+1)*w], src[y*(w+1):y*(w+1)+w], us[y*w:(y+1)*w], bc)
 			}
 		}
 	}
-	c.act.apply(act)
 	if c.groups == 0 {
 		return act
 	}
 	out := wk.out[:k*img]
+	if dst != nil {
+		out = dst
+	}
 	for j := range k {
 		s := j * img
-		e.norm.forward(out[s:s+img], wk.xhat[s:s+img], wk.rstd[j*c.groups:(j+1)*c.groups],
+		e.norm.forward(out[s:s+img], xhat[s:s+img], rstd[j*c.groups:(j+1)*c.groups],
 			act[s:s+img], c.nscale.Data(), c.nshift.Data())
 	}
 	return out
+}
+
+// preAct writes σ(v + u + b) into dst for the entries v of src and u of us.
+func preAct(a Activation, dst, src, us []float64, b float64) {
+	src, us = src[:len(dst)], us[:len(dst)]
+	switch a {
+	case ReLU:
+		for i, v := range src {
+			dst[i] = max(v+us[i]+b, 0)
+		}
+	default:
+		for i, v := range src {
+			dst[i] = v + us[i] + b
+		}
+		a.apply(dst)
+	}
 }
 
 // average writes the mean of the k images in terms into dst.
@@ -220,9 +305,10 @@ func average(dst, terms []float64, k int) {
 // backward turns the cotangent g/k of each of the k terms of one example
 // (after forward) into the pre-activation cotangents wk.delta, adding the
 // GroupNorm parameters' gradients into dscale and dshift unless nil.
-func (e *convEval) backward(wk *convWork, gb []float64, k int, dscale, dshift []float64) []float64 {
+func (e *convEval) backward(wk *convWork, b int, gb []float64, k int, dscale, dshift []float64) []float64 {
 	c := e.c
 	img := c.c * c.hw
+	act, xhat, rstd := e.example(b, k)
 	delta := wk.delta[:k*img]
 	inv := 1 / float64(k)
 	for j := range k {
@@ -232,16 +318,16 @@ func (e *convEval) backward(wk *convWork, gb []float64, k int, dscale, dshift []
 		}
 		if c.groups > 0 {
 			s := j * img
-			e.norm.backward(d, d, wk.xhat[s:s+img], wk.rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), dscale, dshift)
+			e.norm.backward(d, d, xhat[s:s+img], rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), dscale, dshift)
 		}
 	}
-	activationGrad(c.act, delta, wk.act[:k*img])
+	activationGrad(c.act, delta, act)
 	return delta
 }
 
-// adjoint writes into dzb the transposed convolution Σ_j W_jᵀ∗δ_j of the
-// stacked cotangents delta (rows channels in all) with the stacked kernels
-// w.
+// adjoint writes into dzb the transposed convolution Σ_j W_jᵀ∗δ_j of one
+// example's stacked cotangents delta (rows channels in all) with the
+// stacked OIHW kernels w, through im2col's adjoint.
 func (e *convEval) adjoint(wk *convWork, dzb, w, delta []float64, rows int) {
 	r := e.c.geom.ColRows()
 	conv.Gemm(true, false, r, e.c.hw, rows, 1, w, r, delta, e.c.hw, 0, wk.dcol, e.c.hw)
@@ -280,10 +366,22 @@ func (e *convEval) EvalExact(dst, z []float64) error {
 	return nil
 }
 
-// run gathers the kernels of call.idx and runs call on the batch, split
+// run repacks the kernels of call.idx and runs call on the batch, split
 // between the team's parts.
 func (e *convEval) run(call convCall) {
-	call.w, call.k = e.kernels(call.idx)
+	if call.op != convOpEval {
+		e.vjpScratch(call.op == convOpVJP)
+	}
+	call.k = e.repack(call.idx)
+	switch {
+	case call.op == convOpEval:
+		e.last.valid = false
+	case e.reusable(call):
+		call.reuse = true
+	default:
+		// Before the run, which may overwrite z when dst is z.
+		e.remember(call)
+	}
 	e.call = call
 	parts := e.team.Run(e.n, e.part)
 	e.call = convCall{}
@@ -306,19 +404,109 @@ func (e *convEval) runPart(p, lo, hi int) {
 	call := &e.call
 	wk := e.works[p]
 	img := c.c * c.hw
+	rows := call.k * c.c
+	if !call.reuse {
+		for b := lo; b < hi; b++ {
+			e.sh.Pack(e.zp, e.ld, c.c, call.z[b*img:(b+1)*img], b)
+		}
+		e.sh.Forward(e.outp, rows, e.wr, e.zp, e.ld, lo, hi)
+	}
 	for b := lo; b < hi; b++ {
-		zb := call.z[b*img : (b+1)*img]
-		out := e.forward(wk, zb, b, call.w, call.idx, call.k)
 		switch call.op {
 		case convOpEval:
-			average(call.dst[b*img:(b+1)*img], out, call.k)
+			db := call.dst[b*img : (b+1)*img]
+			if out := e.forward(wk, b, call.idx, call.k, db); call.k > 1 {
+				average(db, out, call.k)
+			}
 		case convOpVJPHidden:
-			delta := e.backward(wk, call.g[b*img:(b+1)*img], call.k, nil, nil)
-			e.adjoint(wk, call.dst[b*img:(b+1)*img], call.w, delta, call.k*c.c)
+			if !call.reuse {
+				e.forward(wk, b, call.idx, call.k, nil)
+			}
+			delta := e.backward(wk, b, call.g[b*img:(b+1)*img], call.k, nil, nil)
+			e.sh.Pack(e.dp, e.ld, rows, delta, b)
 		case convOpVJP:
+			if !call.reuse {
+				e.forward(wk, b, call.idx, call.k, nil)
+			}
 			e.vjpExample(wk, p, b)
 		}
 	}
+	dst := call.dst
+	switch call.op {
+	case convOpEval:
+		return
+	case convOpVJP:
+		// dW += Σ_k δ·z_kᵀ over the part's examples, in W's OIHW order.
+		clear(wk.dwr)
+		e.sh.WeightGrad(wk.dwr, rows, e.dp, e.zp, e.ld, lo, hi)
+		e.sh.UnrepackAdd(e.paramGrad(p, 0), wk.dwr, rows)
+		if call.dz == nil {
+			return
+		}
+		dst = call.dz
+	}
+	e.sh.Adjoint(e.dzp, rows, e.wr, e.dp, e.ld, lo, hi)
+	for b := lo; b < hi; b++ {
+		e.sh.Unpack(dst[b*img:(b+1)*img], e.dzp, e.ld, c.c, b)
+	}
+}
+
+// example returns example b's part of e.act, e.xhat and e.rstd for k
+// terms (xhat and rstd nil without GroupNorm).
+func (e *convEval) example(b, k int) (act, xhat, rstd []float64) {
+	c := e.c
+	s, n := b*c.m*c.c*c.hw, k*c.c*c.hw
+	act = e.act[s : s+n]
+	if c.groups > 0 {
+		xhat = e.xhat[s : s+n]
+		g := b * c.m * c.groups
+		rstd = e.rstd[g : g+k*c.groups]
+	}
+	return act, xhat, rstd
+}
+
+// keyParams returns the parameters a forward pass depends on besides the
+// state and the injection: W, b and GroupNorm's scale and shift.
+func (e *convEval) keyParams() [4][]float64 {
+	c := e.c
+	ps := [4][]float64{c.w.Data(), c.b.Data()}
+	if c.groups > 0 {
+		ps[2], ps[3] = c.nscale.Data(), c.nshift.Data()
+	}
+	return ps
+}
+
+// reusable reports whether the forward pass of the last VJP was at call's
+// state, terms and parameters (and the injection has not changed since:
+// SetInput forgets it), so that its e.zp, e.act, e.xhat and e.rstd hold
+// call's forward pass.
+func (e *convEval) reusable(call convCall) bool {
+	l := &e.last
+	if !l.valid || l.k != call.k || (call.idx == nil) != (len(l.idx) == 0) || !slices.Equal(l.idx, call.idx) {
+		return false
+	}
+	at := 0
+	for _, q := range e.keyParams() {
+		if !slices.Equal(l.params[at:at+len(q)], q) {
+			return false
+		}
+		at += len(q)
+	}
+	return slices.Equal(l.z, call.z)
+}
+
+// remember records call's state, terms and parameters as the last forward
+// pass's.
+func (e *convEval) remember(call convCall) {
+	l := &e.last
+	copy(l.z, call.z)
+	l.idx = append(l.idx[:0], call.idx...)
+	l.k = call.k
+	at := 0
+	for _, q := range e.keyParams() {
+		at += copy(l.params[at:], q)
+	}
+	l.valid = true
 }
 
 // paramGrad returns the gradient slice that part p adds into of parameter
@@ -332,7 +520,9 @@ func (e *convEval) paramGrad(p, i int) []float64 {
 }
 
 // vjpExample runs the exact VJP of example b (after forward) with the
-// scratch of part p.
+// scratch of part p, except for W's gradient and the state's cotangent,
+// which runPart computes for all its examples from the cotangents it
+// leaves in e.dp.
 func (e *convEval) vjpExample(wk *convWork, p, b int) {
 	c := e.c
 	call := &e.call
@@ -340,7 +530,7 @@ func (e *convEval) vjpExample(wk *convWork, p, b int) {
 	r := c.geom.ColRows()
 	k := call.k
 	// The order of paramGrad: W, [U], b, [scale, shift].
-	iw, iu, ib, is := 0, -1, 1, 2
+	iu, ib, is := -1, 1, 2
 	if c.inputConv {
 		iu, ib, is = 1, 2, 3
 	}
@@ -348,9 +538,9 @@ func (e *convEval) vjpExample(wk *convWork, p, b int) {
 	if c.groups > 0 {
 		dscale, dshift = e.paramGrad(p, is), e.paramGrad(p, is+1)
 	}
-	delta := e.backward(wk, call.g[b*img:(b+1)*img], k, dscale, dshift)
-	// dW += δ·colᵀ (all kernels at once), db += Σ_pixels δ.
-	conv.Gemm(false, true, k*c.c, r, c.hw, 1, delta, c.hw, wk.col, c.hw, 1, e.paramGrad(p, iw), r)
+	delta := e.backward(wk, b, call.g[b*img:(b+1)*img], k, dscale, dshift)
+	e.sh.Pack(e.dp, e.ld, k*c.c, delta, b)
+	// db += Σ_pixels δ.
 	db := e.paramGrad(p, ib)
 	for i := range k * c.c {
 		s := 0.0
@@ -358,9 +548,6 @@ func (e *convEval) vjpExample(wk *convWork, p, b int) {
 			s += v
 		}
 		db[i] += s
-	}
-	if call.dz != nil {
-		e.adjoint(wk, call.dz[b*img:(b+1)*img], call.w, delta, k*c.c)
 	}
 	// The injection's cotangent is Σ_m δ_m.
 	du := wk.du
@@ -424,10 +611,14 @@ func (e *convEval) EvalGraph(dst, z []float64) error {
 func activationGrad(a Activation, d, out []float64) {
 	switch a {
 	case ReLU:
+		d = d[:len(out)]
 		for i, v := range out {
-			if v <= 0 {
-				d[i] = 0
-			}
+			// Without a branch (the signs of pre-activations are close
+			// to random): keep d[i] unless v is zero or negative.
+			b := math.Float64bits(v)
+			nz := b << 1
+			keep := -(((nz | -nz) >> 63) &^ (b >> 63))
+			d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
 		}
 	case Tanh:
 		for i, v := range out {

@@ -18,6 +18,7 @@ type groupNorm struct {
 // y may be x.
 func (g groupNorm) forward(y, xhat, rstd, x, scale, shift []float64) {
 	n := g.c / g.groups * g.hw
+	cg := g.c / g.groups
 	for k := range g.groups {
 		xs := x[k*n : (k+1)*n]
 		mean := 0.0
@@ -33,16 +34,15 @@ func (g groupNorm) forward(y, xhat, rstd, x, scale, shift []float64) {
 		vr /= float64(n)
 		r := 1 / math.Sqrt(vr+convNormEps)
 		rstd[k] = r
-		hs := xhat[k*n : (k+1)*n]
-		for i, v := range xs {
-			hs[i] = (v - mean) * r
-		}
-	}
-	for ch := range g.c {
-		a, b := scale[ch], shift[ch]
-		ys := y[ch*g.hw : (ch+1)*g.hw]
-		for i, v := range xhat[ch*g.hw : (ch+1)*g.hw] {
-			ys[i] = a*v + b
+		for ch := k * cg; ch < (k+1)*cg; ch++ {
+			a, b := scale[ch], shift[ch]
+			xs := x[ch*g.hw : (ch+1)*g.hw]
+			hs, ys := xhat[ch*g.hw:(ch+1)*g.hw], y[ch*g.hw:(ch+1)*g.hw]
+			for i, v := range xs {
+				h := (v - mean) * r
+				hs[i] = h
+				ys[i] = a*h + b
+			}
 		}
 	}
 }

@@ -620,3 +620,64 @@ func TestConvWeightNormConfigErrors(t *testing.T) {
 	_, err = NewConv(ConvConfig{Channels: 1, Height: 2, Width: 2, Normalization: 9})
 	require.ErrorContains(t, err, "ConvConfig.Normalization")
 }
+
+// TestConvVJPReusesForwardOnlyWhenValid checks that a VJP at the point,
+// terms and parameters of the previous VJP (which reuses its forward pass)
+// gives what a VJP after an Eval (which forgets it) does, after changes of
+// each of them.
+func TestConvVJPReusesForwardOnlyWhenValid(t *testing.T) {
+	for _, tc := range convCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			c, e, x, z, g := convSetup(t, tc, 11)
+			tmp := make([]float64, e.Len())
+			full := solver.Sample{Seed: 1, Size: e.Terms()}
+			check := func(msg string, z []float64, s solver.Sample) {
+				t.Helper()
+				got := make([]float64, e.Len())
+				_, err := e.VJPHidden(got, z, g, s)
+				require.NoError(t, err)
+				dz, dx := make([]float64, e.Len()), make([]float64, len(x))
+				ZeroGrads(c.Params())
+				require.NoError(t, e.VJP(dz, dx, z, g))
+				grads := make([][]float64, 0)
+				for _, p := range c.Params() {
+					grads = append(grads, slices.Clone(p.GradData()))
+				}
+				require.NoError(t, e.EvalExact(tmp, z)) // forgets the forward pass
+				want := make([]float64, e.Len())
+				_, err = e.VJPHidden(want, z, g, s)
+				require.NoError(t, err)
+				requireRel(t, want, got, 1e-12, msg+": VJPHidden")
+				require.NoError(t, e.EvalExact(tmp, z))
+				ZeroGrads(c.Params())
+				wantDz, wantDx := make([]float64, e.Len()), make([]float64, len(x))
+				require.NoError(t, e.VJP(wantDz, wantDx, z, g))
+				requireRel(t, wantDz, dz, 1e-12, msg+": VJP dz")
+				requireRel(t, wantDx, dx, 1e-12, msg+": VJP dx")
+				for i, p := range c.Params() {
+					requireRel(t, p.GradData(), grads[i], 1e-12, msg+": "+p.Name())
+				}
+			}
+			check("first", z, full)
+			check("again", z, full)
+			rng := rand.New(rand.NewPCG(12, 13))
+			for _, p := range c.Params() {
+				for i := range p.Data() {
+					p.Data()[i] += 0.05 * rng.NormFloat64()
+				}
+				require.NoError(t, c.Project())
+				check("after "+p.Name(), z, full)
+			}
+			if e.Terms() > 1 {
+				check("sample 1", z, solver.Sample{Seed: 1, Size: 1})
+				check("sample 2", z, solver.Sample{Seed: 2, Size: 1})
+			}
+			z2 := slices.Clone(z)
+			z2[len(z2)-1] += 0.5
+			check("new point", z2, full)
+			x[0] += 0.5
+			require.NoError(t, e.SetInput(x))
+			check("new input", z2, full)
+		})
+	}
+}

@@ -147,3 +147,80 @@ func TestGemmTilesAllTransposes(t *testing.T) {
 		}
 	}
 }
+
+// TestShifted checks Forward against the direct convolution on every image
+// of a batch, Adjoint and WeightGrad against Forward by the adjoint
+// identities, and that calls on two halves of the batch give the whole.
+func TestShifted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, sz := range [][3]int{{3, 5, 4}, {2, 1, 1}, {2, 2, 3}, {4, 14, 14}} {
+		t.Run(fmt.Sprint(sz), func(t *testing.T) {
+			s := Shifted{In: sz[0], H: sz[1], W: sz[2]}
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+			g := Geom{In: s.In, H: s.H, W: s.W, K: 3, Stride: 1, Pad: 1}
+			const out, n = 3, 3
+			ld, img, oimg := s.Ld(n), g.ImageLen(), out*s.H*s.W
+			w := randSlice(rng, out*g.ColRows())
+			wr := make([]float64, len(w))
+			s.Repack(wr, w, out)
+			xs := randSlice(rng, n*img)
+			xp := make([]float64, s.In*ld)
+			for b := range n {
+				s.Pack(xp, ld, s.In, xs[b*img:(b+1)*img], b)
+			}
+			yp := make([]float64, out*ld)
+			s.Forward(yp, out, wr, xp, ld, 0, 1)
+			s.Forward(yp, out, wr, xp, ld, 1, n)
+			y := make([]float64, oimg)
+			for b := range n {
+				s.Unpack(y, yp, ld, out, b)
+				want := naive(g, out, w, xs[b*img:(b+1)*img])
+				for i := range want {
+					if math.Abs(y[i]-want[i]) > 1e-12 {
+						t.Fatalf("image %d: y[%d] = %v, want %v", b, i, y[i], want[i])
+					}
+				}
+			}
+			// ⟨d, W∗x⟩ = ⟨Wᵀ∗d, x⟩ = ⟨dW, W⟩ (the map is linear in W).
+			ds := randSlice(rng, n*oimg)
+			dp := make([]float64, out*ld)
+			for b := range n {
+				s.Pack(dp, ld, out, ds[b*oimg:(b+1)*oimg], b)
+			}
+			dxp := make([]float64, s.In*ld)
+			s.Adjoint(dxp, out, wr, dp, ld, 0, n)
+			dwr := make([]float64, len(w))
+			s.WeightGrad(dwr, out, dp, xp, ld, 0, 2)
+			s.WeightGrad(dwr, out, dp, xp, ld, 2, n)
+			dw := make([]float64, len(w))
+			s.UnrepackAdd(dw, dwr, out)
+			a, bx, bw := 0.0, 0.0, 0.0
+			dx := make([]float64, img)
+			for b := range n {
+				s.Unpack(y, yp, ld, out, b)
+				s.Unpack(dx, dxp, ld, s.In, b)
+				for i, v := range y {
+					a += v * ds[b*oimg+i]
+				}
+				for i, v := range dx {
+					bx += v * xs[b*img+i]
+				}
+			}
+			for i, v := range dw {
+				bw += v * w[i]
+			}
+			if math.Abs(a-bx) > 1e-10*math.Abs(a) || math.Abs(a-bw) > 1e-10*math.Abs(a) {
+				t.Errorf("⟨d, W∗x⟩ = %v, ⟨Wᵀ∗d, x⟩ = %v, ⟨dW, W⟩ = %v", a, bx, bw)
+			}
+			if allocs := testing.AllocsPerRun(3, func() {
+				s.Forward(yp, out, wr, xp, ld, 0, n)
+				s.Adjoint(dxp, out, wr, dp, ld, 0, n)
+				s.WeightGrad(dwr, out, dp, xp, ld, 0, n)
+			}); allocs != 0 {
+				t.Errorf("%v allocations", allocs)
+			}
+		})
+	}
+}
