@@ -102,7 +102,7 @@ func peer(ctx context.Context, s *settings) (*report.PeerReport, error) {
 		rep.Note = note
 		s.logf("peer: skipped: %s", note)
 	} else {
-		rep.Python, rep.Torch = run.python, run.torch
+		rep.Python, rep.Torch, rep.Threads = run.python, run.torch, s.PeerThreads
 	}
 	for _, ps := range s.peerSetups() {
 		m, err := peerModel(ctx, s, ps, run)

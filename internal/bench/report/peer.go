@@ -22,6 +22,9 @@ type PeerReport struct {
 	// version; both empty when the peer did not run.
 	Python string `json:"python,omitempty"`
 	Torch  string `json:"torch,omitempty"`
+	// Threads is the number of torch threads the peer ran on (zero when
+	// the peer did not run).
+	Threads int `json:"threads,omitempty"`
 	// Note, when not empty, says why the peer did not run at all.
 	Note   string      `json:"note,omitempty"`
 	Models []PeerModel `json:"models"`
@@ -107,7 +110,7 @@ type PeerSide struct {
 func writePeer(b *strings.Builder, pr *PeerReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## PyTorch peer\n\n")
-	p("The same DEQ classifiers trained in one run by this library (in process, `train.New` and `Run`) and by PyTorch (`scripts/torch_peer.py`, 2 threads) on the same standardised images, written once as float32 to a temporary directory, with the same seed value (the two sides draw different random numbers from it), epochs, batch size, optimiser and schedule, solvers, tolerances and iteration caps. Seconds are training wall time per epoch, the test-set evaluation excluded; accuracy is on the test set after the last epoch; iterations are the mean forward and backward solver iterations per training batch, and *met* the fraction of training batches whose forward solve met its tolerance. The ratio is the peer's seconds per epoch over ours; the target is judged on the fastest epoch of each side, the one least disturbed by other work on the machine.\n\n")
+	p("The same DEQ classifiers trained in one run by this library (in process, `train.New` and `Run`) and by PyTorch (`scripts/torch_peer.py`%s) on the same standardised images, written once as float32 to a temporary directory, with the same seed value (the two sides draw different random numbers from it), epochs, batch size, optimiser and schedule, solvers, tolerances and iteration caps. Seconds are training wall time per epoch, the test-set evaluation excluded; accuracy is on the test set after the last epoch; iterations are the mean forward and backward solver iterations per training batch, and *met* the fraction of training batches whose forward solve met its tolerance. The ratio is the peer's seconds per epoch over ours; the target is judged on the fastest epoch of each side, the one least disturbed by other work on the machine.\n\n", peerThreadsText(pr.Threads))
 	if pr.Note != "" {
 		p("**Skipped:** %s\n\n", pr.Note)
 	}
@@ -140,4 +143,16 @@ func writePeer(b *strings.Builder, pr *PeerReport) {
 		}
 		p("\nRatio peer/ours: **%.2f×** on the fastest epochs (target ≥ %g×: %s), %.2f× on the means.\n\n", float64(r), m.Target, verdict, float64(m.Ratio()))
 	}
+}
+
+// peerThreadsText describes the peer's torch threads for the section's
+// opening paragraph.
+func peerThreadsText(threads int) string {
+	switch threads {
+	case 0:
+		return ""
+	case 1:
+		return ", 1 thread"
+	}
+	return fmt.Sprintf(", %d threads", threads)
 }

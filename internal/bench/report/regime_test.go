@@ -41,3 +41,16 @@ func TestRegimeMarkdown(t *testing.T) {
 	writeRegime(&b, rg)
 	require.NotContains(t, b.String(), "*trained*")
 }
+
+// TestPeerThreadsText checks that the peer section states the peer's
+// torch threads as they ran, and nothing when the peer did not run.
+func TestPeerThreadsText(t *testing.T) {
+	for _, tc := range []struct {
+		threads int
+		want    string
+	}{{0, "(`scripts/torch_peer.py`) on"}, {1, "(`scripts/torch_peer.py`, 1 thread) on"}, {2, "(`scripts/torch_peer.py`, 2 threads) on"}} {
+		var b strings.Builder
+		writePeer(&b, &PeerReport{Threads: tc.threads})
+		require.Contains(t, b.String(), tc.want, "threads %d", tc.threads)
+	}
+}
