@@ -471,7 +471,7 @@ def main(argv=None):
     p.add_argument("--backward-iter", type=int, default=40)
     p.add_argument("--train-limit", type=int, default=0)
     p.add_argument("--test-limit", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as deq bench's peer section)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--float64", action="store_true", help="compute in float64, as deq does (default float32)")
     args = p.parse_args(argv)

@@ -14,8 +14,8 @@ import (
 // the smaller coordinatewise one of a CoordinateNoiseBound) is at most radius,
 // or for RuleVarianceMoM the buckets k whose radius r* + ε needs the fewest
 // samples: one bucket (r* = 0) with ε = radius, or the Chebyshev buckets of
-// MoMChebyshevBuckets(δ) with ε = radius/2, whichever is cheaper (see
-// momPlan; a single bucket at δ ≥ 0.0028). A deterministic or FiniteSum
+// MoMChebyshevBuckets(δ) with ε = radius/2, whichever needs fewer samples
+// (a single bucket at δ ≥ 0.0028). A deterministic or FiniteSum
 // oracle gets its exact certificate whatever radius says; an oracle that
 // declares nothing gets RuleEstimate with the empirical scale, from
 // buckets of fallback unit samples (its radius is not known in advance).

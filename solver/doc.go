@@ -115,7 +115,10 @@
 //
 // κ and C are those of the norm's smooth witness (see Norm). The
 // stochastic rules draw fresh samples, independent of the solve's
-// (CertifySettings). The proofs are sketched on the rules' functions in
+// (CertifySettings), except when the method offers its own certificate
+// for the returned point (Env.OfferCertificate, Certificate.Own: VR-GHAL's
+// rigorous epoch-start estimate, whose samples were drawn after the point
+// was fixed). The proofs are sketched on the rules' functions in
 // certify.go and measured by the coverage tests (fixed seeds, 400 runs per
 // rule, noise law and norm).
 //

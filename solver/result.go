@@ -50,8 +50,9 @@ type TracePoint struct {
 	Elapsed  time.Duration
 }
 
-// Stats counts the work of a solve. Certificate samples are counted in the
-// Certificate, not here.
+// Stats counts the work of a solve. The samples of a certificate Solve
+// draws are counted in the Certificate, not here; those of a method's own
+// certificate (Certificate.Own) are counted in both.
 type Stats struct {
 	// Iterations counts recorded iterations (epochs for VR-GHAL).
 	Iterations int
@@ -71,7 +72,8 @@ type Stats struct {
 //
 //   - Rule.Exact(): Bound is the exact residual, Delta is 0;
 //   - RuleBoundedNoise, RuleVarianceMoM: ‖T(x̂) − x̂‖ ≤ Bound with
-//     probability at least 1 − Delta over the certificate's own samples;
+//     probability at least 1 − Delta over the certificate's own samples
+//     (over the method's run when Own is set);
 //   - RuleEstimate: Bound is an estimate with no guarantee and Delta is
 //     NaN, so that it cannot be read as a probability.
 //

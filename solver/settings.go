@@ -49,7 +49,9 @@ type Settings struct {
 	Recorder Recorder
 	// NoTrace keeps Stats.Trace empty (the Recorder still receives points).
 	NoTrace bool
-	// Certify controls the residual certificate computed after the method.
+	// Certify controls the residual certificate computed after the method,
+	// or taken from the method when it offers its own (see
+	// Env.OfferCertificate).
 	Certify CertifySettings
 	// Workspace, if not nil, holds the scratch memory of the solve, kept
 	// for the next solve that uses it (see Workspace: one solve at a

@@ -32,12 +32,10 @@ const sectionPeer = "peer"
 const PeerScript = "scripts/torch_peer.py"
 
 // DefaultPeerThreads is Config.PeerThreads where that is zero: one torch
-// thread, the peer's faster setting on these models. Measured with
-// scripts/torch_peer.py on 2 cores: the dense model's epoch took 3.1–3.2 s
-// on one thread against 6.9–9.3 s on two (idle machine), and 20 batches of
-// the conv model (C = 48, batch 64) 9.2 s on one thread against 40.7 s on
-// two (load 5–6); torch's second thread waits on the first at every small
-// product. Our side likewise runs OpenBLAS on one thread (blasimpl.Use).
+// thread, the peer's faster setting on both models of the section, whose
+// products are too small for torch's second thread to pay for the waits
+// it adds (measured in BENCHMARKS.md, "PyTorch peer"). Our side likewise
+// runs OpenBLAS on one thread (blasimpl.Use).
 const DefaultPeerThreads = 1
 
 // Models of the peer section.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -222,5 +223,16 @@ func TestShifted(t *testing.T) {
 				t.Errorf("%v allocations", allocs)
 			}
 		})
+	}
+}
+
+// TestShiftedCheck checks that Check refuses a non-positive size and names
+// the fields.
+func TestShiftedCheck(t *testing.T) {
+	for _, s := range []Shifted{{In: 0, H: 2, W: 2}, {In: 1, H: 0, W: 2}, {In: 1, H: 2, W: -1}} {
+		err := s.Check()
+		if err == nil || !strings.Contains(err.Error(), "Shifted.In, H, W") {
+			t.Errorf("%+v: Check() = %v, want an error naming Shifted's fields", s, err)
+		}
 	}
 }

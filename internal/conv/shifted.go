@@ -39,10 +39,10 @@ type Shifted struct {
 // in cache between them.
 const shiftedChunk = 256
 
-// Check returns an error if a size is not positive.
+// Check returns an error, naming the fields, if a size is not positive.
 func (s Shifted) Check() error {
 	if s.In < 1 || s.H < 1 || s.W < 1 {
-		return fmt.Errorf("conv: image %d×%d×%d must have positive sizes", s.In, s.H, s.W)
+		return fmt.Errorf("conv: Shifted.In, H, W = %d, %d, %d must be positive", s.In, s.H, s.W)
 	}
 	return nil
 }
