@@ -32,9 +32,8 @@ const sectionPeer = "peer"
 const PeerScript = "scripts/torch_peer.py"
 
 // DefaultPeerThreads is Config.PeerThreads where that is zero: one torch
-// thread, the peer's faster setting on both models of the section, whose
-// products are too small for torch's second thread to pay for the waits
-// it adds (measured in BENCHMARKS.md, "PyTorch peer"). Our side likewise
+// thread, the peer's faster setting on both models of the section
+// (measured in BENCHMARKS.md, "PyTorch peer"). Our side likewise
 // runs OpenBLAS on one thread (blasimpl.Use).
 const DefaultPeerThreads = 1
 
