@@ -70,6 +70,10 @@ type ConvConfig struct {
 	// N(0, 1/(9C)) entries, W then projected; b zero; GroupNorm scale one,
 	// shift zero) and the power iteration's start vectors.
 	Seed uint64
+	// Precision is the precision of the recurrent convolutions W_m∗z and
+	// their transposes and weight gradients (see Precision); the zero value
+	// is Float64.
+	Precision Precision
 }
 
 // Conv is the convolutional cell
@@ -139,6 +143,13 @@ type ConvConfig struct {
 // b is M×C, and with Groups the GroupNorm scale and shift are 1×C each.
 // Under WeightNorm V has W's shape and layout and g is M×C (g_mo at row m,
 // column o), and W is not a trained parameter.
+//
+// # Precision
+//
+// With ConvConfig.Precision = Float32 the convolutions W_m∗z, their
+// transposes and the kernels' gradients run in single precision: a
+// different deterministic map (or oracle), within float32 rounding of this
+// one (see Precision). Project, Bound and the injection U∗x stay float64.
 type Conv struct {
 	shape     Shape
 	geom      conv.Geom
@@ -149,6 +160,7 @@ type Conv struct {
 	gamma     float64
 	iters     int
 	certEvery int
+	prec      Precision
 	calls     int
 	w, u, b   *Param
 	rp        *reparam // WeightNorm only
@@ -193,6 +205,9 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 	if err := cfg.Normalization.validIn("ConvConfig"); err != nil {
 		return nil, err
 	}
+	if err := cfg.Precision.validIn("ConvConfig"); err != nil {
+		return nil, err
+	}
 	if cfg.Normalization == SpectralNorm {
 		return nil, fmt.Errorf("layers: ConvConfig.Normalization = %v is not offered by Conv (want project or weight)", cfg.Normalization)
 	}
@@ -209,6 +224,7 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 		gamma:     cmp0(cfg.Gamma, DefaultGamma),
 		iters:     cmp0(cfg.PowerIters, DefaultConvPowerIters),
 		certEvery: cfg.CertifyEvery,
+		prec:      cfg.Precision,
 		w:         newParam("W", m*ch, geom.ColRows()),
 		b:         newParam("b", m, ch),
 		power:     make([]float64, m*ch*hw),
@@ -258,6 +274,9 @@ func cmp0[T comparable](v, def T) T {
 
 // Shape implements Cell: {Rows: C, Hidden: H·W, Input: H·W}.
 func (c *Conv) Shape() Shape { return c.shape }
+
+// Precision returns the precision of the recurrent convolutions.
+func (c *Conv) Precision() Precision { return c.prec }
 
 // Channels returns C.
 func (c *Conv) Channels() int { return c.c }

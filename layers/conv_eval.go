@@ -24,13 +24,8 @@ type convEval struct {
 	smp  *sampler
 	norm groupNorm
 
-	sh   conv.Shifted
-	ld   int       // columns of the batch matrices
-	wr   []float64 // M·C×9C: the kernels of the terms, offset-major
-	zp   []float64 // C×ld: the state
-	outp []float64 // M·C×ld: the convolutions W_m∗z
-	dp   []float64 // M·C×ld: the pre-activation cotangents (VJPs only)
-	dzp  []float64 // C×ld: the transposed convolution (VJPs only)
+	// The batch matrices and their products, in the cell's precision.
+	mats convProducts
 
 	// The forward pass of every example, k terms each: σ(pre) in act and,
 	// with GroupNorm, the standardised σ(pre) in xhat and the groups'
@@ -65,7 +60,6 @@ type convWork struct {
 	out       []float64 // M·C×HW: N(σ(pre)) of one example (GroupNorm only)
 	delta     []float64 // M·C×HW: cotangent of the pre-activations
 	du        []float64 // C×HW: cotangent of the injection
-	dwr       []float64 // M·C×9C: offset-major gradient of W (VJP only)
 	// Parameter gradients of parts other than 0 (part 0 adds into the
 	// parameters directly), in Params order.
 	grads [][]float64
@@ -94,8 +88,7 @@ var (
 
 func newConvEval(c *Conv, n int) *convEval {
 	img := c.c * c.hw
-	sh := conv.Shifted{In: c.c, H: c.geom.H, W: c.geom.W}
-	e := &convEval{c: c, n: n, x: make([]float64, n*img), smp: newSampler(), sh: sh, ld: sh.Ld(n)}
+	e := &convEval{c: c, n: n, x: make([]float64, n*img), smp: newSampler()}
 	e.u = e.x
 	if c.inputConv {
 		e.u = make([]float64, n*img)
@@ -103,9 +96,11 @@ func newConvEval(c *Conv, n int) *convEval {
 	if c.groups > 0 {
 		e.norm = groupNorm{c: c.c, hw: c.hw, groups: c.groups}
 	}
-	e.wr = make([]float64, len(c.w.Data()))
-	e.zp = make([]float64, c.c*e.ld)
-	e.outp = make([]float64, c.m*c.c*e.ld)
+	if c.prec == Float32 {
+		e.mats = newConvMats[float32](c, n)
+	} else {
+		e.mats = newConvMats[float64](c, n)
+	}
 	e.act = make([]float64, n*c.m*img)
 	if c.groups > 0 {
 		e.xhat = make([]float64, n*c.m*img)
@@ -135,9 +130,8 @@ func newConvEval(c *Conv, n int) *convEval {
 // vjpScratch allocates, on the first VJP, the scratch that only VJPs use.
 func (e *convEval) vjpScratch(full bool) {
 	c := e.c
-	if e.dp == nil {
-		e.dp = make([]float64, c.m*c.c*e.ld)
-		e.dzp = make([]float64, c.c*e.ld)
+	if e.last.z == nil {
+		e.mats.vjpScratch()
 		e.last.z = make([]float64, e.Len())
 		e.last.idx = make([]int, 0, c.m)
 		n := 0
@@ -146,15 +140,13 @@ func (e *convEval) vjpScratch(full bool) {
 		}
 		e.last.params = make([]float64, n)
 	}
-	if !full || e.works[0].dwr != nil {
+	if !full || e.mats.hasGradScratch() {
 		return
 	}
-	for p, wk := range e.works {
-		wk.dwr = make([]float64, len(c.w.Data()))
-		if p > 0 {
-			for _, q := range c.direct {
-				wk.grads = append(wk.grads, make([]float64, len(q.Data())))
-			}
+	e.mats.gradScratch(len(e.works))
+	for _, wk := range e.works[1:] {
+		for _, q := range c.direct {
+			wk.grads = append(wk.grads, make([]float64, len(q.Data())))
 		}
 	}
 }
@@ -209,21 +201,6 @@ func (e *convEval) gemmW(dst, w []float64, rows int, col []float64) {
 	conv.Gemm(false, false, rows, e.c.hw, r, 1, w, r, col, e.c.hw, 0, dst, e.c.hw)
 }
 
-// repack writes the kernels of the terms idx (all M when idx is nil) into
-// e.wr in the offset-major order of conv.Shifted and returns their number.
-func (e *convEval) repack(idx []int) int {
-	c := e.c
-	if idx == nil {
-		e.sh.Repack(e.wr, c.w.Data(), c.m*c.c)
-		return c.m
-	}
-	sz := c.c * c.geom.ColRows()
-	for j, m := range idx {
-		e.sh.Repack(e.wr[j*sz:(j+1)*sz], c.kernel(m), c.c)
-	}
-	return len(idx)
-}
-
 // forward computes the k terms of example b from the convolutions in
 // e.outp: its part of e.act holds σ(pre) (of e.xhat and e.rstd, GroupNorm's
 // statistics) and the returned slice (that part of e.act, or wk.out with
@@ -233,7 +210,6 @@ func (e *convEval) repack(idx []int) int {
 func (e *convEval) forward(wk *convWork, b int, idx []int, k int, dst []float64) []float64 {
 	c := e.c
 	img := c.c * c.hw
-	h, w := c.geom.H, c.geom.W
 	act, xhat, rstd := e.example(b, k)
 	if k > 1 {
 		dst = nil
@@ -241,24 +217,7 @@ func (e *convEval) forward(wk *convWork, b int, idx []int, k int, dst []float64)
 	if dst != nil && c.groups == 0 {
 		act = dst
 	}
-	ub := e.u[b*img : (b+1)*img]
-	bias := c.b.Data()
-	at := e.sh.Base() + b*e.sh.P()
-	for j := range k {
-		m := j
-		if idx != nil {
-			m = idx[j]
-		}
-		for ch := range c.c {
-			bc := bias[m*c.c+ch]
-			src := e.outp[(j*c.c+ch)*e.ld+at:]
-			as := act[j*img+ch*c.hw : j*img+(ch+1)*c.hw]
-			us := ub[ch*c.hw : (ch+1)*c.hw]
-			for y := range h {
-				preAct(c.act, as[y*w:(y+1)*w], src[y*(w+1):y*(w+1)+w], us[y*w:(y+1)*w], bc)
-			}
-		}
-	}
+	e.mats.activate(c, act, e.u[b*img:(b+1)*img], b, idx, k)
 	if c.groups == 0 {
 		return act
 	}
@@ -275,16 +234,16 @@ func (e *convEval) forward(wk *convWork, b int, idx []int, k int, dst []float64)
 }
 
 // preAct writes σ(v + u + b) into dst for the entries v of src and u of us.
-func preAct(a Activation, dst, src, us []float64, b float64) {
+func preAct[T conv.Float](a Activation, dst []float64, src []T, us []float64, b float64) {
 	src, us = src[:len(dst)], us[:len(dst)]
 	switch a {
 	case ReLU:
 		for i, v := range src {
-			dst[i] = max(v+us[i]+b, 0)
+			dst[i] = max(float64(v)+us[i]+b, 0)
 		}
 	default:
 		for i, v := range src {
-			dst[i] = v + us[i] + b
+			dst[i] = float64(v) + us[i] + b
 		}
 		a.apply(dst)
 	}
@@ -372,7 +331,7 @@ func (e *convEval) run(call convCall) {
 	if call.op != convOpEval {
 		e.vjpScratch(call.op == convOpVJP)
 	}
-	call.k = e.repack(call.idx)
+	call.k = e.mats.repack(e.c, call.idx)
 	switch {
 	case call.op == convOpEval:
 		e.last.valid = false
@@ -406,10 +365,7 @@ func (e *convEval) runPart(p, lo, hi int) {
 	img := c.c * c.hw
 	rows := call.k * c.c
 	if !call.reuse {
-		for b := lo; b < hi; b++ {
-			e.sh.Pack(e.zp, e.ld, c.c, call.z[b*img:(b+1)*img], b)
-		}
-		e.sh.Forward(e.outp, rows, e.wr, e.zp, e.ld, lo, hi)
+		e.mats.forward(call.z, c.c, rows, lo, hi)
 	}
 	for b := lo; b < hi; b++ {
 		switch call.op {
@@ -423,7 +379,7 @@ func (e *convEval) runPart(p, lo, hi int) {
 				e.forward(wk, b, call.idx, call.k, nil)
 			}
 			delta := e.backward(wk, b, call.g[b*img:(b+1)*img], call.k, nil, nil)
-			e.sh.Pack(e.dp, e.ld, rows, delta, b)
+			e.mats.packDelta(delta, rows, b)
 		case convOpVJP:
 			if !call.reuse {
 				e.forward(wk, b, call.idx, call.k, nil)
@@ -437,18 +393,13 @@ func (e *convEval) runPart(p, lo, hi int) {
 		return
 	case convOpVJP:
 		// dW += Σ_k δ·z_kᵀ over the part's examples, in W's OIHW order.
-		clear(wk.dwr)
-		e.sh.WeightGrad(wk.dwr, rows, e.dp, e.zp, e.ld, lo, hi)
-		e.sh.UnrepackAdd(e.paramGrad(p, 0), wk.dwr, rows)
+		e.mats.weightGrad(e.paramGrad(p, 0), p, rows, lo, hi)
 		if call.dz == nil {
 			return
 		}
 		dst = call.dz
 	}
-	e.sh.Adjoint(e.dzp, rows, e.wr, e.dp, e.ld, lo, hi)
-	for b := lo; b < hi; b++ {
-		e.sh.Unpack(dst[b*img:(b+1)*img], e.dzp, e.ld, c.c, b)
-	}
+	e.mats.adjoint(dst, c.c, rows, lo, hi)
 }
 
 // example returns example b's part of e.act, e.xhat and e.rstd for k
@@ -539,7 +490,7 @@ func (e *convEval) vjpExample(wk *convWork, p, b int) {
 		dscale, dshift = e.paramGrad(p, is), e.paramGrad(p, is+1)
 	}
 	delta := e.backward(wk, b, call.g[b*img:(b+1)*img], k, dscale, dshift)
-	e.sh.Pack(e.dp, e.ld, k*c.c, delta, b)
+	e.mats.packDelta(delta, k*c.c, b)
 	// db += Σ_pixels δ.
 	db := e.paramGrad(p, ib)
 	for i := range k * c.c {

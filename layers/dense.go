@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 
+	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/solver"
 )
@@ -36,6 +37,9 @@ type DenseConfig struct {
 	// Seed seeds the initialisation: W and U have independent N(0, 1/Hidden)
 	// and N(0, 1/Input) entries (W then projected), b is zero.
 	Seed uint64
+	// Precision is the precision of the cell's matrix products (see
+	// Precision); the zero value is Float64.
+	Precision Precision
 }
 
 // Dense is the cell f(z, x) = σ(zW + xU + b), applied to every row z of a
@@ -54,6 +58,10 @@ type DenseConfig struct {
 // under the default Normalization; under WeightNorm V, g, U, b and under
 // SpectralNorm V, U, b, from which Project computes W (see Normalization:
 // only Projection and SpectralNorm prove a bound).
+//
+// With DenseConfig.Precision = Float32 the products zW, xU and those of
+// the VJPs run in single precision: a different deterministic map, within
+// float32 rounding of this one (see Precision).
 type Dense struct {
 	shape  Shape
 	act    Activation
@@ -63,6 +71,7 @@ type Dense struct {
 	u      *Param
 	b      *Param
 	params []*Param
+	prec   Precision
 	evals  mru.Cache[int, *denseEval]
 }
 
@@ -81,6 +90,9 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	if err := cfg.Normalization.valid(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Precision.validIn("DenseConfig"); err != nil {
+		return nil, err
+	}
 	if cfg.Normalization == SpectralNorm && con.kind != kindL2 {
 		return nil, fmt.Errorf("layers: DenseConfig.Normalization = spectral needs the ℓ2 Lipschitz constraint, not P = %v", con.p)
 	}
@@ -92,6 +104,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		w:     newParam("W", h, h),
 		u:     newParam("U", d, h),
 		b:     newParam("b", 1, h),
+		prec:  cfg.Precision,
 		evals: mru.Cache[int, *denseEval]{Max: MaxCachedBatches},
 	}
 	initNormal(cfg.Seed, 0xd1b54a32d192ed03, normalInit{c.w, h}, normalInit{c.u, d})
@@ -140,6 +153,9 @@ func (c *Dense) Params() []*Param { return c.params }
 // not a trained parameter (it is not in Params) but computed by Project
 // from them; its gradient is scratch space.
 func (c *Dense) W() *Param { return c.w }
+
+// Precision returns the precision of the cell's matrix products.
+func (c *Dense) Precision() Precision { return c.prec }
 
 // Normalization returns the cell's normalisation.
 func (c *Dense) Normalization() Normalization {
@@ -226,6 +242,19 @@ type denseEval struct {
 	graphs graphs[*denseGraph]
 	fused  denseScratch
 	jac    jacScratch
+	f32    *dense32 // Float32 only
+}
+
+// dense32 is the single-precision scratch of a Dense evaluator under
+// Float32: float32 copies of W and U, the input rounded at SetInput, and
+// the operands and results of the products, each allocated on first use.
+type dense32 struct {
+	w, u   mirror32
+	x      []float32 // rows×Input
+	z, d   []float32 // rows×Hidden: the state or a cotangent, rounded
+	out    []float32 // rows×Hidden: a product
+	dx     []float32 // rows×Input: δUᵀ
+	gw, gu []float32 // Hidden×Hidden, Input×Hidden: zᵀδ and xᵀδ
 }
 
 // denseScratch is the scratch of the fused VJPs, allocated on first use:
@@ -254,6 +283,9 @@ func newDenseEval(c *Dense, n int) *denseEval {
 	}
 	e.cst = make([]float64, e.Len())
 	e.runner.e = e
+	if c.prec == Float32 {
+		e.f32 = &dense32{}
+	}
 	return e
 }
 
@@ -267,7 +299,18 @@ func (e *denseEval) SetInput(x []float64) error {
 		}
 	}
 	e.setInput(x)
-	inputTerm(e.cst, dense(e.rows, e.c.shape.Input, e.x), e.c.u.Data(), e.c.b.Data())
+	if f := e.f32; f != nil {
+		c := e.c
+		h, d := c.shape.Hidden, c.shape.Input
+		out := scratch32(&f.out, e.rows*h)
+		gemm32(blas.NoTrans, blas.NoTrans, e.rows, h, d, round32(&f.x, e.x), f.u.of(c.u.Data()), 0, out)
+		b := c.b.Data()
+		for i, v := range out {
+			e.cst[i] = b[i%h] + float64(v)
+		}
+	} else {
+		inputTerm(e.cst, dense(e.rows, e.c.shape.Input, e.x), e.c.u.Data(), e.c.b.Data())
+	}
 	e.hasX = true
 	return nil
 }
@@ -282,6 +325,15 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 		return err
 	}
 	h := e.c.shape.Hidden
+	if f := e.f32; f != nil {
+		out := scratch32(&f.out, len(z))
+		gemm32(blas.NoTrans, blas.NoTrans, e.rows, h, h, round32(&f.z, z), f.w.of(e.c.w.Data()), 0, out)
+		for i, v := range out {
+			dst[i] = e.cst[i] + float64(v)
+		}
+		e.c.act.apply(dst)
+		return nil
+	}
 	copy(dst, e.cst)
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
 		blas64.General{Rows: e.rows, Cols: h, Stride: h, Data: z},
@@ -296,14 +348,54 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
 	h := e.c.shape.Hidden
 	delta := e.delta(z, g)
+	if f := e.f32; f != nil {
+		e.mulWt32(dst, round32(&f.d, delta))
+		return
+	}
 	mulABt(1, dense(e.rows, h, delta), dense(h, h, e.c.w.Data()), 0, dense(e.rows, h, dst))
+}
+
+// mulWt32 writes d·Wᵀ into dst in single precision (Float32).
+func (e *denseEval) mulWt32(dst []float64, d []float32) {
+	f, h := e.f32, e.c.shape.Hidden
+	out := scratch32(&f.out, e.rows*h)
+	gemm32(blas.NoTrans, blas.Trans, e.rows, h, h, d, f.w.of(e.c.w.Data()), 0, out)
+	conv.Convert(dst, out)
+}
+
+// affineVJP32 is affineVJP for W, U and b in single precision (Float32):
+// the products are rounded to float32, the gradients accumulated in
+// float64.
+func (e *denseEval) affineVJP32(dz, dx, z, delta []float64) {
+	f, c := e.f32, e.c
+	rows, h, d := e.rows, c.shape.Hidden, c.shape.Input
+	d32 := round32(&f.d, delta)
+	if dz != nil {
+		e.mulWt32(dz, d32)
+	}
+	gw := scratch32(&f.gw, h*h)
+	gemm32(blas.Trans, blas.NoTrans, h, h, rows, round32(&f.z, z), d32, 0, gw)
+	conv.AddTo(c.w.GradData(), gw)
+	if dx != nil {
+		out := scratch32(&f.dx, rows*d)
+		gemm32(blas.NoTrans, blas.Trans, rows, d, h, d32, f.u.of(c.u.Data()), 0, out)
+		conv.Convert(dx, out)
+	}
+	gu := scratch32(&f.gu, d*h)
+	gemm32(blas.Trans, blas.NoTrans, d, h, rows, f.x, d32, 0, gu)
+	conv.AddTo(c.u.GradData(), gu)
+	addColSums(c.b.GradData(), delta, rows, h)
 }
 
 // fusedFull is VJP. With δ = g ⊙ σ′(zW + c): dz = δWᵀ, dx = δUᵀ,
 // and W, U, b gain zᵀδ, xᵀδ and the column sums of δ.
 func (e *denseEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
-	affineVJP(dz, dx, z, e.x, e.delta(z, g), c.w, c.u, c.b, e.rows)
+	if e.f32 != nil {
+		e.affineVJP32(dz, dx, z, e.delta(z, g))
+	} else {
+		affineVJP(dz, dx, z, e.x, e.delta(z, g), c.w, c.u, c.b, e.rows)
+	}
 	c.chainW()
 }
 

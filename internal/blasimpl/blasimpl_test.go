@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 )
@@ -23,6 +24,15 @@ func TestImplementationMultiplies(t *testing.T) {
 		}
 	}
 	var _ blas.Float64 = impl
+	a32 := []float32{1, 2, 3, 4}
+	b32 := []float32{5, 6, 7, 8}
+	c32 := make([]float32, 4)
+	Implementation32().Sgemm(blas.NoTrans, blas.NoTrans, 2, 2, 2, 1, a32, 2, b32, 2, 0, c32, 2)
+	for i := range c32 {
+		if float64(c32[i]) != want[i] {
+			t.Fatalf("%s Sgemm = %v, want %v", Name, c32, want)
+		}
+	}
 }
 
 func TestUseInstallsEverywhere(t *testing.T) {
@@ -30,6 +40,9 @@ func TestUseInstallsEverywhere(t *testing.T) {
 	want := fmt.Sprintf("%T", Implementation())
 	if got := fmt.Sprintf("%T", blas64.Implementation()); got != want {
 		t.Errorf("blas64 uses %s, want %s", got, want)
+	}
+	if got := fmt.Sprintf("%T", blas32.Implementation()); got != fmt.Sprintf("%T", Implementation32()) {
+		t.Errorf("blas32 uses %s, want %T", got, Implementation32())
 	}
 	if got := fmt.Sprintf("%T", G.WhichBLAS()); got != want {
 		t.Errorf("gorgonia uses %s, want %s", got, want)

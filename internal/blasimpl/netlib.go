@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/netlib/blas/netlib"
 	G "gorgonia.org/gorgonia"
@@ -27,7 +28,11 @@ var threadVars = [...]string{"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NU
 // Implementation returns the Float64 BLAS to install with Use.
 func Implementation() blas.Float64 { return netlib.Implementation{} }
 
-// Use installs OpenBLAS into gonum's blas64 and into gorgonia (whose graphs
+// Implementation32 returns the Float32 BLAS to install with Use.
+func Implementation32() blas.Float32 { return netlib.Implementation{} }
+
+// Use installs OpenBLAS into gonum's blas64 and blas32 (the single-precision
+// products of the cells' Float32 precision) and into gorgonia (whose graphs
 // compute the cells' vector–Jacobian products). Call it once, from main,
 // before any concurrent work: both packages keep the implementation in a
 // package variable.
@@ -42,6 +47,7 @@ func Implementation() blas.Float64 { return netlib.Implementation{} }
 // throughput with the hand-written step").
 func Use() string {
 	blas64.Use(netlib.Implementation{})
+	blas32.Use(netlib.Implementation{})
 	G.Use(netlib.Implementation{})
 	if !threadsFromEnv() {
 		C.openblas_set_num_threads(1)

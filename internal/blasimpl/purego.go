@@ -4,6 +4,7 @@ package blasimpl
 
 import (
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
@@ -14,7 +15,11 @@ const Name = "gonum"
 // Implementation returns the Float64 BLAS to install with Use.
 func Implementation() blas.Float64 { return blas64.Implementation() }
 
-// Use installs the compiled-in implementation into gonum's blas64 and into
-// gorgonia. Call it once, from main, before any concurrent work; the pure-Go
-// build leaves both at their default, gonum's pure-Go implementation.
+// Implementation32 returns the Float32 BLAS to install with Use.
+func Implementation32() blas.Float32 { return blas32.Implementation() }
+
+// Use installs the compiled-in implementation into gonum's blas64 and
+// blas32 and into gorgonia. Call it once, from main, before any concurrent
+// work; the pure-Go build leaves all three at their default, gonum's
+// pure-Go implementation.
 func Use() string { return Name }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
@@ -152,12 +153,16 @@ func even(x int) int {
 	return (x + nb - 1) / nb
 }
 
+// Float is the element type of the matrix products: float64 (through
+// gonum's blas64) or float32 (through blas32, single precision).
+type Float interface{ float32 | float64 }
+
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, op(A)
-// m×k and op(B) k×n, through blas64 in blocks of at most 64×64×64 (split evenly), so that gonum's
-// implementation stays on its serial, allocation-free path with operands in
-// cache. tA and tB select transposes: A is then k×m with stride lda, B n×k
-// with stride ldb.
-func Gemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+// m×k and op(B) k×n, through blas64 (float64) or blas32 (float32) in blocks
+// of at most 64×64×64 (split evenly), so that gonum's implementation stays
+// on its serial, allocation-free path with operands in cache. tA and tB
+// select transposes: A is then k×m with stride lda, B n×k with stride ldb.
+func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -168,11 +173,10 @@ func Gemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []flo
 	if tB {
 		tb = blas.Trans
 	}
-	impl := blas64.Implementation()
 	if k == 0 {
 		for i := 0; i < m; i += block {
 			for j := 0; j < n; j += block {
-				impl.Dgemm(ta, tb, min(block, m-i), min(block, n-j), 0, alpha, a, max(lda, 1), b, max(ldb, 1), beta, c[i*ldc+j:], ldc)
+				gemm(ta, tb, min(block, m-i), min(block, n-j), 0, alpha, a, max(lda, 1), b, max(ldb, 1), beta, c[i*ldc+j:], ldc)
 			}
 		}
 		return
@@ -185,7 +189,7 @@ func Gemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []flo
 			cs := c[i*ldc+j:]
 			for l := 0; l < k; l += bk {
 				kl := min(bk, k-l)
-				var as, bs []float64
+				var as, bs []T
 				if tA {
 					as = a[l*lda+i:]
 				} else {
@@ -196,12 +200,43 @@ func Gemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []flo
 				} else {
 					bs = b[l*ldb+j:]
 				}
-				bt := 1.0
+				bt := T(1)
 				if l == 0 {
 					bt = beta
 				}
-				impl.Dgemm(ta, tb, mi, nj, kl, alpha, as, lda, bs, ldb, bt, cs, ldc)
+				gemm(ta, tb, mi, nj, kl, alpha, as, lda, bs, ldb, bt, cs, ldc)
 			}
 		}
+	}
+}
+
+// gemm calls the installed Dgemm (float64) or Sgemm (float32).
+func gemm[T Float](ta, tb blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	switch a := any(a).(type) {
+	case []float64:
+		blas64.Implementation().Dgemm(ta, tb, m, n, k, float64(alpha), a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
+	case []float32:
+		blas32.Implementation().Sgemm(ta, tb, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+	}
+}
+
+// Convert writes src into dst, element by element, rounded to D (a copy
+// when D and S are the same type).
+func Convert[D, S Float](dst []D, src []S) {
+	if d, ok := any(dst).([]S); ok {
+		copy(d, src)
+		return
+	}
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = D(v)
+	}
+}
+
+// AddTo adds src into dst, element by element, in float64.
+func AddTo[S Float](dst []float64, src []S) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] += float64(v)
 	}
 }

@@ -156,7 +156,7 @@ func TestShifted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	for _, sz := range [][3]int{{3, 5, 4}, {2, 1, 1}, {2, 2, 3}, {4, 14, 14}} {
 		t.Run(fmt.Sprint(sz), func(t *testing.T) {
-			s := Shifted{In: sz[0], H: sz[1], W: sz[2]}
+			s := Shifted[float64]{In: sz[0], H: sz[1], W: sz[2]}
 			if err := s.Check(); err != nil {
 				t.Fatal(err)
 			}
@@ -229,10 +229,115 @@ func TestShifted(t *testing.T) {
 // TestShiftedCheck checks that Check refuses a non-positive size and names
 // the fields.
 func TestShiftedCheck(t *testing.T) {
-	for _, s := range []Shifted{{In: 0, H: 2, W: 2}, {In: 1, H: 0, W: 2}, {In: 1, H: 2, W: -1}} {
+	for _, s := range []Shifted[float64]{{In: 0, H: 2, W: 2}, {In: 1, H: 0, W: 2}, {In: 1, H: 2, W: -1}} {
 		err := s.Check()
 		if err == nil || !strings.Contains(err.Error(), "Shifted.In, H, W") {
 			t.Errorf("%+v: Check() = %v, want an error naming Shifted's fields", s, err)
 		}
+	}
+}
+
+// shiftedRun runs Forward, Adjoint and WeightGrad of s on the CHW images
+// xs and cotangents ds (n of each) with the OIHW weights w (out rows) and
+// returns their results: the convolutions and transposed convolutions as
+// CHW images, the weight gradient in OIHW order.
+func shiftedRun[T Float](s Shifted[T], out, n int, w, xs, ds []float64) (y, dx, dw []float64) {
+	ld, img, oimg := s.Ld(n), s.In*s.H*s.W, out*s.H*s.W
+	wr := make([]T, len(w))
+	s.Repack(wr, w, out)
+	xp, dp := make([]T, s.In*ld), make([]T, out*ld)
+	for b := range n {
+		s.Pack(xp, ld, s.In, xs[b*img:(b+1)*img], b)
+		s.Pack(dp, ld, out, ds[b*oimg:(b+1)*oimg], b)
+	}
+	yp, dxp, dwr := make([]T, out*ld), make([]T, s.In*ld), make([]T, len(w))
+	s.Forward(yp, out, wr, xp, ld, 0, n)
+	s.Adjoint(dxp, out, wr, dp, ld, 0, n)
+	s.WeightGrad(dwr, out, dp, xp, ld, 0, n)
+	y, dx, dw = make([]float64, n*oimg), make([]float64, n*img), make([]float64, len(w))
+	for b := range n {
+		s.Unpack(y[b*oimg:(b+1)*oimg], yp, ld, out, b)
+		s.Unpack(dx[b*img:(b+1)*img], dxp, ld, s.In, b)
+	}
+	s.UnrepackAdd(dw, dwr, out)
+	return y, dx, dw
+}
+
+func absAll(x []float64) []float64 {
+	a := make([]float64, len(x))
+	for i, v := range x {
+		a[i] = math.Abs(v)
+	}
+	return a
+}
+
+// TestShiftedFloat32 checks the single-precision Shifted against the
+// double-precision one entry by entry. Each entry of a result is a sum of N
+// products a_i·b_i of float64 values: Forward and Adjoint sum N = 9·In and
+// 9·Out terms, WeightGrad one per pixel column of the batch. In float32 the
+// factors are first rounded (relative error at most u = 2⁻²⁴ each) and the
+// N products summed in some order, so by the standard error analysis of
+// inner products the float32 result differs from the exact sum by at most
+// γ_{N+2}·Σ|a_i||b_i|, γ_m = mu/(1 − mu); the float64 reference is within
+// γ_N in float64 of the exact sum, negligible beside it. Σ|a_i||b_i| is the
+// same product computed in float64 on the absolute values.
+func TestShiftedFloat32(t *testing.T) {
+	const u = 0x1p-24
+	gamma := func(m int) float64 { return float64(m) * u / (1 - float64(m)*u) }
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, sz := range [][3]int{{3, 5, 4}, {2, 1, 1}, {16, 14, 14}} {
+		const out, n = 5, 3
+		s64 := Shifted[float64]{In: sz[0], H: sz[1], W: sz[2]}
+		s32 := Shifted[float32](s64)
+		w := randSlice(rng, out*9*s64.In)
+		xs := randSlice(rng, n*s64.In*s64.H*s64.W)
+		ds := randSlice(rng, n*out*s64.H*s64.W)
+		y, dx, dw := shiftedRun(s64, out, n, w, xs, ds)
+		ya, dxa, dwa := shiftedRun(s64, out, n, absAll(w), absAll(xs), absAll(ds))
+		y32, dx32, dw32 := shiftedRun(s32, out, n, w, xs, ds)
+		for _, r := range []struct {
+			name          string
+			got, want, ab []float64
+			terms         int
+		}{
+			{"Forward", y32, y, ya, 9 * s64.In},
+			{"Adjoint", dx32, dx, dxa, 9 * out},
+			{"WeightGrad", dw32, dw, dwa, s64.Ld(n)},
+		} {
+			bound := gamma(r.terms + 2)
+			for i, v := range r.got {
+				if math.Abs(v-r.want[i]) > bound*r.ab[i] {
+					t.Fatalf("%v %s: entry %d = %v, float64 %v: error %.3g above γ_%d·Σ|a||b| = %.3g",
+						sz, r.name, i, v, r.want[i], math.Abs(v-r.want[i]), r.terms+2, bound*r.ab[i])
+				}
+			}
+		}
+	}
+}
+
+// TestGemmFloat32 checks Gemm in float32 against float64 within the
+// inner-product bound of TestShiftedFloat32 and that it allocates nothing.
+func TestGemmFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	const m, n, k = 70, 130, 150
+	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+	a32, b32 := make([]float32, m*k), make([]float32, k*n)
+	Convert(a32, a)
+	Convert(b32, b)
+	c, ca := make([]float64, m*n), make([]float64, m*n)
+	Gemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+	Gemm(false, false, m, n, k, 1, absAll(a), k, absAll(b), n, 0, ca, n)
+	c32 := make([]float32, m*n)
+	Gemm(false, false, m, n, k, 1, a32, k, b32, n, 0, c32, n)
+	bound := float64(k+2) * 0x1p-24 / (1 - float64(k+2)*0x1p-24)
+	for i, v := range c32 {
+		if d := math.Abs(float64(v) - c[i]); d > bound*ca[i] {
+			t.Fatalf("c[%d] = %v, float64 %v: error %.3g above %.3g", i, v, c[i], d, bound*ca[i])
+		}
+	}
+	if allocs := testing.AllocsPerRun(3, func() {
+		Gemm(true, false, k, n, m, 1, a32, k, c32, n, 0, b32, n)
+	}); allocs != 0 {
+		t.Errorf("%v allocations", allocs)
 	}
 }

@@ -4,7 +4,9 @@ import "fmt"
 
 // Shifted computes stride-1 3×3 convolutions with padding 1 on a batch of
 // C×H×W images without im2col, as nine matrix products on shifted column
-// windows of one matrix.
+// windows of one matrix, in precision T: the batch matrices, the weights
+// and the products are T (float32 rounds the float64 images and weights
+// that Pack and Repack take), the images float64.
 //
 // # Layout
 //
@@ -30,7 +32,7 @@ import "fmt"
 // of the batch and read no column of any other image except the padding of
 // image lo − 1, so that calls for disjoint ranges of images may run
 // concurrently on the same matrices.
-type Shifted struct {
+type Shifted[T Float] struct {
 	In, H, W int
 }
 
@@ -40,7 +42,7 @@ type Shifted struct {
 const shiftedChunk = 256
 
 // Check returns an error, naming the fields, if a size is not positive.
-func (s Shifted) Check() error {
+func (s Shifted[T]) Check() error {
 	if s.In < 1 || s.H < 1 || s.W < 1 {
 		return fmt.Errorf("conv: Shifted.In, H, W = %d, %d, %d must be positive", s.In, s.H, s.W)
 	}
@@ -48,38 +50,38 @@ func (s Shifted) Check() error {
 }
 
 // P returns (H+1)(W+1), the columns of one image.
-func (s Shifted) P() int { return (s.H + 1) * (s.W + 1) }
+func (s Shifted[T]) P() int { return (s.H + 1) * (s.W + 1) }
 
 // Base returns W + 2, the leading zero columns.
-func (s Shifted) Base() int { return s.W + 2 }
+func (s Shifted[T]) Base() int { return s.W + 2 }
 
 // Ld returns Base() + n·P(), the columns of a batch of n images.
-func (s Shifted) Ld(n int) int { return s.Base() + n*s.P() }
+func (s Shifted[T]) Ld(n int) int { return s.Base() + n*s.P() }
 
 // offset returns the column offset of kernel position k = 3ky + kx.
-func (s Shifted) offset(k int) int { return (k/3-1)*(s.W+1) + k%3 - 1 }
+func (s Shifted[T]) offset(k int) int { return (k/3-1)*(s.W+1) + k%3 - 1 }
 
 // span returns the columns [from, to) from the first to the last pixel of
 // images [lo, hi).
-func (s Shifted) span(lo, hi int) (from, to int) {
+func (s Shifted[T]) span(lo, hi int) (from, to int) {
 	return s.Base() + lo*s.P(), s.Base() + (hi-1)*s.P() + (s.H-1)*(s.W+1) + s.W
 }
 
 // Pack writes the rows×H×W image x (CHW) into the pixel columns of image b
 // of the rows×ld matrix dst.
-func (s Shifted) Pack(dst []float64, ld, rows int, x []float64, b int) {
+func (s Shifted[T]) Pack(dst []T, ld, rows int, x []float64, b int) {
 	s.move(true, dst, x, ld, rows, b)
 }
 
 // Unpack writes the pixel columns of image b of the rows×ld matrix src
 // into the rows×H×W image dst (CHW).
-func (s Shifted) Unpack(dst []float64, src []float64, ld, rows, b int) {
+func (s Shifted[T]) Unpack(dst []float64, src []T, ld, rows, b int) {
 	s.move(false, src, dst, ld, rows, b)
 }
 
 // move copies the rows×H×W image img into the pixel columns of image b of
 // the rows×ld matrix mat if pack is set, and back otherwise.
-func (s Shifted) move(pack bool, mat, img []float64, ld, rows, b int) {
+func (s Shifted[T]) move(pack bool, mat []T, img []float64, ld, rows, b int) {
 	hw := s.H * s.W
 	at := s.Base() + b*s.P()
 	for c := range rows {
@@ -88,9 +90,9 @@ func (s Shifted) move(pack bool, mat, img []float64, ld, rows, b int) {
 		for y := range s.H {
 			mr, ir := mc[y*(s.W+1):y*(s.W+1)+s.W], ic[y*s.W:(y+1)*s.W]
 			if pack {
-				copy(mr, ir)
+				Convert(mr, ir)
 			} else {
-				copy(ir, mr)
+				Convert(ir, mr)
 			}
 		}
 	}
@@ -98,24 +100,24 @@ func (s Shifted) move(pack bool, mat, img []float64, ld, rows, b int) {
 
 // Repack writes the rows×(In·9) OIHW weights w into dst in offset-major
 // order (see Shifted).
-func (s Shifted) Repack(dst, w []float64, rows int) { s.reorder(false, w, dst, rows) }
+func (s Shifted[T]) Repack(dst []T, w []float64, rows int) { s.reorder(false, w, dst, rows) }
 
 // UnrepackAdd adds the offset-major rows×(9·In) matrix g into the OIHW
 // matrix dst: the adjoint of Repack.
-func (s Shifted) UnrepackAdd(dst, g []float64, rows int) { s.reorder(true, dst, g, rows) }
+func (s Shifted[T]) UnrepackAdd(dst []float64, g []T, rows int) { s.reorder(true, dst, g, rows) }
 
 // reorder copies the OIHW matrix oihw into the offset-major matrix om, or
 // adds om into oihw if add is set.
-func (s Shifted) reorder(add bool, oihw, om []float64, rows int) {
+func (s Shifted[T]) reorder(add bool, oihw []float64, om []T, rows int) {
 	r := 9 * s.In
 	for o := range rows {
 		a, b := oihw[o*r:(o+1)*r], om[o*r:(o+1)*r]
 		for c := range s.In {
 			for k := range 9 {
 				if add {
-					a[c*9+k] += b[k*s.In+c]
+					a[c*9+k] += float64(b[k*s.In+c])
 				} else {
-					b[k*s.In+c] = a[c*9+k]
+					b[k*s.In+c] = T(a[c*9+k])
 				}
 			}
 		}
@@ -127,7 +129,7 @@ func (s Shifted) reorder(add bool, oihw, om []float64, rows int) {
 // offset-major weights w: out[:, p] = Σ_k W_k·x[:, p + offset_k]. The
 // padding columns of out between the first and last pixel get values that
 // mean nothing.
-func (s Shifted) Forward(out []float64, rows int, w, x []float64, ld, lo, hi int) {
+func (s Shifted[T]) Forward(out []T, rows int, w, x []T, ld, lo, hi int) {
 	s.products(false, out, rows, w, x, ld, lo, hi)
 }
 
@@ -136,14 +138,14 @@ func (s Shifted) Forward(out []float64, rows int, w, x []float64, ld, lo, hi int
 // padding) with the offset-major weights w: dx[:, p] = Σ_k W_kᵀ·d[:, p −
 // offset_k]. The padding columns of dx between the first and last pixel get
 // values that mean nothing.
-func (s Shifted) Adjoint(dx []float64, rows int, w, d []float64, ld, lo, hi int) {
+func (s Shifted[T]) Adjoint(dx []T, rows int, w, d []T, ld, lo, hi int) {
 	s.products(true, dx, rows, w, d, ld, lo, hi)
 }
 
 // products runs Forward, or Adjoint when adj is set, image by image (so
 // that the padding row of an image is skipped) in chunks of at most
 // shiftedChunk columns.
-func (s Shifted) products(adj bool, out []float64, rows int, w, x []float64, ld, lo, hi int) {
+func (s Shifted[T]) products(adj bool, out []T, rows int, w, x []T, ld, lo, hi int) {
 	r := 9 * s.In
 	m, k, sign := rows, s.In, 1
 	if adj {
@@ -154,7 +156,7 @@ func (s Shifted) products(adj bool, out []float64, rows int, w, x []float64, ld,
 		for j := from; j < to; j += shiftedChunk {
 			n := min(shiftedChunk, to-j)
 			for o := range 9 {
-				beta := 1.0
+				beta := T(1)
 				if o == 0 {
 					beta = 0
 				}
@@ -167,7 +169,7 @@ func (s Shifted) products(adj bool, out []float64, rows int, w, x []float64, ld,
 // WeightGrad adds into the offset-major rows×(9·In) matrix dw the gradient
 // of ⟨d, Forward(w, x)⟩ over images [lo, hi): dW_k += d·x[:, · +
 // offset_k]ᵀ, d the rows×ld cotangent (zero in its padding).
-func (s Shifted) WeightGrad(dw []float64, rows int, d, x []float64, ld, lo, hi int) {
+func (s Shifted[T]) WeightGrad(dw []T, rows int, d, x []T, ld, lo, hi int) {
 	from, to := s.span(lo, hi)
 	r := 9 * s.In
 	for k := range 9 {

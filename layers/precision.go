@@ -1,0 +1,121 @@
+package layers
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/deqgo/deq/internal/conv"
+	"github.com/deqgo/deq/internal/enum"
+)
+
+// Precision selects the floating-point precision of the matrix products of
+// a Dense or Conv cell (DenseConfig.Precision, ConvConfig.Precision).
+//
+// With Float32 the cell's products (the evaluation, the oracle's calls,
+// the vector–Jacobian products in z and x and the parameter gradients; for
+// Conv the nine shifted products of the recurrent convolution, while the
+// injection U∗x, the power iteration of Project and the encoder stay in
+// float64) run in single precision through gonum's blas32 (OpenBLAS's
+// sgemm in a build with the netlib tag, gonum's pure-Go Sgemm otherwise):
+// their operands are rounded to float32 and the products accumulated in
+// float32, then widened back to float64. Everything else stays float64:
+// the state z, the input, the bias and activation, the gradients, the
+// solver and the optimiser. The cell keeps float32 copies of its weights,
+// refreshed whenever their float64 values change, and float32 scratch
+// space, allocated once.
+//
+// With Float32 the cell is a different deterministic map: every product is
+// the float64 one up to rounding of about 1e-7 relative to the magnitude
+// of its terms (the sum of the absolute values of the terms, times the
+// number of terms, times 2⁻²⁴, at worst). Solves and certificates are of
+// that map, which is as Lipschitz as the float64 one up to the same
+// rounding; gradients are those of that map up to the same rounding (the
+// backward products are rounded too, so they are not its exact
+// derivatives). Gorgonia's graphs (EvalGraph and the reference VJPs)
+// stay in float64.
+type Precision int
+
+const (
+	// Float64, the zero value, computes everything in double precision.
+	Float64 Precision = 0
+	// Float32 computes the cell's matrix products in single precision.
+	Float32 Precision = 1
+)
+
+var precisions = enum.Table[Precision]{Names: []string{"float64", "float32"}, Unknown: errUnknown, What: "precision", Or: true, Invalid: "layers: Precision = %s is not Float64 or Float32"}
+
+// validIn returns an error naming the field Precision of the configuration
+// type cfg if p is not a precision.
+func (p Precision) validIn(cfg string) error {
+	if !precisions.Valid(p) {
+		return fmt.Errorf("layers: %s.Precision = %s is not a precision", cfg, precisions.Name(p))
+	}
+	return nil
+}
+
+// String returns the precision's name: "float64" or "float32".
+func (p Precision) String() string { return precisions.Name(p) }
+
+// MarshalText implements encoding.TextMarshaler with the precision's name.
+// It returns an error for a value that is not a precision.
+func (p Precision) MarshalText() ([]byte, error) { return precisions.MarshalText(p) }
+
+// UnmarshalText implements encoding.TextUnmarshaler: it accepts the names
+// String returns and no other.
+func (p *Precision) UnmarshalText(text []byte) error { return precisions.UnmarshalText(p, text) }
+
+// mirror32 is a float32 copy of float64 values (a parameter's), refreshed
+// when they change.
+type mirror32 struct {
+	src []float64 // the values last rounded
+	f32 []float32
+}
+
+// of returns v rounded to float32, rounding again only when v differs (bit
+// for bit) from the values last rounded.
+func (m *mirror32) of(v []float64) []float32 {
+	if len(m.f32) != len(v) {
+		m.src = make([]float64, len(v))
+		m.f32 = make([]float32, len(v))
+	} else if sameBits(m.src, v) {
+		return m.f32
+	}
+	copy(m.src, v)
+	conv.Convert(m.f32, v)
+	return m.f32
+}
+
+// round32 writes src rounded to float32 into dst (grown to len(src)) and
+// returns it.
+func round32(dst *[]float32, src []float64) []float32 {
+	if cap(*dst) < len(src) {
+		*dst = make([]float32, len(src))
+	}
+	d := (*dst)[:len(src)]
+	conv.Convert(d, src)
+	return d
+}
+
+// scratch32 returns *s with length n, allocating it on first use.
+func scratch32(s *[]float32, n int) []float32 {
+	if cap(*s) < n {
+		*s = make([]float32, n)
+	}
+	return (*s)[:n]
+}
+
+// gemm32 sets (beta = 0) or adds to (beta = 1) the row-major r×c matrix
+// dst the product op(a)·op(b) of the row-major matrices a (m×k, or k×m
+// with ta) and b (k×n, or n×k with tb), in single precision (blas32).
+func gemm32(ta, tb blas.Transpose, m, n, k int, a, b []float32, beta float32, dst []float32) {
+	lda, ldb := k, n
+	if ta == blas.Trans {
+		lda = m
+	}
+	if tb == blas.Trans {
+		ldb = k
+	}
+	blas32.Implementation().Sgemm(ta, tb, m, n, k, 1, a, max(lda, 1), b, max(ldb, 1), beta, dst, max(n, 1))
+}
