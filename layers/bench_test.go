@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -24,9 +25,16 @@ const (
 	benchMixSample = 64
 )
 
-func benchDense() Cell {
-	return mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: benchHidden, Seed: 1}))
+// benchDensePrec returns the dense benchmark cell in precision p (benchDense:
+// Float64). The dense benchmarks install the BLAS that deq's command uses
+// (blasimpl.Use), as the conv benchmarks do, so that the two precisions
+// compare on the same BLAS.
+func benchDensePrec(p Precision) Cell {
+	blasimpl.Use()
+	return mustCell(NewDense(DenseConfig{Hidden: benchHidden, Input: benchHidden, Precision: p, Seed: 1}))
 }
+
+func benchDense() Cell { return benchDensePrec(Float64) }
 
 func benchMeanField() Cell {
 	return mustCell(NewMeanField(MeanFieldConfig{Hidden: benchHidden, Input: benchHidden, Units: benchUnits, Seed: 1}))
@@ -94,7 +102,14 @@ func BenchmarkDenseVJPHidden(b *testing.B)      { benchOp(b, benchDense(), "vjp-
 func BenchmarkDenseVJPHiddenGraph(b *testing.B) { benchOp(b, benchDense(), "vjp-hidden-graph", 0) }
 func BenchmarkDenseVJP(b *testing.B)            { benchOp(b, benchDense(), "vjp", 0) }
 func BenchmarkDenseVJPGraph(b *testing.B)       { benchOp(b, benchDense(), "vjp-graph", 0) }
-func BenchmarkMeanFieldForward(b *testing.B)    { benchOp(b, benchMeanField(), "eval", 0) }
+func BenchmarkDenseForwardFloat32(b *testing.B) {
+	benchOp(b, benchDensePrec(Float32), "eval", 0)
+}
+func BenchmarkDenseVJPHiddenFloat32(b *testing.B) {
+	benchOp(b, benchDensePrec(Float32), "vjp-hidden", 0)
+}
+func BenchmarkDenseVJPFloat32(b *testing.B)  { benchOp(b, benchDensePrec(Float32), "vjp", 0) }
+func BenchmarkMeanFieldForward(b *testing.B) { benchOp(b, benchMeanField(), "eval", 0) }
 func BenchmarkMeanFieldForwardSampled(b *testing.B) {
 	benchOp(b, benchMeanField(), "eval", benchSample)
 }

@@ -90,6 +90,13 @@ func BenchmarkConvVJPHiddenNewPoint(b *testing.B) {
 // BenchmarkConvVJPGroupNorm and, per sampled kernel, the sampled
 // BenchmarkConvVJPHiddenSampled one (its sample is the same every call).
 func BenchmarkConvVJP(b *testing.B) { benchConv(b, ConvConfig{}, "vjp", 0, 2) }
+func BenchmarkConvEvalFloat32(b *testing.B) {
+	benchConv(b, ConvConfig{Precision: Float32}, "eval", 0, 1)
+}
+func BenchmarkConvVJPHiddenFloat32(b *testing.B) {
+	benchConv(b, ConvConfig{Precision: Float32}, "vjp-hidden", 0, 1)
+}
+func BenchmarkConvVJPFloat32(b *testing.B) { benchConv(b, ConvConfig{Precision: Float32}, "vjp", 0, 2) }
 func BenchmarkConvEvalGroupNorm(b *testing.B) {
 	benchConv(b, ConvConfig{Groups: 4}, "eval", 0, 1)
 }
