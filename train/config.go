@@ -300,6 +300,12 @@ type ModelConfig struct {
 	// cell layers.WeightNorm (per output channel, as TorchDEQ's
 	// convolutional DEQs use it); the others only the projection.
 	Normalization layers.Normalization `json:",omitzero"`
+	// Precision is the precision of the dense or conv cell's matrix
+	// products (layers.DenseConfig.Precision, layers.ConvConfig.Precision):
+	// the zero value layers.Float64, or layers.Float32, single-precision
+	// products (a different map, within float32 rounding; see
+	// layers.Precision). Only for DenseCell and ConvCell.
+	Precision layers.Precision `json:",omitzero"`
 }
 
 // SolverConfig names a fixed-point method and its budget.
@@ -462,6 +468,10 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
 	case m.Normalization != layers.Projection && m.Cell != DenseCell && (m.Cell != ConvCell || m.Normalization != layers.WeightNorm):
 		return d, fieldErr("Model.Normalization", m.Normalization, fmt.Sprintf("does not apply to the %v cell (the dense cell takes weight and spectral, the conv cell weight; the others keep their Lipschitz bound by projection)", m.Cell))
+	case !validText(m.Precision):
+		return d, fieldErr("Model.Precision", m.Precision, "is not a precision")
+	case m.Precision != layers.Float64 && m.Cell != DenseCell && m.Cell != ConvCell:
+		return d, fieldErr("Model.Precision", m.Precision, fmt.Sprintf("does not apply to the %v cell (only the dense and conv cells compute in float32)", m.Cell))
 	}
 	if m.Cell == ConvCell {
 		return m.convDefaults()

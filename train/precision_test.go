@@ -1,0 +1,73 @@
+package train
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/layers"
+)
+
+// TestFloat32TrainsAsFloat64 trains the dense model on blobs and the conv
+// model on squares twice from the same seed, with float64 and with float32
+// cell products, and requires the float32 run to reach the float64 run's
+// level: the accuracy the tests of the float64 models require
+// (TestTrainLearnsBlobs, TestConvModelTrainsAndResumes), a falling
+// training loss, and a test accuracy within three standard errors of the
+// float64 run's. The two runs are different maps trained along different
+// (rounding-perturbed) paths, so their test accuracies differ like those
+// of two models of the same quality: the standard error of the difference
+// of two accuracies p on n test examples is at most √(2p(1 − p)/n) (with
+// p(1 − p) at least 1/n, so that a perfect run allows an example).
+func TestFloat32TrainsAsFloat64(t *testing.T) {
+	dense := tinyConfig()
+	dense.Epochs = 4
+	blobTrain, blobTest := blobData(512, 150)
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		tr, te  *datasets.Dataset
+		minimum float64
+	}{
+		{"dense-blobs", dense, blobTrain, blobTest, bayesAccuracy(blobTest) - 0.05},
+		{"conv-squares", Config{Seed: 5, Epochs: 3, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4}},
+			squares("squares/train", 128, 8, 1), squares("squares/test", 40, 8, 2), 0.6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, _ := run(t, tc.cfg, tc.tr, tc.te, tempPath(t, "float64.ckpt"))
+			cfg := tc.cfg
+			cfg.Model.Precision = layers.Float32
+			got, _ := run(t, cfg, tc.tr, tc.te, tempPath(t, "float32.ckpt"))
+			w, g := want.Final(), got.Final()
+			t.Logf("test accuracy float64 %.3f, float32 %.3f; train loss float64 %.9f, float32 %.9f", w.TestAcc, g.TestAcc, w.TrainLoss, g.TrainLoss)
+			require.GreaterOrEqual(t, w.TestAcc, tc.minimum)
+			require.GreaterOrEqual(t, g.TestAcc, tc.minimum)
+			require.Less(t, g.TrainLoss, got.Epochs[0].TrainLoss)
+			p := w.TestAcc
+			se := math.Sqrt(2 * max(p*(1-p), 1/float64(tc.te.Len())) / float64(tc.te.Len()))
+			require.InDelta(t, w.TestAcc, g.TestAcc, 3*se)
+		})
+	}
+}
+
+// TestPrecisionErrorsNameTheField: a precision that is not one, or float32
+// for a cell that has no float32 products, is refused naming the field.
+func TestPrecisionErrorsNameTheField(t *testing.T) {
+	for _, m := range []ModelConfig{
+		{Precision: layers.Precision(2)},
+		{Cell: MeanFieldCell, Precision: layers.Float32},
+		{Cell: ExpertsCell, Precision: layers.Float32},
+	} {
+		_, err := Config{Model: m}.Defaults()
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, "Model.Precision", fe.Field)
+	}
+	for _, cell := range []CellKind{DenseCell, ConvCell} {
+		d, err := Config{Model: ModelConfig{Cell: cell, Precision: layers.Float32}}.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, layers.Float32, d.Model.Precision)
+	}
+}
