@@ -10,6 +10,7 @@ import (
 
 	"github.com/deqgo/deq/internal/bench"
 	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/layers"
 )
 
 // benchFlags are the flags of `deq bench`.
@@ -23,9 +24,11 @@ type benchFlags struct {
 	problems    []string
 	peerModels  []string
 	peerThreads int
-	sampleScale float64
-	workers     int
-	data        string
+	// peerPrecision is our side's precision in the peer section.
+	peerPrecision layers.Precision
+	sampleScale   float64
+	workers       int
+	data          string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -53,6 +56,7 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
 	fl.StringSliceVar(&f.peerModels, "peer-models", nil, "peer section: only these models: "+strings.Join(bench.PeerModels(), ", "))
 	fl.IntVar(&f.peerThreads, "peer-threads", bench.DefaultPeerThreads, "peer section: torch threads of the PyTorch peer (ours runs OpenBLAS on one thread)")
+	fl.Var(&textValue{&f.peerPrecision}, "peer-precision", "peer section: precision of our cell's matrix products, float64 or float32")
 	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
 	fl.StringVar(&f.data, "data", "", "data set of the forward and training sections (default: fashion-mnist if installed, else synthetic)")
 	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")
@@ -110,7 +114,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 		}
 	}
 	return bench.Config{
-		Quick: f.quick, Sections: f.only, Problems: f.problems, PeerModels: f.peerModels, PeerThreads: f.peerThreads, Seeds: f.seeds, Seed: f.seed,
+		Quick: f.quick, Sections: f.only, Problems: f.problems, PeerModels: f.peerModels, PeerThreads: f.peerThreads, PeerPrecision: f.peerPrecision, Seeds: f.seeds, Seed: f.seed,
 		SampleScale: f.sampleScale, Workers: f.workers, Command: reproduceCommand(cmd),
 		Data: f.data, CacheDir: f.out,
 	}, nil
@@ -120,7 +124,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 // flags that change results, not --out, --markdown or --workers.
 func reproduceCommand(cmd *cobra.Command) string {
 	parts := []string{"deq bench"}
-	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "peer-models", "peer-threads", "sample-scale", "data"} {
+	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "peer-models", "peer-threads", "peer-precision", "sample-scale", "data"} {
 		fl := cmd.Flags().Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/layers"
 )
 
 // Section names, in the order Run runs them.
@@ -89,6 +90,10 @@ type Config struct {
 	// PeerThreads is the number of threads of the PyTorch peer
 	// (torch.set_num_threads). Zero means DefaultPeerThreads.
 	PeerThreads int
+	// PeerPrecision is the precision of our side's cell products in the
+	// peer section (train.ModelConfig.Precision); the zero value is
+	// layers.Float64.
+	PeerPrecision layers.Precision
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).
 	Seeds int
@@ -186,6 +191,9 @@ func (c Config) withDefaults() (*settings, error) {
 		if !slices.Contains(PeerModels(), name) {
 			return nil, fmt.Errorf("bench: Config.PeerModels: unknown model %q (want %s)", name, strings.Join(PeerModels(), ", "))
 		}
+	}
+	if _, err := c.PeerPrecision.MarshalText(); err != nil {
+		return nil, fmt.Errorf("bench: Config.PeerPrecision: %w", err)
 	}
 	for _, f := range []struct {
 		name     string

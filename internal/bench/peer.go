@@ -20,6 +20,7 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -71,6 +72,7 @@ func (s *settings) peerSetups() []peerSetup {
 	seed := deriveSeed(s.Seed, 7)
 	dense := train.Config{Seed: seed, BatchSize: 128, LR: 2e-3, Model: train.ModelConfig{Cell: train.DenseCell, Hidden: 128}}
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}}
+	dense.Model.Precision, conv.Model.Precision = s.PeerPrecision, s.PeerPrecision
 	var setups []peerSetup
 	if s.Quick {
 		dense.Model.Hidden, conv.Model.Channels = 16, 8
@@ -215,6 +217,9 @@ func peerSummary(cfg train.Config) string {
 	} else {
 		arch = fmt.Sprintf("Dense DEQ: encoder relu(x·We + be) of %d features, cell relu(z·W + e·U + b) of %d hidden units, the spectral norm of W projected onto %g after every step, a linear readout.",
 			m.Encoder, m.Hidden, m.Gamma)
+	}
+	if m.Precision != layers.Float64 {
+		arch += fmt.Sprintf(" Ours computes the cell's matrix products in %v.", m.Precision)
 	}
 	return fmt.Sprintf("%s Forward %s (tolerance %g on the largest per-example ℓ2 residual, at most %d iterations), implicit backward %s (tolerance %g relative to the first residual, at most %d iterations); evaluation at tolerance %g, %d iterations. Batch %d, Adam %g with a cosine schedule, gradient clipping at %g.",
 		arch, cfg.Forward.Method, cfg.Forward.Tol, cfg.Forward.MaxIter, cfg.Backward.Solver.Method, cfg.Backward.Solver.Tol, cfg.Backward.Solver.MaxIter,

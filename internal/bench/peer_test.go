@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -176,4 +177,24 @@ func TestPeerModelsSelects(t *testing.T) {
 	require.ErrorContains(t, err, "Config.PeerModels")
 	_, err = Config{PeerThreads: -1}.withDefaults()
 	require.ErrorContains(t, err, "Config.PeerThreads")
+}
+
+// TestPeerPrecision: Config.PeerPrecision sets our side's precision in
+// both models (the default is float64) and the summary says so; a value
+// that is not a precision is an error naming the field.
+func TestPeerPrecision(t *testing.T) {
+	for _, p := range []layers.Precision{layers.Float64, layers.Float32} {
+		s, err := Config{PeerPrecision: p}.withDefaults()
+		require.NoError(t, err)
+		for _, ps := range s.peerSetups() {
+			require.Equal(t, p, ps.cfg.Model.Precision, ps.model)
+			cfg := ps.cfg
+			cfg.Epochs = ps.epochs
+			cfg, err := cfg.Defaults()
+			require.NoError(t, err)
+			require.Equal(t, p == layers.Float32, strings.Contains(peerSummary(cfg), "in float32"), ps.model)
+		}
+	}
+	_, err := Config{PeerPrecision: 7}.withDefaults()
+	require.ErrorContains(t, err, "Config.PeerPrecision")
 }
