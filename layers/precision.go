@@ -28,13 +28,16 @@ import (
 //
 // With Float32 the cell is a different deterministic map: every product is
 // the float64 one up to rounding of about 1e-7 relative to the magnitude
-// of its terms (the sum of the absolute values of the terms, times the
-// number of terms, times 2⁻²⁴, at worst). Solves and certificates are of
-// that map, which is as Lipschitz as the float64 one up to the same
-// rounding; gradients are those of that map up to the same rounding (the
-// backward products are rounded too, so they are not its exact
-// derivatives). Gorgonia's graphs (EvalGraph and the reference VJPs)
-// stay in float64.
+// of its terms (at worst the sum of the terms' absolute values times the
+// number of terms times 2⁻²⁴; call the resulting bound on an output ε).
+// Solves and certificates are of that map. It satisfies the cell's bound
+// γ̄ only up to its rounding, ‖f₃₂(z) − f₃₂(z′)‖ ≤ γ̄‖z − z′‖ + 2ε, which
+// the certificates do not count: negligible beside tolerances above about
+// 1e-6 relative to the size of f, and tolerances much below that may not
+// be met at all (residuals of that order are rounding noise). Gradients
+// are those of that map up to the same rounding (the backward products are
+// rounded too, so they are not its exact derivatives). Gorgonia's graphs
+// (EvalGraph and the reference VJPs) stay in float64.
 type Precision int
 
 const (
