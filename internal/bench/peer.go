@@ -190,6 +190,9 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 		return nil, fmt.Errorf("bench: peer section (%s): %w", ps.model, err)
 	}
 	side := &report.PeerSide{BLAS: blasimpl.Name, DType: "float64"}
+	if cfg.Model.Precision == layers.Float32 {
+		side.DType = "float32 cell products, float64 state"
+	}
 	for _, e := range res.Epochs {
 		side.EpochSeconds = append(side.EpochSeconds, e.TrainSeconds)
 		side.EpochTestAcc = append(side.EpochTestAcc, e.TestAcc)
