@@ -202,7 +202,7 @@ func (e *convEval) gemmW(dst, w []float64, rows int, col []float64) {
 }
 
 // forward computes the k terms of example b from the convolutions in
-// e.outp: its part of e.act holds σ(pre) (of e.xhat and e.rstd, GroupNorm's
+// e.mats: its part of e.act holds σ(pre) (of e.xhat and e.rstd, GroupNorm's
 // statistics) and the returned slice (that part of e.act, or wk.out with
 // GroupNorm) the terms' outputs. With one term and a non-nil dst (an
 // evaluation, after which no VJP reuses the forward pass), the output goes
@@ -429,8 +429,8 @@ func (e *convEval) keyParams() [4][]float64 {
 
 // reusable reports whether the forward pass of the last VJP was at call's
 // state, terms and parameters (and the injection has not changed since:
-// SetInput forgets it), so that its e.zp, e.act, e.xhat and e.rstd hold
-// call's forward pass.
+// SetInput forgets it), so that the packed state in e.mats, e.act, e.xhat
+// and e.rstd hold call's forward pass.
 func (e *convEval) reusable(call convCall) bool {
 	l := &e.last
 	if !l.valid || l.k != call.k || (call.idx == nil) != (len(l.idx) == 0) || !slices.Equal(l.idx, call.idx) {
@@ -473,7 +473,7 @@ func (e *convEval) paramGrad(p, i int) []float64 {
 // vjpExample runs the exact VJP of example b (after forward) with the
 // scratch of part p, except for W's gradient and the state's cotangent,
 // which runPart computes for all its examples from the cotangents it
-// leaves in e.dp.
+// packs into e.mats.
 func (e *convEval) vjpExample(wk *convWork, p, b int) {
 	c := e.c
 	call := &e.call

@@ -58,6 +58,11 @@
 // (ConvConfig.Normalization = WeightNorm), per output channel as TorchDEQ
 // applies it to its convolutional cells; it proves no bound either.
 //
+// Dense and Conv cells can compute their matrix products in single
+// precision (DenseConfig.Precision, ConvConfig.Precision = Float32) through
+// gonum's blas32, with everything else in float64: a different map, within
+// float32 rounding of the default one (see Precision).
+//
 // # Jacobian regularisation
 //
 // An evaluator that implements JacobianPenalizer (Dense's) gives the exact

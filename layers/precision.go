@@ -37,7 +37,9 @@ import (
 // be met at all (residuals of that order are rounding noise). Gradients
 // are those of that map up to the same rounding (the backward products are
 // rounded too, so they are not its exact derivatives). Gorgonia's graphs
-// (EvalGraph and the reference VJPs) stay in float64.
+// (EvalGraph and the reference VJPs) stay in float64, and so do the
+// products of Dense's JacobianPenalty (taken at the float32 map's
+// pre-activation).
 type Precision int
 
 const (
