@@ -153,9 +153,9 @@ import (
 //     ‖T̃_{k−1,j} − y_j‖ ≤ βR̃_{k−1} + λ̄_k‖y_j − y₀‖, which is all the
 //     induction of the Master Theorem uses from the epoch (J_k is a cap).
 //     This exploits contraction the run was not told of.
-//   - Restarts. When the residual bound of an epoch start has fallen to
-//     half the bound at the current anchor, the schedule restarts there
-//     (see Restarts below).
+//   - Restarts. With γ̄ = 1, when the residual bound of an epoch start has
+//     fallen to half the bound at the current anchor, the accuracy schedule
+//     restarts there (see Restarts below).
 //   - Balanced inner steps. Under LipschitzInExpectation and
 //     SamplewiseLipschitz, m_{k,j} is the lemma's value times SampleScale,
 //     enlarged so that the epoch's inner steps draw about half the samples
@@ -214,8 +214,9 @@ import (
 // the run restarts there: x̂_{k−1} becomes the anchor, and epoch k is the
 // first epoch of a new run of Algorithm 1 from x̂_{k−1} with λ̄₀ = λ̄_{k−1}
 // (the anchoring keeps shrinking) and ε₀ the smallest value of the lattice
-// ε₀β^ℓ, ℓ = 0, 1, …, at least B_{k−1}/β², or the ε_k of the schedule if
-// that is larger. The accuracy schedule then follows the measured bound
+// ε₀β^ℓ, ℓ = 0, 1, …, at least B_{k−1}/β² (ℓ = 0 if none is), but at
+// least ε_{k−1}, so that no epoch is finer than it would have been without
+// the restart. The accuracy schedule then follows the measured bound
 // instead of running ahead of the residual: the new run's first estimate
 // aims at a radius between B_{k−1}/2 and B_{k−1} (β = 1/2), and the lattice
 // keeps a_{K*} aligned with η·Tol. Restarts apply with γ̄ = 1 only, not in
