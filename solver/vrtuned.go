@@ -46,6 +46,10 @@ const (
 	// anchor below which an epoch start becomes the new anchor (see
 	// VRGHAL, Constants, restarts).
 	vrRestartFactor = 0.5
+	// vrRepeatFactor is the factor of Tol within which a missed bound at
+	// or past the planned epoch K* of a contractive run repeats the
+	// accuracy level once (see VRGHAL, Restarts).
+	vrRepeatFactor = 1.5
 )
 
 // tunedRun is the state of a VR-GHAL run with TunedConstants.
@@ -67,6 +71,7 @@ type tunedRun struct {
 	anchorB  float64 // residual bound (or estimate) at the anchor
 	lastB    float64 // residual bound (or estimate) of the last recorded point
 	restarts int     // restarts made
+	repeated int     // the level last repeated by maybeRepeat, 0 if none
 	spent    float64 // Σ w_k over the pilot and the epochs run (see weight)
 	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
 	sampled bool
@@ -156,6 +161,22 @@ func (r *tunedRun) maybeRestart(k int) {
 	lv = min(max(lv, 0), r.level(k)-1)
 	r.cycle, r.level0, r.anchorB = k-1, lv, r.lastB
 	r.restarts++
+}
+
+// maybeRepeat, in the contractive regime, restarts the accuracy schedule
+// at x̂_{k−1} with the level of its estimate when that estimate was at or
+// past the planned level K* and its bound missed Tol by a factor of at
+// most vrRepeatFactor (see VRGHAL, Restarts): epoch k then aims at the same
+// radius instead of half of it, once per level.
+func (r *tunedRun) maybeRepeat(k int) {
+	tol := r.e.Tol()
+	if !r.contr || r.sampled || r.plan == 0 || r.lastLvl < r.plan || r.level(k) != r.lastLvl+1 || r.repeated == r.lastLvl {
+		return
+	}
+	if !(r.lastB > tol && r.lastB <= vrRepeatFactor*tol) {
+		return
+	}
+	r.cycle, r.level0, r.repeated = k-1, r.lastLvl-1, r.lastLvl
 }
 
 func (r *tunedRun) run() error {
@@ -423,6 +444,7 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 func (r *tunedRun) tunedEpoch(k int) error {
 	e, c := r.e, &r.c
 	r.maybeRestart(k)
+	r.maybeRepeat(k)
 	r.spent += r.weight(k) // one global epoch counter, restarts included
 	epsK := r.eps0 * math.Pow(c.beta, float64(r.level(k)))
 	lbar := r.lbar0 * math.Pow(c.beta, float64(k))
