@@ -44,7 +44,7 @@ const (
 	vrFloorGrowth = 8
 	// vrRestartFactor is the fraction of the residual bound at the current
 	// anchor below which an epoch start becomes the new anchor (see
-	// VRGHAL, Constants, restarts).
+	// VRGHAL, Restarts).
 	vrRestartFactor = 0.5
 	// vrRepeatFactor is the factor of Tol within which a missed bound at
 	// or past the planned epoch K* of a contractive run repeats the
@@ -63,7 +63,7 @@ type tunedRun struct {
 	vhat    float64   // plug-in unit variance when the oracle declares none
 	lastEst float64   // samples of the last epoch-start estimate
 	lastLvl int       // accuracy level of the last epoch-start estimate
-	// Restarts (see VRGHAL, Constants): epoch k is epoch k − cycle of the
+	// Restarts (see VRGHAL, Restarts): epoch k is epoch k − cycle of the
 	// current anchor's run, at accuracy level level0 + k − cycle.
 	restart  bool    // restarts are on
 	cycle    int     // the epoch whose point is the current anchor (0: x0)
@@ -147,7 +147,7 @@ func (r *tunedRun) level(k int) int { return r.level0 + k - r.cycle }
 
 // maybeRestart restarts the schedule at x̂_{k−1} before epoch k when its
 // residual bound B has fallen to vrRestartFactor times the bound at the
-// current anchor (see VRGHAL, Constants, restarts): x̂_{k−1} becomes the
+// current anchor (see VRGHAL, Restarts): x̂_{k−1} becomes the
 // anchor, and epoch k is the first epoch of a run of Algorithm 1 from it
 // whose ε₀ is the smallest value of the lattice ε₀β^level at least B/β²,
 // but never coarser than level 0 nor finer than the level epoch k would
