@@ -148,11 +148,15 @@ import (
 //     λ̄_k = 0, so the terms 2λ̄_k(‖x0 − x*‖ + Σε̃_i) of the Master Theorem's
 //     recursion vanish and m_{k,j} ∝ R̃²/(ε_k²(1 − γ̄)^q) gives the
 //     (1 − γ)^{-3}ε^{-2} rate of the paper's contractive corollaries.
-//   - Adaptive restart. An epoch ends at the first inner step j whose
+//   - Early epoch end. An epoch ends at the first inner step j whose
 //     running estimate already satisfies the lemma's conclusion,
 //     ‖T̃_{k−1,j} − y_j‖ ≤ βR̃_{k−1} + λ̄_k‖y_j − y₀‖, which is all the
 //     induction of the Master Theorem uses from the epoch (J_k is a cap).
 //     This exploits contraction the run was not told of.
+//   - Restarts. With γ̄ = 1, when the residual bound of an epoch start has
+//     fallen to half the bound at the current anchor, the accuracy schedule
+//     restarts there; with γ̄ < 1, a bound just missing Tol at the end
+//     repeats the accuracy level once (see Restarts below).
 //   - Balanced inner steps. Under LipschitzInExpectation and
 //     SamplewiseLipschitz, m_{k,j} is the lemma's value times SampleScale,
 //     enlarged so that the epoch's inner steps draw about half the samples
@@ -202,6 +206,77 @@ import (
 // A start point close to a fixed point (a warm start from a previous
 // solve) gives a small pilot residual and so a small ε₀: the run does not
 // pay the cold epochs of the default ε₀ = 1.
+//
+// # Restarts
+//
+// With TunedConstants, when the residual bound B_{k−1} = R̃_{k−1} + ρ_{k−1}
+// of an epoch start (R̃_{k−1} where nothing is declared) has fallen to half
+// the bound at the current anchor (at first x0, with the pilot's bound),
+// the run restarts there: x̂_{k−1} becomes the anchor, and epoch k is the
+// first epoch of a new run of Algorithm 1 from x̂_{k−1} with λ̄₀ = λ̄_{k−1}
+// (the anchoring keeps shrinking) and ε₀ the smallest value of the lattice
+// ε₀β^ℓ, ℓ = 0, 1, …, at least B_{k−1}/β² (ℓ = 0 if none is), but at
+// least ε_{k−1}, so that no epoch is finer than it would have been without
+// the restart. The accuracy schedule then follows the measured bound
+// instead of running ahead of the residual: the new run's first estimate
+// aims at a radius between B_{k−1}/2 and B_{k−1} (β = 1/2), and the lattice
+// keeps a_{K*} aligned with η·Tol. Restarts apply with γ̄ = 1 only, not in
+// sampled mode, and change nothing for a Deterministic oracle (its
+// estimates are exact at every accuracy). PaperConstants never restart. In
+// the contractive regime (λ_k = 0, so only the accuracy schedule would
+// restart) this rule was measured to cost more samples to a run's own
+// bound (1.9–2.3× on an ℓ2 affine contraction at Tol = 0.03 and 0.01 of the
+// initial residual, 2× on the package example), although the bench's
+// certified counts, which also credit a fresh certificate at any point
+// whose true residual meets ε, improved. There a restart is made only near
+// the end: when the estimate at x̂_{k−1} was at or past the planned level
+// K* and its bound missed Tol by a factor of at most 3/2, epoch k repeats
+// its accuracy level (a new run of Algorithm 1 from x̂_{k−1} whose first
+// estimate aims at the same radius) instead of halving it, once per level.
+// Its start estimate is fresh at that radius and its steps contract the
+// rest of the residual, so its bound often meets Tol at about a quarter of
+// the cost of the finer level (the bimodal counts on mdp, BENCHMARKS.md,
+// issue 13). The validity argument below covers both rules.
+//
+// Validity. The Master Theorem holds for any start point and any ε₀,
+// λ̄₀ > 0 (they enter only its constants A_p), so each restarted run has
+// the theorem's guarantee on its own events from the moment it starts. The
+// δ shares keep one global epoch counter: epoch k gets the weight w_k of
+// the Constants section whatever restarts came before, so the estimates
+// and inner steps of the whole solve, restarts included, fail with
+// probability at most Σ_k w_k·δ ≤ δ. Every bound B_k = R̃_k + ρ_k holds on
+// the event of the estimate at x̂_k alone, whose samples are drawn after
+// x̂_k is fixed: how x̂_k was reached (which anchors and accuracies, chosen
+// from earlier data) does not enter it, just as the stopping epoch chosen
+// from the data does not. So a Success and the own certificate (Delta =
+// 0.9δ, the union of all the estimates' events) remain rigorous.
+//
+// Rate. Under sharpness, ‖x − x*‖ ≤ S‖T(x) − x‖ (metric subregularity;
+// S = ‖(I − R)^{-1}‖ for T(x) = Rx + b with I − R invertible), the
+// anchoring term of the basic GHAL lemma at epoch k, λ̄_k‖x̂_k − x̂_{k−1}‖ ≤
+// λ̄_k(2‖x̂_{k−1} − x*‖ + ε̃_k), is at most λ̄_k(2S·B_{k−1} + ε̃_k): GHAL
+// re-anchors at every epoch, so once λ̄_k ≤ 1/(8S) every epoch cuts the
+// residual by a constant factor down to the estimates' errors — linear
+// convergence, as for Halpern iterations restarted once a residual has
+// fallen by a constant factor (H. Lu and J. Yang's restarted Halpern PDHG
+// for linear programming; V. Roulet and A. d'Aspremont, "Sharpness,
+// Restart and Acceleration", for the principle). The paper's schedule
+// meanwhile halves ε_k every epoch whatever the residual does, so where
+// the residual lags it (on the suite's shift R̃_k ≈ 4.5a_k) the estimates
+// are finer than the residual needs, at a cost of 1/a² each. A restart
+// re-levels ε from the measured bound, so the new run's estimates aim at a
+// constant fraction of the residual again. That fraction is large (radius
+// B/2 to B for the first epoch): the next bound halves when the estimates'
+// typical errors, not their worst case, are small against the residual,
+// as measured on the suite. Without sharpness there is no proof of a
+// constant-factor loss: a restart needs the bound to halve, so there are
+// at most log₂(B₀/Tol) of them, λ̄ keeps its schedule, and each restart
+// repeats at most about three accuracy levels (from ρ_{k−1} ≤ B_{k−1} up to
+// B_{k−1}/β²), but the repeated epochs lengthen the run, and the inner
+// steps of epoch k grow like 1/λ̄_k². Resetting λ̄ to λ̄₀ as well, the
+// literal restart of Halpern's iteration, was measured worse: it only
+// shortens the epochs and weakens their progress (BENCHMARKS.md, issue
+// 13).
 //
 // # Limitations
 //

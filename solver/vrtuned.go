@@ -42,6 +42,14 @@ const (
 	// vrFloorGrowth is the factor by which the warm-up estimates grow
 	// where sampling cannot reach Tol (see twoCallFloor).
 	vrFloorGrowth = 8
+	// vrRestartFactor is the fraction of the residual bound at the current
+	// anchor below which an epoch start becomes the new anchor (see
+	// VRGHAL, Restarts).
+	vrRestartFactor = 0.5
+	// vrRepeatFactor is the factor of Tol within which a missed bound at
+	// or past the planned epoch K* of a contractive run repeats the
+	// accuracy level once (see VRGHAL, Restarts).
+	vrRepeatFactor = 1.5
 )
 
 // tunedRun is the state of a VR-GHAL run with TunedConstants.
@@ -54,6 +62,17 @@ type tunedRun struct {
 	contr   bool      // contractive regime: γ̄ < 1, λ_k = 0
 	vhat    float64   // plug-in unit variance when the oracle declares none
 	lastEst float64   // samples of the last epoch-start estimate
+	lastLvl int       // accuracy level of the last epoch-start estimate
+	// Restarts (see VRGHAL, Restarts): epoch k is epoch k − cycle of the
+	// current anchor's run, at accuracy level level0 + k − cycle.
+	restart  bool    // restarts are on
+	cycle    int     // the epoch whose point is the current anchor (0: x0)
+	level0   int     // accuracy level of the anchor's run at its epoch 0
+	anchorB  float64 // residual bound (or estimate) at the anchor
+	lastB    float64 // residual bound (or estimate) of the last recorded point
+	restarts int     // restarts made
+	repeated int     // the level last repeated by maybeRepeat, 0 if none
+	spent    float64 // Σ w_k over the pilot and the epochs run (see weight)
 	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
 	sampled bool
 	vunit   float64    // measured unit variance E‖τ(x; ξ) − T(x)‖², NaN before the pilot
@@ -85,6 +104,7 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 	r.vunit, r.qdiff, r.rhoHat = math.NaN(), c.gamma*c.gamma, c.gamma
 	r.rhoUp, r.rhoErr = math.NaN(), math.Inf(1)
 	r.half = make([]float64, n)
+	r.restart = !r.contr && !r.sampled
 	return r
 }
 
@@ -114,9 +134,49 @@ func (r *tunedRun) deltaEst(k int) float64 { return (1 - vrInnerDelta) * r.c.del
 func (r *tunedRun) deltaIn(k int) float64  { return vrInnerDelta * r.c.delta * r.weight(k) }
 
 // accuracy returns a_k = ε_{k+1}/2, the radius the estimate at x̂_k aims
-// at (the paper's median-of-means accuracy, in absolute units).
+// at (the paper's median-of-means accuracy, in absolute units), with ε
+// indexed by the accuracy level of epoch k (k itself until a restart).
 func (r *tunedRun) accuracy(k int) float64 {
-	return r.eps0 * math.Pow(r.c.beta, float64(k+1)) / 2
+	return r.eps0 * math.Pow(r.c.beta, float64(r.level(k)+1)) / 2
+}
+
+// level returns the accuracy level of epoch k: epoch k of the run from x0
+// is at level k, and after a restart epoch k is epoch k − cycle of the
+// anchor's run, at level level0 + k − cycle.
+func (r *tunedRun) level(k int) int { return r.level0 + k - r.cycle }
+
+// maybeRestart restarts the schedule at x̂_{k−1} before epoch k when its
+// residual bound B has fallen to vrRestartFactor times the bound at the
+// current anchor (see VRGHAL, Restarts): x̂_{k−1} becomes the
+// anchor, and epoch k is the first epoch of a run of Algorithm 1 from it
+// whose ε₀ is the smallest value of the lattice ε₀β^level at least B/β²,
+// but never coarser than level 0 nor finer than the level epoch k would
+// have had; the anchoring λ̄ continues.
+func (r *tunedRun) maybeRestart(k int) {
+	if !r.restart || k-1 == r.cycle || !(r.lastB > 0 && r.lastB <= vrRestartFactor*r.anchorB) {
+		return
+	}
+	b := r.c.beta
+	lv := int(math.Floor(math.Log(r.eps0*b*b/r.lastB) / math.Log(1/b)))
+	lv = min(max(lv, 0), r.level(k)-1)
+	r.cycle, r.level0, r.anchorB = k-1, lv, r.lastB
+	r.restarts++
+}
+
+// maybeRepeat, in the contractive regime, restarts the accuracy schedule
+// at x̂_{k−1} with the level of its estimate when that estimate was at or
+// past the planned level K* and its bound missed Tol by a factor of at
+// most vrRepeatFactor (see VRGHAL, Restarts): epoch k then aims at the same
+// radius instead of half of it, once per level.
+func (r *tunedRun) maybeRepeat(k int) {
+	tol := r.e.Tol()
+	if !r.contr || r.sampled || r.plan == 0 || r.lastLvl < r.plan || r.level(k) != r.lastLvl+1 || r.repeated == r.lastLvl {
+		return
+	}
+	if !(r.lastB > tol && r.lastB <= vrRepeatFactor*tol) {
+		return
+	}
+	r.cycle, r.level0, r.repeated = k-1, r.lastLvl-1, r.lastLvl
 }
 
 func (r *tunedRun) run() error {
@@ -155,6 +215,8 @@ func (r *tunedRun) run() error {
 	if err := r.settle(est); err != nil {
 		return err
 	}
+	r.anchorB = r.lastB
+	r.spent = r.weight(0)
 	for k := 1; ; k++ {
 		if err := r.tunedEpoch(k); err != nil {
 			return err
@@ -213,6 +275,10 @@ func (r *tunedRun) recordEst(est vrEstimate) error {
 	bound := math.Inf(1)
 	if est.rigorous {
 		bound = r.residual + est.radius
+	}
+	r.lastB = bound
+	if math.IsInf(bound, 1) {
+		r.lastB = r.residual // no bound: the estimate decides restarts
 	}
 	if est.rule.Rigorous() {
 		r.e.OfferCertificate(r.xhat, Certificate{
@@ -377,9 +443,11 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 // (see the Constants section of VRGHAL) and records x̂_k.
 func (r *tunedRun) tunedEpoch(k int) error {
 	e, c := r.e, &r.c
-	bk := math.Pow(c.beta, float64(k))
-	epsK := r.eps0 * bk
-	lbar := r.lbar0 * bk
+	r.maybeRestart(k)
+	r.maybeRepeat(k)
+	r.spent += r.weight(k) // one global epoch counter, restarts included
+	epsK := r.eps0 * math.Pow(c.beta, float64(r.level(k)))
+	lbar := r.lbar0 * math.Pow(c.beta, float64(k))
 	if r.contr {
 		lbar = 0
 	}
@@ -419,7 +487,16 @@ func (r *tunedRun) tunedEpoch(k int) error {
 		}
 		m *= c.scale
 		if r.multi {
-			m = max(m, vrInnerShare*r.lastEst/(c.beta*c.beta)/(2*float64(copies)*float64(steps)))
+			// The closing estimate costs about 1/β² times the last one
+			// per level it is finer (β² per level it is coarser).
+			next, d := r.lastEst, r.level(k)-r.lastLvl
+			for range max(d, 0) {
+				next /= c.beta * c.beta
+			}
+			for range max(-d, 0) {
+				next *= c.beta * c.beta
+			}
+			m = max(m, vrInnerShare*next/(2*float64(copies)*float64(steps)))
 		}
 		if batch, err = drawCount(m, "a minibatch m_{k,j}", k); err != nil {
 			return e.Stop(SampleLimit, err)
@@ -462,6 +539,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	if err != nil {
 		return err
 	}
+	r.lastLvl = r.level(k)
 	r.xhat, r.yCur = r.yCur, r.xhat
 	r.residual = e.Dist(r.t0, r.xhat)
 	return r.settle(est)
