@@ -160,3 +160,52 @@ func hilbertNorm(norm Norm) bool {
 	}
 	return false
 }
+
+// vrTruncAim is the radius, in units of the aim a of tunedRun.estimate,
+// that the truncated epoch-start estimate plans for: the variance median
+// of means it replaces is sized with buckets at ε = a and reports
+// r + ε, about 2a when its majority radius r is about ε (r ≤ 2ε on its
+// event), so the two are compared at the radius 2a, as momPlan compares
+// the median of means at ε = radius/2.
+const vrTruncAim = 2
+
+// truncatedEstimate is the variance branch of tunedRun.estimate in a flat
+// Hilbert norm (see its documentation) when RuleVarianceTruncated is
+// cheaper: it plans the truncated mean (planTruncated) at radius
+// vrTruncAim·a and δ, compares its closed-form size with that of the
+// Chebyshev median of means tunedRun.estimate would draw (buckets of
+// MoMChebyshevBuckets(δ) at ε = a), both before any draw, and when the
+// truncated plan is smaller (and below a finite sum's Terms(), where the
+// exact call is cheaper) draws it with fresh seeds at x into dst. ok
+// reports whether it drew; the radius holds with probability at least
+// 1 − δ (see the truncated mean's proof in vartrunc.go).
+func (r *tunedRun) truncatedEstimate(dst, x []float64, a, delta, v, terms float64, k int) (est vrEstimate, ok bool, err error) {
+	norm, e := r.norm, r.e
+	if !flatHilbert(norm) || !(v > 0) || !(a > 0) || math.IsInf(v, 1) {
+		return vrEstimate{}, false, nil
+	}
+	w := norm.Kappa() * v
+	buckets, p := MoMChebyshevBuckets(delta)
+	mom := float64(buckets) * math.Ceil(w/(p*a*a))
+	tp := planTruncated(norm.Kappa(), norm.C(), w, delta, vrTruncAim*a)
+	if !(tp.total < mom) || tp.total >= terms || tp.total > maxDraw {
+		return vrEstimate{}, false, nil
+	}
+	if !r.fits(tp.total) {
+		return vrEstimate{}, true, e.Stop(SampleLimit, nil)
+	}
+	before := e.Stats().Samples
+	calls := int64(0)
+	rho, err := truncatedMean(dst, norm, w, tp, func(y []float64, size int) (int, error) {
+		s0 := e.Stats().Samples
+		calls++
+		if err := e.Eval(y, x, Sample{Seed: e.Seed(), Size: size}); err != nil {
+			return 0, err
+		}
+		return int(max(e.Stats().Samples-s0, 1)), nil
+	})
+	if err != nil {
+		return vrEstimate{}, true, err
+	}
+	return vrEstimate{radius: rho, rigorous: true, rule: RuleVarianceTruncated, calls: calls, samples: e.Stats().Samples - before}, true, nil
+}
