@@ -109,6 +109,15 @@
 //     the exact binomial tail (MoMChebyshevBuckets: about 2 ln(1/δ)
 //     buckets at p ≈ 0.1, against 18 ln(1/δ) from Hoeffding's bound):
 //     ≤ Bound with probability at least 1 − δ.
+//   - VarianceBound in a flat Hilbert norm, ℓ2 or Schatten-2
+//     (RuleVarianceTruncated): a centre from a first median of means, then
+//     the mean of k fresh calls each pulled back to within τ of the centre,
+//     with radius √(2κVL/k) + 2CτL/(3k) + V/(4τ) (the paper's Banach-space
+//     concentration proposition for the truncated calls plus their bias;
+//     V the calls' variance plus the centre's squared radius, L =
+//     ln(2/δ₁)): about 5 ln(2/δ) variances where Chebyshev pays 1/δ or
+//     about 20 ln(1/δ), used whenever its planned size is the smaller (δ
+//     below about 0.03); ≤ Bound with probability at least 1 − δ.
 //   - nothing (RuleEstimate): an empirical-scale median of means, an
 //     estimate with no guarantee; Delta is NaN so that it cannot be read as
 //     a probability.
