@@ -102,12 +102,11 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 		w := norm.Kappa() * v
 		if tp == nil && s.Certify.Calls == 0 && flatHilbert(norm) {
 			total := int64(k) * int64(size)
-			plan, a := truncForBudget(norm.Kappa(), norm.C(), w, delta, total)
 			eps := math.Sqrt(w * float64(k) / (pFail * float64(total)))
 			if k > 1 {
 				eps *= 2
 			}
-			if a < eps {
+			if plan, ok := truncForBudget(norm.Kappa(), norm.C(), w, delta, eps, total); ok {
 				tp = &plan
 			}
 		}

@@ -729,7 +729,7 @@ func TestCertifyRadiusVarianceCoverage(t *testing.T) {
 				o, truth := radiusOracle(norm, lw.l, lw.p, 2*radius)
 				p := Problem{Oracle: o, Norm: norm}
 				x := make([]float64, d)
-				if flatHilbert(norm) && truncCheaper(planTruncated(norm.Kappa(), norm.C(), norm.Kappa()*sigma2, delta, radius), norm.Kappa()*sigma2, delta, radius) {
+				if _, ok := truncCheaper(norm.Kappa(), norm.C(), norm.Kappa()*sigma2, delta, radius); ok && flatHilbert(norm) {
 					continue // RuleVarianceTruncated: TestCertifyTruncatedCoverage
 				}
 				fails := 0
@@ -816,7 +816,7 @@ func TestPlanTruncated(t *testing.T) {
 	for _, delta := range []float64{0.05, 0.01, 1e-3, 1e-6} {
 		for _, a := range []float64{0.3, 0.01, 1e-4} {
 			const w = 1.7
-			p := planTruncated(1, 1, w, delta, a)
+			p := planTruncated(1, 1, w, delta, a, math.Inf(1))
 			name := fmt.Sprintf("δ=%g a=%g", delta, a)
 			require.InDelta(t, delta, p.delta0+p.delta1, 1e-15, name)
 			require.Equal(t, float64(p.centreK)*float64(p.centreSize)+float64(p.k)*float64(p.size), p.total, name)
@@ -836,8 +836,14 @@ func TestPlanTruncated(t *testing.T) {
 		delta float64
 		want  bool
 	}{{0.05, false}, {0.02, true}, {0.01, true}, {1e-3, true}, {1e-6, true}} {
-		p := planTruncated(1, 1, w, tc.delta, a)
-		require.Equal(t, tc.want, truncCheaper(p, w, tc.delta, a), "δ = %g", tc.delta)
+		_, ok := truncCheaper(1, 1, w, tc.delta, a)
+		require.Equal(t, tc.want, ok, "δ = %g", tc.delta)
+		// The skipped shares could not have been cheaper: the plan with
+		// the limit agrees with the unrestricted one whenever it is kept.
+		all := planTruncated(1, 1, w, tc.delta, a, math.Inf(1))
+		k, p, share := momPlan(tc.delta)
+		mom := float64(k) * math.Ceil(w/(p*share*share*a*a))
+		require.Equal(t, all.total < mom, ok, "δ = %g", tc.delta)
 	}
 	l2, err := NewLP(2, 4)
 	require.NoError(t, err)
@@ -898,9 +904,9 @@ func TestCertifyTruncatedCoverage(t *testing.T) {
 				w := norm.Kappa() * float64(d) * lw.l.variance(lw.p)
 				// The total falls like 1/radius²: rescale once from a
 				// reference radius.
-				ref := planTruncated(norm.Kappa(), norm.C(), w, delta, 1)
+				ref := planTruncated(norm.Kappa(), norm.C(), w, delta, 1, math.Inf(1))
 				radius := math.Sqrt(ref.total / size)
-				plan := planTruncated(norm.Kappa(), norm.C(), w, delta, radius)
+				plan := planTruncated(norm.Kappa(), norm.C(), w, delta, radius, math.Inf(1))
 				o, truth := radiusOracle(norm, lw.l, lw.p, 2*radius)
 				p := Problem{Oracle: o, Norm: norm}
 				x := make([]float64, d)

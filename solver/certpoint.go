@@ -52,7 +52,7 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 		s.Certify.Calls = k
 		if flatHilbert(norm) {
 			w := norm.Kappa() * v
-			if tp := planTruncated(norm.Kappa(), norm.C(), w, delta, radius); truncCheaper(tp, w, delta, radius) {
+			if tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius); ok {
 				return certifyPlanned(ctx, p, &Result{X: x}, &s, 0, nil, &tp)
 			}
 		}

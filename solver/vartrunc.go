@@ -114,7 +114,8 @@ func truncRadius(kappa, c, v, l, tau float64, k int) float64 {
 // planTruncated returns the plan of RuleVarianceTruncated with radius at
 // most a (when the centre's radius comes out as planned) and failure
 // probability δ, w = κσ² the declared unit variance times κ, that needs
-// the fewest unit samples among those it tries. For each centre share
+// the fewest unit samples among those it tries, or a plan with total +Inf
+// if none of them can need fewer than limit. For each centre share
 // δ₀ ∈ {δ/2, δ/4, δ/8, δ/16} (δ₁ = δ − δ₀, L = ln(2/δ₁)):
 //
 //   - the second sample has k = min(truncCalls, ⌈N₁⌉) calls, N₁ =
@@ -125,15 +126,28 @@ func truncRadius(kappa, c, v, l, tau float64, k int) float64 {
 //     s = ⌈w/V_b⌉ samples with V_b = a²k/(c²L(1 + α)), and the centre
 //     the accuracy r_c² = a²k/(c²L) − w/s that the rounding leaves.
 //
+// Whatever the split of the budget V = a²k/(c²L) between V_b and r_c², the
+// total is at least c²L(w/a²)(1 + √(C_c/k))² (minimise k/x + C_c/(1 − x)
+// over x = V_b/V), and C_c ≥ min{1/δ₀, 24} (one bucket has p ≤ δ₀; more
+// buckets have k_c ≥ 3, p_c < 1/2 and share 1/2): a share whose bound is at
+// least limit is skipped without computing momPlan, which is the costly
+// part of the plan.
+//
 // The radius of the drawn estimate uses the centre's realised r_c (see
 // truncatedMean), so a median-of-means centre with r* above its planned
 // share may give a radius a little above a, or below.
-func planTruncated(kappa, c, w, delta, a float64) truncPlan {
+func planTruncated(kappa, c, w, delta, a, limit float64) truncPlan {
 	best := truncPlan{total: math.Inf(1)}
 	q := truncConst(kappa, c)
 	for f := 0.5; f >= 1.0/16; f /= 2 {
 		p := truncPlan{delta0: f * delta, delta1: (1 - f) * delta}
 		l := math.Log(2 / p.delta1)
+		if w > 0 {
+			g := 1 + math.Sqrt(math.Min(1/p.delta0, 24)/truncCalls)
+			if q*q*l*w/(a*a)*g*g >= math.Min(limit, best.total) {
+				continue
+			}
+		}
 		var share float64
 		p.centreK, p.centreP, share = momPlan(p.delta0)
 		if w == 0 {
@@ -154,7 +168,7 @@ func planTruncated(kappa, c, w, delta, a float64) truncPlan {
 			p.centreSize = int(math.Min(maxDraw, math.Ceil(w/(p.centreP*eps*eps))))
 			p.total = float64(p.centreK)*float64(p.centreSize) + float64(p.k)*float64(p.size)
 		}
-		if p.total < best.total {
+		if p.total < best.total && p.total < limit {
 			best = p
 		}
 	}
@@ -238,33 +252,31 @@ func varianceTruncated(d *drawer, norm Norm, delta, w float64, p truncPlan) (*Ce
 	return d.finish(&Certificate{Delta: delta, Rule: RuleVarianceTruncated}, norm, tau, rho), nil
 }
 
-// truncForBudget returns the plan of RuleVarianceTruncated whose total is
-// at most the budget of unit samples, and its planned radius, found by
-// rescaling the radius (the total falls like 1/a² up to rounding).
-func truncForBudget(kappa, c, w, delta float64, budget int64) (truncPlan, float64) {
+// truncForBudget returns a plan of RuleVarianceTruncated needing fewer
+// than budget unit samples for a planned radius of at most a, if there is
+// one (ok): the plan at radius a, or, when it fits, the plan rescaled to
+// use the budget (the total falls like 1/a² up to rounding), whose radius
+// is smaller.
+func truncForBudget(kappa, c, w, delta, a float64, budget int64) (p truncPlan, ok bool) {
 	nb := float64(budget)
-	a := math.Sqrt(w / nb)
-	if w == 0 {
-		a = 1
+	p = planTruncated(kappa, c, w, delta, a, nb)
+	if !(p.total < nb) {
+		return p, false
 	}
-	p := planTruncated(kappa, c, w, delta, a)
-	for range 60 {
-		if p.total <= nb {
-			break
-		}
-		a *= math.Max(1.01, math.Sqrt(p.total/nb))
-		p = planTruncated(kappa, c, w, delta, a)
+	if p2 := planTruncated(kappa, c, w, delta, a*math.Sqrt(p.total/nb), math.Nextafter(nb, math.Inf(1))); p2.total <= nb {
+		return p2, true
 	}
-	return p, a
+	return p, true
 }
 
-// truncCheaper reports whether, at δ and target radius a, the truncated
-// plan tp needs fewer unit samples than the variance median of means
-// planned by momPlan (one Chebyshev bucket at ε = a, or the Chebyshev
-// buckets at ε = a/2), both from their closed-form sizes.
-func truncCheaper(tp truncPlan, w, delta, a float64) bool {
+// truncCheaper returns the plan of RuleVarianceTruncated at δ and target
+// radius a, and whether it needs fewer unit samples than the variance
+// median of means planned by momPlan (one Chebyshev bucket at ε = a, or
+// the Chebyshev buckets at ε = a/2), both from their closed-form sizes.
+func truncCheaper(kappa, c, w, delta, a float64) (truncPlan, bool) {
 	k, p, share := momPlan(delta)
 	eb := share * a
 	mom := float64(k) * math.Ceil(w/(p*eb*eb))
-	return tp.total < mom
+	tp := planTruncated(kappa, c, w, delta, a, mom)
+	return tp, tp.total < mom
 }

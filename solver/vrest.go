@@ -191,7 +191,7 @@ func (r *tunedRun) truncatedEstimate(dst, x []float64, a, delta, v, terms float6
 	w := norm.Kappa() * v
 	buckets, p := MoMChebyshevBuckets(delta)
 	mom := float64(buckets) * math.Ceil(w/(p*a*a))
-	tp := planTruncated(norm.Kappa(), norm.C(), w, delta, vrTruncAim*a)
+	tp := planTruncated(norm.Kappa(), norm.C(), w, delta, vrTruncAim*a, mom)
 	if !(tp.total < mom) || tp.total >= terms || tp.total > maxDraw {
 		return vrEstimate{}, false, nil
 	}
