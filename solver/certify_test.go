@@ -729,7 +729,8 @@ func TestCertifyRadiusVarianceCoverage(t *testing.T) {
 				o, truth := radiusOracle(norm, lw.l, lw.p, 2*radius)
 				p := Problem{Oracle: o, Norm: norm}
 				x := make([]float64, d)
-				if _, ok := truncCheaper(norm.Kappa(), norm.C(), norm.Kappa()*sigma2, delta, radius); ok && flatHilbert(norm) {
+				w := norm.Kappa() * sigma2
+				if _, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius, momCost(w, radius, k, pk, share)); ok && flatHilbert(norm) {
 					continue // RuleVarianceTruncated: TestCertifyTruncatedCoverage
 				}
 				fails := 0
@@ -836,14 +837,17 @@ func TestPlanTruncated(t *testing.T) {
 		delta float64
 		want  bool
 	}{{0.05, false}, {0.02, true}, {0.01, true}, {1e-3, true}, {1e-6, true}} {
-		_, ok := truncCheaper(1, 1, w, tc.delta, a)
-		require.Equal(t, tc.want, ok, "δ = %g", tc.delta)
-		// The skipped shares could not have been cheaper: the plan with
-		// the limit agrees with the unrestricted one whenever it is kept.
-		all := planTruncated(1, 1, w, tc.delta, a, math.Inf(1))
 		k, p, share := momPlan(tc.delta)
 		mom := float64(k) * math.Ceil(w/(p*share*share*a*a))
+		tp, ok := truncCheaper(1, 1, w, tc.delta, a, momCost(w, a, k, p, share))
+		require.Equal(t, tc.want, ok, "δ = %g", tc.delta)
+		// The skipped shares could not have been cheaper: the plan with
+		// the limit is the unrestricted one whenever it is kept.
+		all := planTruncated(1, 1, w, tc.delta, a, math.Inf(1))
 		require.Equal(t, all.total < mom, ok, "δ = %g", tc.delta)
+		if ok {
+			require.Equal(t, all, tp, "δ = %g", tc.delta)
+		}
 	}
 	l2, err := NewLP(2, 4)
 	require.NoError(t, err)

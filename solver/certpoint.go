@@ -52,7 +52,7 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 		s.Certify.Calls = k
 		if flatHilbert(norm) {
 			w := norm.Kappa() * v
-			if tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius); ok {
+			if tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius, momCost(w, radius, k, pf, share)); ok {
 				return certifyPlanned(ctx, p, &Result{X: x}, &s, 0, nil, &tp)
 			}
 		}

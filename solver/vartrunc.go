@@ -270,13 +270,18 @@ func truncForBudget(kappa, c, w, delta, a float64, budget int64) (p truncPlan, o
 }
 
 // truncCheaper returns the plan of RuleVarianceTruncated at δ and target
-// radius a, and whether it needs fewer unit samples than the variance
-// median of means planned by momPlan (one Chebyshev bucket at ε = a, or
-// the Chebyshev buckets at ε = a/2), both from their closed-form sizes.
-func truncCheaper(kappa, c, w, delta, a float64) (truncPlan, bool) {
-	k, p, share := momPlan(delta)
-	eb := share * a
-	mom := float64(k) * math.Ceil(w/(p*eb*eb))
+// radius a, and whether it needs fewer unit samples than mom, the
+// closed-form size of the variance median of means planned by momPlan for
+// the same radius (see momCost).
+func truncCheaper(kappa, c, w, delta, a, mom float64) (truncPlan, bool) {
 	tp := planTruncated(kappa, c, w, delta, a, mom)
 	return tp, tp.total < mom
+}
+
+// momCost returns the unit samples of the variance median of means of k
+// buckets at per-bucket failure probability p with ε = share·a (momPlan's
+// plan for radius a): k⌈w/(p ε²)⌉.
+func momCost(w, a float64, k int, p, share float64) float64 {
+	eb := share * a
+	return float64(k) * math.Ceil(w/(p*eb*eb))
 }

@@ -190,9 +190,8 @@ func (r *tunedRun) truncatedEstimate(dst, x []float64, a, delta, v, terms float6
 	}
 	w := norm.Kappa() * v
 	buckets, p := MoMChebyshevBuckets(delta)
-	mom := float64(buckets) * math.Ceil(w/(p*a*a))
-	tp := planTruncated(norm.Kappa(), norm.C(), w, delta, vrTruncAim*a, mom)
-	if !(tp.total < mom) || tp.total >= terms || tp.total > maxDraw {
+	tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, vrTruncAim*a, momCost(w, a, buckets, p, 1))
+	if !ok || tp.total >= terms || tp.total > maxDraw {
 		return vrEstimate{}, false, nil
 	}
 	if !r.fits(tp.total) {
