@@ -111,7 +111,7 @@ func TestOwnCertificateOnlyWhenItApplies(t *testing.T) {
 // seeds (at most 0.045 per seed, so more than 7 of 40 with probability
 // below 1e-3).
 func TestVRGHALOwnTruncatedCertificate(t *testing.T) {
-	const seeds, tol = 40, 0.5
+	const seeds, tol = 40, 0.1
 	fails := 0
 	for seed := range uint64(seeds) {
 		p, err := problems.New(problems.Config{Name: "affine-t", Dim: 8, Gamma: 0.9, Noise: 0.3, Seed: 1 + seed%4})
@@ -123,6 +123,7 @@ func TestVRGHALOwnTruncatedCertificate(t *testing.T) {
 		require.NotNil(t, c, "seed %d", seed)
 		require.True(t, c.Own, "seed %d", seed)
 		require.Equal(t, solver.RuleVarianceTruncated, c.Rule, "seed %d", seed)
+		require.InDelta(t, 0.9*solver.DefaultVRGHALDelta, c.Delta, 1e-15, "seed %d", seed)
 		require.LessOrEqual(t, c.Bound, tol, "seed %d", seed)
 		r, err := p.Residual(res.X)
 		require.NoError(t, err)
