@@ -875,6 +875,24 @@ func TestPlanTruncated(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, c.Rule, "%v δ=%g", tc.norm, tc.delta)
 		require.Equal(t, tc.delta, c.Delta)
+		// Solve's certificate, sized by a budget (here 2000 unit samples
+		// per median-of-means bucket), picks the same rule and spends at
+		// most the median of means' samples; with the calls fixed it keeps
+		// the median of means.
+		for _, calls := range []int{0, 3} {
+			s := Settings{Certify: CertifySettings{Delta: tc.delta, Samples: 2000, Calls: calls}}
+			sd, err := s.withDefaults()
+			require.NoError(t, err)
+			c, err := certify(context.Background(), Problem{Oracle: o, Norm: tc.norm}, &Result{X: x}, &sd, 0, nil)
+			require.NoError(t, err)
+			if calls > 0 {
+				require.Equal(t, RuleVarianceMoM, c.Rule, "%v δ=%g calls=%d", tc.norm, tc.delta, calls)
+				continue
+			}
+			k, _ := MoMChebyshevBuckets(tc.delta)
+			require.Equal(t, tc.want, c.Rule, "%v δ=%g: budgeted", tc.norm, tc.delta)
+			require.LessOrEqual(t, c.Samples, int64(k)*2000, "%v δ=%g: budgeted", tc.norm, tc.delta)
+		}
 	}
 }
 
