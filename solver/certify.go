@@ -16,7 +16,12 @@ import (
 //     samples.
 //   - NoiseBound (finite at x̂), or CoordinateNoiseBound in ℓ∞:
 //     RuleBoundedNoise; see boundedNoise.
-//   - VarianceBound (finite at x̂): RuleVarianceMoM; see varianceMoM.
+//   - VarianceBound (finite at x̂): RuleVarianceMoM (see varianceMoM), or
+//     in a flat Hilbert norm (ℓ2, Schatten-2) with CertifySettings.Calls
+//     unset RuleVarianceTruncated (see varianceTruncated) when its planned
+//     radius for the same number of unit samples is smaller than the
+//     median of means' (its radius ε with one bucket, 2ε with more: r* is
+//     about ε in practice); the choice is made before any draw.
 //   - nothing: RuleEstimate; see estimate.
 //
 // The stochastic rules draw fresh samples, independent of the solve's. Their
@@ -28,6 +33,13 @@ import (
 // x̂ itself (last, which may be nil, returns T(x̂) then, nil otherwise): the certificate then
 // costs no call and reports Calls = Samples = 0.
 func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested int, last func(x []float64) []float64) (*Certificate, error) {
+	return certifyPlanned(ctx, p, res, s, suggested, last, nil)
+}
+
+// certifyPlanned is certify with, when tp is not nil and the oracle is
+// stochastic with a variance declaration (no almost-sure one), the
+// truncated plan tp in place of the variance rule's own choice.
+func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, suggested int, last func(x []float64) []float64, tp *truncPlan) (*Certificate, error) {
 	o, norm, x := p.Oracle, p.Norm, res.X
 	n := len(x)
 	fs, finite := o.(FiniteSum)
@@ -86,7 +98,23 @@ func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested
 		} else {
 			pFail = MoMBucketFailure(k, delta)
 		}
-		c, err = varianceMoM(d, norm, delta, v, k, pFail, perCall(budget, k, s.Certify.Samples))
+		size := perCall(budget, k, s.Certify.Samples)
+		w := norm.Kappa() * v
+		if tp == nil && s.Certify.Calls == 0 && flatHilbert(norm) {
+			total := int64(k) * int64(size)
+			eps := math.Sqrt(w * float64(k) / (pFail * float64(total)))
+			if k > 1 {
+				eps *= 2
+			}
+			if plan, ok := truncForBudget(norm.Kappa(), norm.C(), w, delta, eps, total); ok {
+				tp = &plan
+			}
+		}
+		if tp != nil && flatHilbert(norm) {
+			c, err = varianceTruncated(d, norm, delta, w, *tp)
+		} else {
+			c, err = varianceMoM(d, norm, delta, v, k, pFail, size)
+		}
 	} else {
 		k := max(kref, 3)
 		c, err = estimate(d, norm, k, size)
@@ -147,19 +175,29 @@ func (d *drawer) draw(k, size int) ([][]float64, []int, error) {
 	taus := make([][]float64, k)
 	used := make([]int, k)
 	for i := range taus {
-		if err := d.ctx.Err(); err != nil {
-			return nil, nil, err
-		}
 		taus[i] = data[i*d.n : (i+1)*d.n : (i+1)*d.n]
-		u, err := d.o.Eval(taus[i], d.x, Sample{Seed: d.rng.Uint64(), Size: size})
-		d.calls++
-		d.samples += int64(u)
+		u, err := d.one(taus[i], size)
 		if err != nil {
 			return nil, nil, err
 		}
-		used[i] = max(u, 1)
+		used[i] = u
 	}
 	return taus, used, nil
+}
+
+// one makes one oracle call of size unit samples at x into dst and returns
+// the unit samples it reported (at least 1).
+func (d *drawer) one(dst []float64, size int) (int, error) {
+	if err := d.ctx.Err(); err != nil {
+		return 0, err
+	}
+	u, err := d.o.Eval(dst, d.x, Sample{Seed: d.rng.Uint64(), Size: size})
+	d.calls++
+	d.samples += int64(u)
+	if err != nil {
+		return 0, err
+	}
+	return max(u, 1), nil
 }
 
 // finish fills the certificate's counts, Estimate = ‖τ − x‖ for the

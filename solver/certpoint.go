@@ -15,7 +15,11 @@ import (
 // or for RuleVarianceMoM the buckets k whose radius r* + ε needs the fewest
 // samples: one bucket (r* = 0) with ε = radius, or the Chebyshev buckets of
 // MoMChebyshevBuckets(δ) with ε = radius/2, whichever needs fewer samples
-// (a single bucket at δ ≥ 0.0028). A deterministic or FiniteSum
+// (a single bucket at δ ≥ 0.0028), or in a flat Hilbert norm the plan of
+// RuleVarianceTruncated at that radius (planTruncated) when its closed-form
+// size is smaller still (for radius a, 22.6κσ²/a² unit samples against 20
+// at δ = 0.05, 35.3 against 100 at 0.01, 53.1 against 351 at 1e-3). A
+// deterministic or FiniteSum
 // oracle gets its exact certificate whatever radius says; an oracle that
 // declares nothing gets RuleEstimate with the empirical scale, from
 // buckets of fallback unit samples (its radius is not known in advance).
@@ -47,6 +51,12 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 		eb := share * radius
 		s.Certify.Samples = int(math.Min(math.Ceil(norm.Kappa()*v/(pf*eb*eb)), maxDraw))
 		s.Certify.Calls = k
+		if flatHilbert(norm) {
+			w := norm.Kappa() * v
+			if tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius, momCost(w, radius, k, pf, share)); ok {
+				return certifyPlanned(ctx, p, &Result{X: x}, &s, 0, nil, &tp)
+			}
+		}
 	}
 	return certify(ctx, p, &Result{X: x}, &s, 0, nil)
 }

@@ -71,11 +71,16 @@ const (
 	// RuleVarianceMoM: a VarianceBound oracle; Bound holds with probability
 	// at least 1 − Delta by a median of means with Chebyshev buckets.
 	RuleVarianceMoM
+	// RuleVarianceTruncated: a VarianceBound oracle in a Hilbert norm;
+	// Bound holds with probability at least 1 − Delta by a truncated mean
+	// about a median-of-means centre and the paper's Banach-space
+	// concentration proposition.
+	RuleVarianceTruncated
 )
 
 // Rigorous reports whether the rule proves its Bound: every rule but
 // RuleEstimate.
-func (r CertRule) Rigorous() bool { return r > RuleEstimate && r <= RuleVarianceMoM }
+func (r CertRule) Rigorous() bool { return r > RuleEstimate && r <= RuleVarianceTruncated }
 
 // Exact reports whether the rule's Bound is the exact residual (RuleExact
 // and RuleFiniteSum).

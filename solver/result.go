@@ -71,9 +71,9 @@ type Stats struct {
 // far as the oracle's declarations allow (see CertRule):
 //
 //   - Rule.Exact(): Bound is the exact residual, Delta is 0;
-//   - RuleBoundedNoise, RuleVarianceMoM: ‖T(x̂) − x̂‖ ≤ Bound with
-//     probability at least 1 − Delta over the certificate's own samples
-//     (over the method's run when Own is set);
+//   - RuleBoundedNoise, RuleVarianceMoM, RuleVarianceTruncated:
+//     ‖T(x̂) − x̂‖ ≤ Bound with probability at least 1 − Delta over the
+//     certificate's own samples (over the method's run when Own is set);
 //   - RuleEstimate: Bound is an estimate with no guarantee and Delta is
 //     NaN, so that it cannot be read as a probability.
 //

@@ -373,6 +373,9 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 		used := float64(max(drawn, 1))
 		return vrEstimate{radius: nd.radius(delta, used), rigorous: true, rule: RuleBoundedNoise, calls: 1, samples: drawn}, nil
 	}
+	if est, ok, err := r.truncatedEstimate(dst, x, a, delta, v, terms, k); ok {
+		return est, err
+	}
 	buckets, p := MoMChebyshevBuckets(delta)
 	rigorous := !math.IsInf(v, 1)
 	if !rigorous && buckets < 3 {

@@ -8,24 +8,31 @@ import (
 )
 
 // TestVRGHALWarmStart: a start point from a previous solve is honoured: the
-// warm solve to a tighter tolerance draws fewer samples than the same solve
-// from the cold start, and both end with a proven bound.
+// warm solves to a tighter tolerance draw fewer samples in all than the
+// same solves from the cold start (over eight seeds: on a single seed the
+// two can tie within a fraction of a percent, as both end with the same
+// planned last epochs), and all end with a proven bound.
 func TestVRGHALWarmStart(t *testing.T) {
 	o := vrDeclared{newVRAffine(3, vrDim, 0.9, false, 0.3, vrGaussian, SamplewiseLipschitz), vrDim * 0.3 * 0.3}
 	p := Problem{Oracle: o, Norm: vrNorm(t, false, vrDim)}
 	m := VRGHAL{Gamma: 0.9}
-	solve := func(x0 []float64, tol float64) *Result {
-		res, err := Solve(context.Background(), p, x0, &Settings{Tol: tol, MaxIter: 40, Seed: 2, Certify: CertifySettings{Skip: true}}, m)
-		require.NoError(t, err)
-		return res
+	var cold, warm int64
+	for seed := range uint64(8) {
+		solve := func(x0 []float64, tol float64) *Result {
+			res, err := Solve(context.Background(), p, x0, &Settings{Tol: tol, MaxIter: 40, Seed: seed, Certify: CertifySettings{Skip: true}}, m)
+			require.NoError(t, err)
+			return res
+		}
+		first := solve(make([]float64, vrDim), 0.05)
+		c := solve(make([]float64, vrDim), 0.01)
+		w := solve(first.X, 0.01)
+		require.Equal(t, Success, c.Status, "seed %d", seed)
+		require.Equal(t, Success, w.Status, "seed %d", seed)
+		t.Logf("seed %d: cold %d samples, warm %d (+%d for the first solve)", seed, c.Stats.Samples, w.Stats.Samples, first.Stats.Samples)
+		cold += c.Stats.Samples
+		warm += w.Stats.Samples
 	}
-	first := solve(make([]float64, vrDim), 0.05)
-	cold := solve(make([]float64, vrDim), 0.01)
-	warm := solve(first.X, 0.01)
-	require.Equal(t, Success, cold.Status)
-	require.Equal(t, Success, warm.Status)
-	t.Logf("cold %d samples, warm %d (+%d for the first solve)", cold.Stats.Samples, warm.Stats.Samples, first.Stats.Samples)
-	require.Less(t, warm.Stats.Samples, cold.Stats.Samples)
+	require.Less(t, warm, cold)
 }
 
 // TestVRGHALConstantsValidate: an unknown Constants value is an error

@@ -39,8 +39,8 @@ func ExampleRun() {
 	// stochastic-halpern           reached 3/3, median 315
 	// page-halpern                 reached 3/3, median 215
 	// vrghal/bounded-variance (certified) reached 0/3, median +Inf
-	// vrghal/lipschitz-expectation (certified) reached 3/3, median 19025
-	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 10697
+	// vrghal/lipschitz-expectation (certified) reached 3/3, median 16659
+	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 8331
 	// minibatch-km (certified)     reached 3/3, median 2679
 	// stochastic-halpern (certified) reached 2/3, median 123488
 	// page-halpern (certified)     reached 3/3, median 1355
