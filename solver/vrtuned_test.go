@@ -272,7 +272,9 @@ func TestVRGHALRestartsOnShift(t *testing.T) {
 		require.LessOrEqual(t, r.spent, 1.0, "seed %d: δ shares sum to %v", seed, r.spent)
 		require.NotNil(t, cert, "seed %d", seed)
 		require.True(t, cert.Own, "seed %d", seed)
-		require.Equal(t, RuleVarianceMoM, cert.Rule, "seed %d", seed)
+		// Only a variance is declared: the own bound is one of the two
+		// variance rules, whichever its plan found cheaper.
+		require.Contains(t, []CertRule{RuleVarianceMoM, RuleVarianceTruncated}, cert.Rule, "seed %d", seed)
 		require.LessOrEqual(t, cert.Bound, tol, "seed %d", seed)
 		if vrTrueResidual(o, p.Norm, x) > cert.Bound {
 			fails++
