@@ -962,3 +962,44 @@ func TestCertifyTruncatedCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedOnlyInFlatHilbertNorms: the truncated mean's bias bound
+// needs the Pythagorean identity of a Hilbert norm on the whole vector, so
+// every other norm — ℓ∞, ℓp and Schatten-p with p ≠ 2 (Schatten-∞
+// included), and Batched norms even of Hilbert examples — keeps the median
+// of means, through CertifyRadius and through Solve's budgeted certificate,
+// at a δ where ℓ2 and Schatten-2, the control, take the truncated mean.
+func TestTruncatedOnlyInFlatHilbertNorms(t *testing.T) {
+	const delta = 1e-3
+	l2, err := NewLP(2, 2)
+	require.NoError(t, err)
+	s2, err := NewSchatten(2, 2, 2)
+	require.NoError(t, err)
+	sInf, err := NewSchatten(math.Inf(1), 2, 2)
+	require.NoError(t, err)
+	bl2, err := NewBatched(l2, 2)
+	require.NoError(t, err)
+	bs2, err := NewBatched(s2, 1)
+	require.NoError(t, err)
+	norms := append(certNorms(t), s2, sInf, bl2, bs2)
+	for i, norm := range norms {
+		want := RuleVarianceMoM
+		if i == 0 || norm == Norm(s2) {
+			want = RuleVarianceTruncated // the control: the same sizes pick the rule
+		}
+		require.Equal(t, want == RuleVarianceTruncated, flatHilbert(norm), "%v", norm)
+		d := norm.Len()
+		o := newCertOracle(d, make([]float64, d), lawGaussian, 0)
+		o.declareVar = true
+		p := Problem{Oracle: o, Norm: norm}
+		x := make([]float64, d)
+		c, err := CertifyRadius(context.Background(), p, x, 0.2, 1, &Settings{Certify: CertifySettings{Delta: delta}})
+		require.NoError(t, err)
+		require.Equal(t, want, c.Rule, "%T %v: CertifyRadius", norm, norm)
+		sd, err := (&Settings{Certify: CertifySettings{Delta: delta, Samples: 2000}}).withDefaults()
+		require.NoError(t, err)
+		c, err = certify(context.Background(), p, &Result{X: x}, &sd, 0, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, c.Rule, "%T %v: budgeted", norm, norm)
+	}
+}
