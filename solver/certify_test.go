@@ -962,3 +962,102 @@ func TestCertifyTruncatedCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedOnlyInFlatHilbertNorms: the truncated mean's bias bound
+// needs the Pythagorean identity of a Hilbert norm on the whole vector, so
+// every other norm — ℓ∞, ℓp and Schatten-p with p ≠ 2 (Schatten-∞
+// included), and Batched norms even of Hilbert examples — keeps the median
+// of means, through CertifyRadius and through Solve's budgeted certificate,
+// at a δ where ℓ2 and Schatten-2, the control, take the truncated mean.
+func TestTruncatedOnlyInFlatHilbertNorms(t *testing.T) {
+	const delta = 1e-3
+	l2, err := NewLP(2, 2)
+	require.NoError(t, err)
+	s2, err := NewSchatten(2, 2, 2)
+	require.NoError(t, err)
+	sInf, err := NewSchatten(math.Inf(1), 2, 2)
+	require.NoError(t, err)
+	bl2, err := NewBatched(l2, 2)
+	require.NoError(t, err)
+	bs2, err := NewBatched(s2, 1)
+	require.NoError(t, err)
+	norms := append(certNorms(t), s2, sInf, bl2, bs2)
+	for i, norm := range norms {
+		want := RuleVarianceMoM
+		if i == 0 || norm == Norm(s2) {
+			want = RuleVarianceTruncated // the control: the same sizes pick the rule
+		}
+		require.Equal(t, want == RuleVarianceTruncated, flatHilbert(norm), "%v", norm)
+		d := norm.Len()
+		o := newCertOracle(d, make([]float64, d), lawGaussian, 0)
+		o.declareVar = true
+		p := Problem{Oracle: o, Norm: norm}
+		x := make([]float64, d)
+		c, err := CertifyRadius(context.Background(), p, x, 0.2, 1, &Settings{Certify: CertifySettings{Delta: delta}})
+		require.NoError(t, err)
+		require.Equal(t, want, c.Rule, "%T %v: CertifyRadius", norm, norm)
+		sd, err := (&Settings{Certify: CertifySettings{Delta: delta, Samples: 2000}}).withDefaults()
+		require.NoError(t, err)
+		c, err = certify(context.Background(), p, &Result{X: x}, &sd, 0, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, c.Rule, "%T %v: budgeted", norm, norm)
+	}
+}
+
+// TestTruncatedMeanTruncates runs truncatedMean on scripted calls: a
+// centre call at 0 (one bucket, so r* = 0 and r_c = √(w/(s_c·p))), then k
+// calls Y_j = u_j·e₁ on both sides of the level τ = √(3kV/(8L)) of the
+// plan, V = w/s + r_c² (κ = C = 1). The estimate must be the mean of the
+// calls pulled back to within τ of the centre, with the same τ for both
+// scripts (τ is fixed before the calls after the centre are drawn); its
+// displacement from the plain mean must obey the bias inequality
+// (u − τ)₊ ≤ u²/(4τ) summed over the calls; and the radius must be the
+// formula's at that τ with V recomputed from the calls' fewest reported
+// samples (the second script reports half the requested size once).
+func TestTruncatedMeanTruncates(t *testing.T) {
+	l2, err := NewLP(2, 3)
+	require.NoError(t, err)
+	const w = 0.5
+	p := truncPlan{delta0: 0.01, delta1: 0.04, centreK: 1, centreP: 0.01, centreSize: 2, k: 6, size: 4}
+	rc := math.Sqrt(w / (float64(p.centreSize) * p.centreP))
+	l := math.Log(2 / p.delta1)
+	tau := truncLevel(1, w/float64(p.size)+rc*rc, l, p.k)
+	for _, script := range []struct {
+		us   []float64
+		used []int // reported unit samples of the centre and the k calls
+		v    float64
+	}{
+		{[]float64{0.1 * tau, -0.5 * tau, 0.99 * tau, 1.5 * tau, -3 * tau, 40 * tau}, []int{2, 4, 4, 4, 4, 4, 4}, w/4 + rc*rc},
+		{[]float64{2 * tau, 2 * tau, 2 * tau, -2 * tau, 0, 7 * tau}, []int{2, 4, 4, 2, 4, 4, 4}, w/2 + rc*rc},
+	} {
+		calls := 0
+		eval := func(y []float64, size int) (int, error) {
+			wantSize := p.size
+			if calls == 0 {
+				wantSize = p.centreSize
+			}
+			require.Equal(t, wantSize, size)
+			clear(y)
+			if calls > 0 {
+				y[0] = script.us[calls-1]
+			}
+			calls++
+			return script.used[calls-1], nil
+		}
+		dst := make([]float64, 3)
+		rho, err := truncatedMean(dst, l2, w, p, nil, nil, eval)
+		require.NoError(t, err)
+		require.Equal(t, 1+p.k, calls)
+		want, plain, bias := 0.0, 0.0, 0.0
+		for _, u := range script.us {
+			want += u * math.Min(1, tau/math.Abs(u)) / float64(p.k)
+			plain += u / float64(p.k)
+			bias += u * u / (4 * tau) / float64(p.k)
+		}
+		require.InDelta(t, want, dst[0], 1e-12*tau, "%v", script.us)
+		require.Zero(t, dst[1])
+		require.Zero(t, dst[2])
+		require.LessOrEqual(t, math.Abs(plain-dst[0]), bias*(1+1e-12), "%v: the bias inequality", script.us)
+		require.InDelta(t, truncRadius(1, 1, script.v, l, tau, p.k), rho, 1e-12*rho, "%v", script.us)
+	}
+}

@@ -522,7 +522,8 @@ func lpFamily(n Norm) (p float64, d int, ok bool) {
 // max_i ‖x_i‖_p, which is C.
 func lrWitness(p float64, d, n int) witness {
 	total := float64(n) * float64(d)
-	cands := []float64{2}
+	var buf [3]float64 // on the stack: Kappa and C allocate nothing
+	cands := append(buf[:0], 2)
 	if !math.IsInf(p, 1) && p > 2 {
 		cands = append(cands, p)
 	}

@@ -68,7 +68,10 @@ type CertifySettings struct {
 	Delta float64
 	// Samples is the number of unit samples per oracle call of a stochastic
 	// certificate. Zero selects a size from the solve (see the certificate
-	// documentation).
+	// documentation). Under a VarianceBound in ℓ2 or Schatten-2 with Calls
+	// zero, the median of means' calls times this size is the budget that
+	// RuleVarianceTruncated, when its planned radius for it is smaller,
+	// spends in calls of its own sizes.
 	Samples int
 	// Calls is the number of independent oracle calls of a stochastic
 	// certificate. Zero selects a number from Delta.

@@ -180,22 +180,30 @@ func planTruncated(kappa, c, w, delta, a, limit float64) truncPlan {
 // oracle call of the given number of unit samples into its first argument
 // and returns the unit samples it used, writes the truncated mean μ̂ into
 // dst and returns its radius ρ (see the file comment). w = κσ², norm must
-// be a Hilbert norm (hilbertNorm) of length len(dst).
-func truncatedMean(dst []float64, norm Norm, w float64, p truncPlan, eval func([]float64, int) (int, error)) (float64, error) {
+// be a Hilbert norm (hilbertNorm) of length len(dst). bufs, when not nil,
+// holds at least p.centreK + 2 vectors of length len(dst) and work at
+// least MedianOfMeansWork(p.centreK, len(dst)) floats, the scratch the
+// estimate then uses instead of allocating its own.
+func truncatedMean(dst []float64, norm Norm, w float64, p truncPlan, bufs [][]float64, work []float64, eval func([]float64, int) (int, error)) (float64, error) {
 	n := len(dst)
-	data := make([]float64, (p.centreK+2)*n)
-	centres := make([][]float64, p.centreK)
+	if bufs == nil {
+		data := make([]float64, (p.centreK+2)*n)
+		bufs = make([][]float64, p.centreK+2)
+		for i := range bufs {
+			bufs[i] = data[i*n : (i+1)*n : (i+1)*n]
+		}
+	}
+	centres := bufs[:p.centreK]
 	mc := p.centreSize
-	for i := range centres {
-		centres[i] = data[i*n : (i+1)*n : (i+1)*n]
-		u, err := eval(centres[i], p.centreSize)
+	for _, b := range centres {
+		u, err := eval(b, p.centreSize)
 		if err != nil {
 			return 0, err
 		}
 		mc = min(mc, max(u, 1))
 	}
-	c, y := data[p.centreK*n:(p.centreK+1)*n], data[(p.centreK+1)*n:]
-	_, rstar := MedianOfMeans(c, centres, norm, nil)
+	c, y := bufs[p.centreK], bufs[p.centreK+1]
+	_, rstar := MedianOfMeans(c, centres, norm, work)
 	rc := rstar + math.Sqrt(w/(float64(mc)*p.centreP))
 	kappa, cn := norm.Kappa(), norm.C()
 	l := math.Log(2 / p.delta1)
@@ -246,7 +254,7 @@ func flatHilbert(norm Norm) bool {
 // and the triangle inequality.
 func varianceTruncated(d *drawer, norm Norm, delta, w float64, p truncPlan) (*Certificate, error) {
 	tau := make([]float64, d.n)
-	rho, err := truncatedMean(tau, norm, w, p, d.one)
+	rho, err := truncatedMean(tau, norm, w, p, nil, nil, d.one)
 	if err != nil {
 		return nil, err
 	}

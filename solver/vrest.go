@@ -199,7 +199,8 @@ func (r *tunedRun) truncatedEstimate(dst, x []float64, a, delta, v, terms float6
 	}
 	before := e.Stats().Samples
 	calls := int64(0)
-	rho, err := truncatedMean(dst, norm, w, tp, func(y []float64, size int) (int, error) {
+	r.growBuckets(tp.centreK + 2)
+	rho, err := truncatedMean(dst, norm, w, tp, r.means[:tp.centreK+2], r.momWork, func(y []float64, size int) (int, error) {
 		s0 := e.Stats().Samples
 		calls++
 		if err := e.Eval(y, x, Sample{Seed: e.Seed(), Size: size}); err != nil {

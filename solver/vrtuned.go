@@ -317,7 +317,12 @@ func (r *tunedRun) exactInto(dst, x []float64) error {
 //     the Hsu–Sabato selection, or the geometric median in a Hilbert norm
 //     when its majority radius r is smaller, and the radius is r + ε
 //     (RuleVarianceMoM; ≤ 3ε on the event, the paper's median-of-means
-//     proposition with its constants sharpened);
+//     proposition with its constants sharpened) — except in a flat
+//     Hilbert norm when RuleVarianceTruncated's plan at radius
+//     vrTruncAim·a and the same δ (split between its centre and its
+//     truncated sum) needs fewer unit samples than those buckets and
+//     fewer than Terms(): then that truncated mean and its radius (see
+//     truncatedEstimate);
 //   - nothing: the same median of means sized with a plug-in variance
 //     estimated from the buckets of the previous estimate, radius unknown.
 func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstimate, error) {
@@ -531,7 +536,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 			}
 		}
 		r.yPrev, r.yCur = r.yCur, r.yPrev
-		// Adaptive restart: the first inequality of the paper's basic GHAL
+		// Early epoch end: the first inequality of the paper's basic GHAL
 		// lemma, checked on the running estimate, ends the epoch early.
 		if e.Dist(r.tt, r.yPrev) <= c.beta*r0+lbar*e.Dist(r.yPrev, r.y0) {
 			r.yCur, r.yPrev = r.yPrev, r.yCur

@@ -2,6 +2,8 @@ package solver
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -348,4 +350,24 @@ func TestVRGHALRepeatNearTol(t *testing.T) {
 	t.Logf("%d of %d runs repeated a level; %d own bounds below the true residual", repeats, seeds, fails)
 	require.Positive(t, repeats)
 	require.LessOrEqual(t, fails, 7)
+}
+
+// TestVRTruncatedEstimateDoesNotAllocate: VR-GHAL's truncated epoch-start
+// estimate draws into the run's bucket storage, like the median of means it
+// replaces, so that a run allocates nothing per estimate once that storage
+// is large enough.
+func TestVRTruncatedEstimateDoesNotAllocate(t *testing.T) {
+	o := vrDeclared{newVRAffine(3, vrDim, 0.9, false, 0.3, vrGaussian, SamplewiseLipschitz), vrDim * 0.3 * 0.3}
+	p := Problem{Oracle: o, Norm: vrNorm(t, false, vrDim)}
+	r, _, _, _ := runTuned(t, p, make([]float64, vrDim), &Settings{Tol: 0.05, Seed: 1, MaxSamples: 1e12}, VRGHAL{Gamma: 0.9, SampleScale: 0.1})
+	dst, x := make([]float64, vrDim), slices.Clone(r.xhat)
+	const a, delta = 0.05, 1e-3
+	draw := func() {
+		est, ok, err := r.truncatedEstimate(dst, x, a, delta, o.v, math.Inf(1), 1)
+		require.NoError(t, err)
+		require.True(t, ok, "the truncated rule is the cheaper at δ = %g", delta)
+		require.Equal(t, RuleVarianceTruncated, est.rule)
+	}
+	draw()
+	require.Zero(t, testing.AllocsPerRun(5, draw))
 }

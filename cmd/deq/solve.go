@@ -49,8 +49,9 @@ distance to the exact fixed point and the solver's residual certificate.
 The certificate says what it guarantees, under which declaration of the
 problem's oracle: "≤ B (exact)" for exact operators and finite sums,
 "≤ B with probability ≥ 1 − δ (rule …)" for the rigorous stochastic rules
-(bounded-noise for the MDP's almost-sure noise bound, variance-mom for a
-declared noise variance), and "≈ B (estimate, no guarantee)" otherwise.
+(bounded-noise for the MDP's almost-sure noise bound, variance-mom or, in
+l2 and schatten:2 where it is cheaper, variance-truncated for a declared
+noise variance), and "≈ B (estimate, no guarantee)" otherwise.
 Deterministic solvers run on the exact operator, stochastic ones on the
 problem's stochastic oracle. --seed seeds both the problem and the solver.
 A run that stops on a limit (--max-iter, --max-samples, --timeout) still
@@ -187,7 +188,7 @@ type certReport struct {
 	Samples int64  `json:"samples"`
 	Calls   int64  `json:"calls"`
 	// Rule is the certificate's rule: "exact", "finite-sum-exact",
-	// "bounded-noise", "variance-mom" or "estimate".
+	// "bounded-noise", "variance-mom", "variance-truncated" or "estimate".
 	Rule solver.CertRule `json:"rule"`
 	// Guarantee says in words what Bound guarantees:
 	// "≤ B (exact, rule R)", "≤ B with probability ≥ 1 − δ (rule R)" or

@@ -41,9 +41,11 @@ type trainSummary struct {
 	EvalSolver string `json:"eval_solver"`
 	EvalTol    number `json:"eval_tol"`
 	Epochs     int    `json:"epochs"`
-	// Normalization is the dense or conv cell's normalisation; Aids the training
-	// aids of the run.
+	// Normalization is the dense or conv cell's normalisation; Precision
+	// the precision of its matrix products; Aids the training aids of the
+	// run.
 	Normalization string           `json:"normalization"`
+	Precision     string           `json:"precision"`
 	Aids          train.AidsConfig `json:"aids"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
@@ -89,7 +91,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Params: tr.Model().NumParams(), Solver: c.Forward.Method.String(), Tol: number(c.Forward.Tol),
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
-		Normalization: c.Model.Normalization.String(), Aids: c.Aids,
+		Normalization: c.Model.Normalization.String(), Precision: c.Model.Precision.String(), Aids: c.Aids,
 	}
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
@@ -134,7 +136,11 @@ func (s *trainSummary) write(w io.Writer) error {
 	if math.IsInf(float64(s.Gamma), 1) {
 		bound = "no bound γ̄ (weight normalisation)"
 	}
-	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden, %s in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, bound, s.Norm, proof, s.Params)
+	prec := ""
+	if s.Precision != layers.Float64.String() {
+		prec = ", " + s.Precision + " matrix products"
+	}
+	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s, %s in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, prec, bound, s.Norm, proof, s.Params)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
 		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",

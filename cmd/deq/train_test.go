@@ -105,6 +105,7 @@ func TestTrainSummary(t *testing.T) {
 	require.Contains(t, errOut, "epoch 2/2")
 	require.Contains(t, errOut, "ρ ")
 	require.NotContains(t, out, "aids", "no aids line without aids")
+	require.NotContains(t, out, "matrix products", "float64, the default, is not named")
 	require.NotContains(t, errOut, "\r", "no progress bar when standard error is not a terminal")
 
 	// With aids: the summary names them, the progress line shows their
@@ -117,6 +118,14 @@ func TestTrainSummary(t *testing.T) {
 	}
 	require.Contains(t, errOut, "‖J‖²_F")
 	require.Contains(t, errOut, "(no γ̄)")
+
+	// Float32 products are named on the model line and in the JSON.
+	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32")...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "dense cell, 12 hidden, float32 matrix products, γ̄ 0.9")
+	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "float32", decodeOne(t, out)["precision"])
 }
 
 func TestTrainUsageErrors(t *testing.T) {
@@ -177,6 +186,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--dropout", "1"), "--dropout"},
 		{base("--dropout", "0.2", "--solver", "ghal", "--batch", "32"), "--dropout"},
 		{base("--normalization", "batch"), "--normalization"},
+		{base("--precision", "float16"), "--precision"},
+		{base("--precision", "float32", "--cell", "meanfield"), "--precision"},
 		{base("--normalization", "weight", "--cell", "experts"), "--normalization"},
 		{base("--normalization", "spectral", "--cell", "conv"), "--normalization"},
 		{base("--normalization", "weight", "--cell", "conv", "--channels", "2", "--solver", "vrghal", "--batch", "32"), "--normalization"},
