@@ -125,7 +125,9 @@
 // reused: Reset and Next allocate nothing (BenchmarkBatcherNext, with
 // -benchmem, reports 0 allocs/op). Shuffling is seeded per epoch. The last
 // partial batch of an epoch is delivered (with fewer rows) unless
-// BatchOptions.DropLast is set.
+// BatchOptions.DropLast is set. A Shifter augments a batch in place by
+// random translations of its images (zero fill, offsets drawn from a
+// seed), allocating nothing.
 //
 // # Limitations
 //

@@ -57,6 +57,12 @@ const (
 	// unnormalised conv DEQ at γ̄ = 0.9 or 0.99 stays near the level of a
 	// dense DEQ, in PyTorch as here.
 	DefaultConvGroups = 8
+	// DefaultConvShift is the conv cell's default AugmentConfig.Shift: the
+	// largest random translation, in pixels, of its training images. The
+	// conv DEQ fits its 8,000 mnist-10k digits exactly within a few epochs;
+	// trained on 7,000 of them for 4 epochs, the translations raised the
+	// accuracy on the other 1,000 from 97.6% to 98.0%.
+	DefaultConvShift = 2
 )
 
 // Config configures a training run. The zero value of every field selects
@@ -135,6 +141,40 @@ type Config struct {
 	// regularisation, fixed-point correction, DEQ dropout). The zero value
 	// uses none of them.
 	Aids AidsConfig `json:",omitzero"`
+
+	// Augment is the data augmentation of the training batches (never of
+	// the test set). Its zero value takes the cell's default,
+	// DefaultsFor(Model.Cell).Augment: DefaultConvShift for the conv cell,
+	// none for the others.
+	Augment AugmentConfig `json:",omitzero"`
+}
+
+// AugmentConfig configures the data augmentation of the training batches
+// (see Config.Augment).
+type AugmentConfig struct {
+	// Shift is the largest random translation, in pixels, of a training
+	// image: before standardisation every image of every training batch is
+	// moved by an offset (dy, dx) drawn uniformly from [−Shift, Shift]²,
+	// zero filling the pixels moved in (datasets.Shifter), with offsets
+	// drawn from a stream of Config.Seed and the batch's position, so that
+	// runs and resumed runs repeat. Zero means the cell's default; a
+	// negative value means none (stored as −1 where the cell's default is
+	// a shift, as 0 otherwise). It must be less than the images' side.
+	Shift int `json:",omitempty"`
+}
+
+// defaults fills the defaults of a from the cell's, base (the shift's
+// bound by the image size is checked by New).
+func (a AugmentConfig) defaults(base AugmentConfig) AugmentConfig {
+	d := a
+	d.Shift = cmp.Or(a.Shift, base.Shift)
+	if d.Shift < 0 {
+		d.Shift = 0
+		if base.Shift > 0 {
+			d.Shift = -1
+		}
+	}
+	return d
 }
 
 // DefaultCorrectionGamma is the decay γ of fixed-point correction where
@@ -440,6 +480,7 @@ func (c Config) Defaults() (Config, error) {
 	if d.Aids, err = c.Aids.defaults(); err != nil {
 		return d, err
 	}
+	d.Augment = c.Augment.defaults(base.Augment)
 	evalBase := d.Forward
 	evalBase.Tol /= 10
 	evalBase.MaxIter *= 2
@@ -533,12 +574,14 @@ func gcd(a, b int) int {
 
 // DefaultsFor returns the defaults of a run with a cell of kind k: the
 // fields that Config.Defaults fills in where they are zero and whose
-// defaults depend on the cell (Epochs, BatchSize, LR, Forward and
-// Backward.Solver). They are DefaultEpochs, DefaultBatchSize, DefaultLR,
-// DefaultForward() and DefaultBackwardSolver(), except for the conv cell:
-// DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR and Anderson
-// acceleration forward (tol DefaultConvForwardTol, DefaultConvForwardIter
-// iterations) and backward (DefaultConvBackwardIter iterations). The conv
+// defaults depend on the cell (Epochs, BatchSize, LR, Forward,
+// Backward.Solver and Augment). They are DefaultEpochs, DefaultBatchSize,
+// DefaultLR, DefaultForward(), DefaultBackwardSolver() and no
+// augmentation, except for the conv cell: DefaultConvEpochs,
+// DefaultConvBatchSize, DefaultConvLR, Anderson acceleration forward (tol
+// DefaultConvForwardTol, DefaultConvForwardIter iterations) and backward
+// (DefaultConvBackwardIter iterations), and random translations of the
+// training images by up to DefaultConvShift pixels. The conv
 // defaults follow the convolutional DEQs of the literature on digit images
 // (Anderson with a small iteration budget, batches of 64, Adam at 2e-3 with
 // a cosine schedule); the forward tolerance is absolute in the per-example
@@ -555,6 +598,7 @@ func DefaultsFor(k CellKind) Config {
 		c.Epochs, c.BatchSize, c.LR = DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR
 		c.Forward = SolverConfig{Method: anderson, Tol: DefaultConvForwardTol, MaxIter: DefaultConvForwardIter, Delta: DefaultDelta}
 		c.Backward.Solver = SolverConfig{Method: anderson, Tol: DefaultBackwardTol, MaxIter: DefaultConvBackwardIter, Delta: DefaultDelta}
+		c.Augment.Shift = DefaultConvShift
 	}
 	return c
 }

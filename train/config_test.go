@@ -281,3 +281,22 @@ func TestForwardToleranceMode(t *testing.T) {
 		require.True(t, trn.layer.Settings().AdjointSettings.Relative, "the adjoint tolerance is always relative")
 	}
 }
+
+func TestAugmentDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		cell       CellKind
+		shift, out int
+	}{
+		{DenseCell, 0, 0}, {DenseCell, -3, 0}, {DenseCell, 2, 2},
+		{ConvCell, 0, DefaultConvShift}, {ConvCell, -3, -1}, {ConvCell, 1, 1},
+	} {
+		c, err := Config{Model: ModelConfig{Cell: tc.cell}, Augment: AugmentConfig{Shift: tc.shift}}.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, tc.out, c.Augment.Shift, "%v cell, Shift %d", tc.cell, tc.shift)
+		again, err := c.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, c, again, "Defaults is idempotent")
+	}
+	require.Equal(t, DefaultConvShift, DefaultsFor(ConvCell).Augment.Shift)
+	require.Zero(t, DefaultsFor(DenseCell).Augment.Shift)
+}

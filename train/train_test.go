@@ -333,3 +333,40 @@ func TestCanceledRunSavesCheckpoint(t *testing.T) {
 	require.Zero(t, ck.Batch)
 	require.True(t, slices.Equal(ck.Model.encW.data, trn.model.encW.data))
 }
+
+func TestAugmentRefusesShiftOfWholeImage(t *testing.T) {
+	tr, te := blobData(256, 100) // 4×4 images
+	cfg := tinyConfig()
+	cfg.Augment.Shift = 4
+	_, err := New(cfg, tr, te, nil)
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "Augment.Shift", fe.Field)
+}
+
+// TestAugmentShiftsTrainingBatchesOnly trains with random translations: the
+// run differs from one without them, repeats exactly (also when
+// interrupted and resumed), and its test metrics are those of an
+// evaluation of the final model on the untranslated test images.
+func TestAugmentShiftsTrainingBatchesOnly(t *testing.T) {
+	tr, te := blobData(256, 100)
+	cfg := tinyConfig()
+	cfg.Epochs, cfg.LR = 3, 0.01
+	_, plain := run(t, cfg, tr, te, tempPath(t, "plain.ckpt"))
+	cfg.Augment.Shift = 1
+	path := tempPath(t, "shift.ckpt")
+	want, wantBytes := run(t, cfg, tr, te, path)
+	require.False(t, equalBytes(plain, wantBytes), "the translations change the run")
+	_, again := run(t, cfg, tr, te, tempPath(t, "again.ckpt"))
+	require.True(t, equalBytes(wantBytes, again), "the same seed gives the same translations")
+
+	ck, err := Load(path)
+	require.NoError(t, err)
+	require.Equal(t, 1, ck.Config.Augment.Shift)
+	em, err := ck.Model.Evaluate(context.Background(), te, ck.Config.Eval, ck.Config.EvalBatchSize)
+	require.NoError(t, err)
+	require.Equal(t, want.Final().TestAcc, em.Accuracy)
+	require.Equal(t, want.Final().TestLoss, em.Loss)
+
+	requireResumesExactly(t, cfg, tr, te, []int{5, 9}, want, wantBytes)
+}

@@ -95,6 +95,7 @@ type Trainer struct {
 	layer     *deq.Layer
 	evalLayer *deq.Layer
 	batcher   *datasets.Batcher
+	shifter   *datasets.Shifter // nil without Config.Augment.Shift
 	// The parameters' values and gradients in checkpoint order, and
 	// whether weight decay applies to each.
 	vals, grads [][]float64
@@ -209,6 +210,14 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	t.batcher, err = datasets.NewBatcher(train, c.BatchSize, &datasets.BatchOptions{Shuffle: true, Seed: numeric.Mix(c.Seed, streamShuffle), DropLast: true})
 	if err != nil {
 		return nil, err
+	}
+	if s := c.Augment.Shift; s > 0 {
+		if s >= min(train.Rows, train.Cols) {
+			return nil, fieldErr("Augment.Shift", s, fmt.Sprintf("must be less than the side of the %d×%d images", train.Rows, train.Cols))
+		}
+		if t.shifter, err = datasets.NewShifter(train.Rows, train.Cols, s); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -406,6 +415,9 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	lr := t.lr()
 	bm := &t.bm
 	*bm = BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
+	if t.shifter != nil {
+		t.shifter.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamAugment, t.position()))
+	}
 	sol, correct, reason, err := t.gradient(b.X.RawMatrix().Data, b.Labels, bm)
 	switch {
 	case err != nil:
@@ -699,6 +711,7 @@ const (
 	streamEval     = 0x1a2b_3c4d_0000_0006
 	streamEncoder  = 0x1a2b_3c4d_0000_0007
 	streamJacobian = 0x1a2b_3c4d_0000_0008
+	streamAugment  = 0x1a2b_3c4d_0000_0009
 )
 
 // mix3 hashes three words into one.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/plots"
 	"github.com/deqgo/deq/train"
 )
@@ -91,6 +92,7 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	fl := cmd.Flags()
 	f.data.bind(fl, "(default: fashion-mnist if installed, else synthetic; with --resume: the checkpoint's)", true)
 	f.bindConfig(fl)
+	fl.IntVar(&f.val, "val", 0, "hold out N training images, chosen by --data-seed, and evaluate on them instead of the test set (for choosing settings without the test set; 0: off)")
 	fl.StringVar(&f.metrics, "metrics", "", "write one JSON line per epoch to FILE (appended to with --resume)")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "write the checkpoint FILE after every epoch and on interrupt")
 	fl.BoolVar(&f.resume, "resume", false, "continue the run saved in --checkpoint")
@@ -99,6 +101,24 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress on standard error")
 	fl.BoolVar(&f.progressFlag, "progress", false, "draw a progress bar even when standard error is not a terminal")
 	return cmd
+}
+
+// holdOut replaces data's test set by f.val training images chosen by the
+// data seed (datasets.Dataset.Split), which leave the training set, when
+// --val is positive.
+func (f *trainFlags) holdOut(data *datasets.Data) error {
+	switch {
+	case f.val < 0:
+		return usagef("--val = %d must not be negative", f.val)
+	case f.val == 0:
+		return nil
+	}
+	tr, va, err := data.Train.Split(f.val, f.data.seed)
+	if err != nil {
+		return usagef("--val: %v", err)
+	}
+	data.Train, data.Test, data.Validation = tr, va, nil
+	return nil
 }
 
 // interruptedError reports a run stopped by a signal after saving its
@@ -138,6 +158,9 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	}
 	data, err := f.data.open(ctx, spec)
 	if err != nil {
+		return err
+	}
+	if err := f.holdOut(data); err != nil {
 		return err
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)

@@ -21,6 +21,7 @@ type trainFlags struct {
 	cfg   train.Config
 	bound []boundFlag
 	data  dataFlags
+	val   int // --val: validation images held out of the training set
 
 	metrics, checkpoint, plot         string
 	resume, json, quiet, progressFlag bool
@@ -118,6 +119,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Aids.CorrectionStates, "correction-states", "fixed-point correction (Bai, Geng, Savani, Kolter 2022): loss on f(z_k) at K states of the forward trajectory, one-step gradients (0: off)", false, "Aids.CorrectionStates")
 	floats(&c.Aids.CorrectionGamma, "correction-gamma", fmt.Sprintf("decay γ ∈ (0, 1] of the correction weights γ^(K−1−k), normalised to sum to one (0: %g when --correction-states > 0)", train.DefaultCorrectionGamma), false, "Aids.CorrectionGamma")
 	floats(&c.Aids.Dropout, "dropout", "DEQ dropout probability p ∈ [0, 1): one mask per batch, fixed across solver iterations, off at evaluation (0: off)", false, "Aids.Dropout")
+	ints(&c.Augment.Shift, "shift", fmt.Sprintf("data augmentation: translate every training image by a random offset of at most N pixels in each direction, zero fill, never the test images (0: none; the conv cell's default is %d, the others' 0)", train.DefaultConvShift), false, "Augment.Shift")
 	text(&c.Model.Normalization, "normalization", "dense and conv cells: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2; dense cell only)", "Model.Normalization")
 	text(&c.Model.Precision, "precision", "dense and conv cells: precision of the cell's matrix products, float64 or float32 (single precision: a different map, within float32 rounding)", "Model.Precision")
 }
@@ -131,6 +133,12 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		f.cellDefaults(&c, changed)
 	}
 	c.Backward.Solver.Delta, c.Backward.Solver.Memory = c.Forward.Delta, c.Forward.Memory
+	if changed("shift") && c.Augment.Shift <= 0 {
+		if c.Augment.Shift < 0 {
+			return c, usagef("--shift = %d must not be negative (0: none)", c.Augment.Shift)
+		}
+		c.Augment.Shift = -1 // none, which the Config spells as negative
+	}
 	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
 	conv := c.Model.Cell == train.ConvCell
 	switch {

@@ -162,6 +162,10 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--clip-norm", "-1"), "--clip-norm"},
 		{base("--weight-decay", "-1"), "--weight-decay"},
 		{base("--train-limit", "-1"), "--train-limit"},
+		{base("--shift", "-1"), "--shift"},
+		{base("--shift", "28", "--hidden", "8", "--batch", "16"), "--shift"},
+		{base("--val", "-1"), "--val"},
+		{base("--val", "64"), "--val"},
 		{base("--cell", "wide"), "replaced by \"meanfield\""},
 		{base("--cell", "mixture"), "replaced by \"experts\""},
 		{base("--terms", "3"), "--terms"},
@@ -515,4 +519,40 @@ func TestTrainAidFlagsSetConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, c.Aids)
 	require.Equal(t, layers.Projection, c.Model.Normalization)
+}
+
+// TestShiftFlagSetsConfig: --shift sets Config.Augment.Shift, 0 meaning
+// none (−1 for the conv cell, whose default is a shift), and without it
+// each cell takes its default.
+func TestShiftFlagSetsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"--shift", "2"}, 2},
+		{[]string{"--cell", "conv"}, train.DefaultConvShift},
+		{[]string{"--cell", "conv", "--shift", "0"}, -1},
+		{[]string{"--cell", "conv", "--shift", "1"}, 1},
+	} {
+		var f trainFlags
+		fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		f.bindConfig(fl)
+		require.NoError(t, fl.Parse(tc.args))
+		c, err := f.config(fl.Changed)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, c.Augment.Shift, "%v", tc.args)
+		require.Equal(t, "shift", f.flagOf("Augment.Shift"))
+	}
+}
+
+// TestValFlagHoldsOutTrainingImages: --val N trains on the other training
+// images and evaluates on the N held out.
+func TestValFlagHoldsOutTrainingImages(t *testing.T) {
+	code, out, errOut := runCmd("train", "--data", "synthetic", "--train-limit", "80", "--test-limit", "10", "--quiet", "--json",
+		"--hidden", "8", "--batch", "16", "--epochs", "1", "--val", "30", "--shift", "1")
+	require.Equal(t, 0, code, errOut)
+	m := decodeOne(t, out)
+	require.Equal(t, 50.0, m["train_size"])
+	require.Equal(t, 30.0, m["test_size"])
 }

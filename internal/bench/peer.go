@@ -63,7 +63,8 @@ type peerSetup struct {
 //     iterations) and implicit backward (Broyden, relative 1e-3, 40
 //     iterations), batch 128, Adam 2e-3 with a cosine schedule, 2 epochs;
 //   - conv: mnist-10k (8,000/2,000) at the defaults of `deq train --cell
-//     conv` (train.DefaultsFor(train.ConvCell)), 3 epochs.
+//     conv` (train.DefaultsFor(train.ConvCell)) without their random
+//     translations (`--shift 0`; the peer does not augment), 3 epochs.
 //
 // When Quick both run 1 epoch of 256 synthetic training and 128 test
 // images, with 16 hidden units and 8 channels. Config.PeerModels, when set,
@@ -71,7 +72,8 @@ type peerSetup struct {
 func (s *settings) peerSetups() []peerSetup {
 	seed := deriveSeed(s.Seed, 7)
 	dense := train.Config{Seed: seed, BatchSize: 128, LR: 2e-3, Model: train.ModelConfig{Cell: train.DenseCell, Hidden: 128}}
-	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}}
+	// The peer script does not augment its data: neither does our side.
+	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}, Augment: train.AugmentConfig{Shift: -1}}
 	dense.Model.Precision, conv.Model.Precision = s.PeerPrecision, s.PeerPrecision
 	var setups []peerSetup
 	if s.Quick {
