@@ -170,7 +170,9 @@ func hilbertNorm(norm Norm) bool {
 // drawn, so any value keeps the guarantee; 1.5 was measured on affine-t
 // (BENCHMARKS.md, issue 13) against 2 and 1.25: certified counts under the
 // samplewise model 1.99e4, 1.62e5, 1.76e6 at ε = 1e-2, 3.2e-3, 1e-3,
-// against 1.73e4, 2.25e5, 1.97e6 (2) and 2.28e4, 1.92e5, 1.70e6 (1.25).
+// against 1.73e4, 2.25e5, 1.97e6 (2) and 2.28e4, 1.92e5, 1.70e6 (1.25);
+// 1.0 gave 2.61e4, 2.33e5, 2.10e6 there while it helped shift at ε = 1e-3
+// after the restarts (2.64e6 against 1.66e7; BENCHMARKS.md, issue 13).
 const vrTruncAim = 1.5
 
 // truncatedEstimate is the variance branch of tunedRun.estimate in a flat
