@@ -125,55 +125,107 @@ func (m Anderson) Run(e *Env) error {
 	memory, ridge, beta := m.params()
 	memory = historyLen(memory, e.Settings().MaxIter)
 	n := e.Len()
-	xs := e.buffer(memory * n) // ring of iterates x_i
-	gs := e.buffer(memory * n) // ring of residuals g_i
+	fs := e.buffer(memory * n) // ring of values T(x_i)
+	gs := e.buffer(memory * n) // ring of residuals g_i = T(x_i) − x_i
 	gram := e.buffer(memory * memory)
 	ls := newBordered(e.ws, memory)
 	x := e.buffer(n)
 	copy(x, e.X0())
-	tx := e.buffer(n)
+	var dots [maxAndersonFused]float64
 	head, count := 0, 0 // next slot; slots in use are 0..count-1
 	for {
-		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
-			return err
-		}
-		xi, gi := xs[head*n:(head+1)*n], gs[head*n:(head+1)*n]
-		copy(xi, x)
-		subInto(gi, tx, x)
-		if err := e.Record(x, e.norm.Norm(gi)); err != nil {
+		fi, gi := fs[head*n:(head+1)*n], gs[head*n:(head+1)*n]
+		if err := e.Eval(fi, x, Sample{Size: 1}); err != nil {
 			return err
 		}
 		count = min(count+1, memory)
-		for j := 0; j < count; j++ {
-			d := dot(gi, gs[j*n:(j+1)*n])
-			gram[head*memory+j], gram[j*memory+head] = d, d
+		// One pass forms g_i and its inner products with every stored
+		// residual (its own included), block by block so that each block
+		// of g_i stays in cache while the others stream past it.
+		andersonResidualDots(gi, fi, x, gs, n, head, count, gram, memory, dots[:])
+		if err := e.Record(x, e.norm.Norm(gi)); err != nil {
+			return err
 		}
 		cur := head
 		head = (head + 1) % memory
-		if count > 1 && ls.solve(gram, memory, count, ridge) {
-			for i := range x {
-				x[i] = 0
-			}
-			for j, a := range ls.alpha[:count] {
-				xj, gj := xs[j*n:(j+1)*n], gs[j*n:(j+1)*n]
-				for i := range x {
-					x[i] += a * (xj[i] + beta*gj[i])
-				}
-			}
-			if numeric.AllFinite(x) {
-				continue
-			}
+		if count > 1 && ls.solve(gram, memory, count, ridge) && andersonMix(x, fs, gs, n, ls.alpha[:count], beta) {
+			continue
 		}
 		// Mixing step from the latest pair, which becomes the only one kept.
 		if cur != 0 {
-			copy(xs[:n], xs[cur*n:(cur+1)*n])
+			copy(fs[:n], fs[cur*n:(cur+1)*n])
 			copy(gs[:n], gs[cur*n:(cur+1)*n])
 			gram[0] = gram[cur*memory+cur]
 		}
 		head, count = 1%memory, 1
-		for i := range x {
-			x[i] = xs[i] + beta*gs[i]
+		mixOne(x, fs[:n], gs[:n], beta)
+	}
+}
+
+// maxAndersonFused is the largest history whose inner products
+// andersonResidualDots accumulates in one pass; longer histories take
+// further passes of the same kind.
+const maxAndersonFused = 16
+
+// andersonBlock is the block length of Anderson's fused passes: 2048
+// float64s (16 KiB) per vector, so that the block of the vector being
+// formed stays in the first-level cache.
+const andersonBlock = 2048
+
+// andersonResidualDots writes g = f − x into gi and sets row and column
+// head of the c×c Gram matrix gram (stride memory) to the inner products of
+// g with the count stored residuals of gs (slot head being g itself).
+func andersonResidualDots(gi, fi, x, gs []float64, n, head, count int, gram []float64, memory int, dots []float64) {
+	for j0 := 0; j0 < count; j0 += len(dots) {
+		j1 := min(j0+len(dots), count)
+		d := dots[:j1-j0]
+		clear(d)
+		for lo := 0; lo < n; lo += andersonBlock {
+			hi := min(lo+andersonBlock, n)
+			g := gi[lo:hi]
+			if j0 == 0 {
+				f, xb := fi[lo:hi], x[lo:hi]
+				for i := range g {
+					g[i] = f[i] - xb[i]
+				}
+			}
+			for j := j0; j < j1; j++ {
+				d[j-j0] += floats.Dot(g, gs[j*n+lo:j*n+hi])
+			}
 		}
+		for j := j0; j < j1; j++ {
+			gram[head*memory+j], gram[j*memory+head] = d[j-j0], d[j-j0]
+		}
+	}
+}
+
+// andersonMix sets x to Σ α_j (f_j − (1 − β) g_j) = Σ α_j (x_j + β g_j)
+// over the stored pairs, block by block, and reports whether every entry is
+// finite (x is then left partly written).
+func andersonMix(x, fs, gs []float64, n int, alpha []float64, beta float64) bool {
+	for lo := 0; lo < n; lo += andersonBlock {
+		hi := min(lo+andersonBlock, n)
+		xb := x[lo:hi]
+		clear(xb)
+		for j, a := range alpha {
+			floats.AddScaled(xb, a, fs[j*n+lo:j*n+hi])
+			if beta != 1 {
+				floats.AddScaled(xb, -a*(1-beta), gs[j*n+lo:j*n+hi])
+			}
+		}
+		if !numeric.AllFinite(xb) {
+			return false
+		}
+	}
+	return true
+}
+
+// mixOne sets x to the mixing step f − (1 − β) g = x_i + β g_i from the pair
+// (f, g).
+func mixOne(x, f, g []float64, beta float64) {
+	copy(x, f)
+	if beta != 1 {
+		floats.AddScaled(x, -(1 - beta), g)
 	}
 }
 
