@@ -131,7 +131,6 @@ func (m Anderson) Run(e *Env) error {
 	ls := newBordered(e.ws, memory)
 	x := e.buffer(n)
 	copy(x, e.X0())
-	var dots [maxAndersonFused]float64
 	head, count := 0, 0 // next slot; slots in use are 0..count-1
 	for {
 		fi, gi := fs[head*n:(head+1)*n], gs[head*n:(head+1)*n]
@@ -139,10 +138,7 @@ func (m Anderson) Run(e *Env) error {
 			return err
 		}
 		count = min(count+1, memory)
-		// One pass forms g_i and its inner products with every stored
-		// residual (its own included), block by block so that each block
-		// of g_i stays in cache while the others stream past it.
-		andersonResidualDots(gi, fi, x, gs, n, head, count, gram, memory, dots[:])
+		andersonResidualDots(gi, fi, x, gs, n, head, count, gram, memory)
 		if err := e.Record(x, e.norm.Norm(gi)); err != nil {
 			return err
 		}
@@ -162,62 +158,33 @@ func (m Anderson) Run(e *Env) error {
 	}
 }
 
-// maxAndersonFused is the largest history whose inner products
-// andersonResidualDots accumulates in one pass; longer histories take
-// further passes of the same kind.
-const maxAndersonFused = 16
-
-// andersonBlock is the block length of Anderson's fused passes: 2048
-// float64s (16 KiB) per vector, so that the block of the vector being
-// formed stays in the first-level cache.
-const andersonBlock = 2048
-
 // andersonResidualDots writes g = f − x into gi and sets row and column
-// head of the c×c Gram matrix gram (stride memory) to the inner products of
-// g with the count stored residuals of gs (slot head being g itself).
-func andersonResidualDots(gi, fi, x, gs []float64, n, head, count int, gram []float64, memory int, dots []float64) {
-	for j0 := 0; j0 < count; j0 += len(dots) {
-		j1 := min(j0+len(dots), count)
-		d := dots[:j1-j0]
-		clear(d)
-		for lo := 0; lo < n; lo += andersonBlock {
-			hi := min(lo+andersonBlock, n)
-			g := gi[lo:hi]
-			if j0 == 0 {
-				f, xb := fi[lo:hi], x[lo:hi]
-				for i := range g {
-					g[i] = f[i] - xb[i]
-				}
-			}
-			for j := j0; j < j1; j++ {
-				d[j-j0] += floats.Dot(g, gs[j*n+lo:j*n+hi])
-			}
-		}
-		for j := j0; j < j1; j++ {
-			gram[head*memory+j], gram[j*memory+head] = d[j-j0], d[j-j0]
-		}
+// head of the Gram matrix gram (stride memory) to the inner products of g
+// with the count stored residuals of gs (slot head being g itself).
+func andersonResidualDots(gi, fi, x, gs []float64, n, head, count int, gram []float64, memory int) {
+	subInto(gi, fi, x)
+	for j := range count {
+		d := floats.Dot(gi, gs[j*n:(j+1)*n])
+		gram[head*memory+j], gram[j*memory+head] = d, d
 	}
 }
 
 // andersonMix sets x to Σ α_j (f_j − (1 − β) g_j) = Σ α_j (x_j + β g_j)
-// over the stored pairs, block by block, and reports whether every entry is
-// finite (x is then left partly written).
+// over the stored pairs and reports whether every entry is finite. Each
+// term is one assembly pass over x (BenchmarkAndersonConvBatch: passes of
+// this kind beat a scalar loop over all terms at once, and cache-sized
+// blocks did not help).
 func andersonMix(x, fs, gs []float64, n int, alpha []float64, beta float64) bool {
-	for lo := 0; lo < n; lo += andersonBlock {
-		hi := min(lo+andersonBlock, n)
-		xb := x[lo:hi]
-		clear(xb)
-		for j, a := range alpha {
-			floats.AddScaled(xb, a, fs[j*n+lo:j*n+hi])
-			if beta != 1 {
-				floats.AddScaled(xb, -a*(1-beta), gs[j*n+lo:j*n+hi])
-			}
+	floats.ScaleTo(x, alpha[0], fs[:n])
+	for j, a := range alpha {
+		if j > 0 {
+			floats.AddScaled(x, a, fs[j*n:(j+1)*n])
 		}
-		if !numeric.AllFinite(xb) {
-			return false
+		if beta != 1 {
+			floats.AddScaled(x, -a*(1-beta), gs[j*n:(j+1)*n])
 		}
 	}
-	return true
+	return numeric.AllFinite(x)
 }
 
 // mixOne sets x to the mixing step f − (1 − β) g = x_i + β g_i from the pair

@@ -84,3 +84,7 @@ func BenchmarkAnderson20Affine4096(b *testing.B) { benchMethod(b, Anderson{Memor
 func BenchmarkAndersonConvBatch(b *testing.B) { benchMethodLen(b, Anderson{}, 64*48*14*14) }
 func BenchmarkBroydenAffine4096(b *testing.B) { benchMethod(b, Broyden{}) }
 func BenchmarkGHALAffine4096(b *testing.B)    { benchMethod(b, GHAL{Gamma: 0.99}) }
+
+// BenchmarkPicardConvBatch is BenchmarkAndersonConvBatch's reference: the
+// chain's evaluation and the solver's bookkeeping alone.
+func BenchmarkPicardConvBatch(b *testing.B) { benchMethodLen(b, Picard{}, 64*48*14*14) }
