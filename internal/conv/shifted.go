@@ -82,17 +82,23 @@ func (s Shifted[T]) Unpack(dst []float64, src []T, ld, rows, b int) {
 // move copies the rows×H×W image img into the pixel columns of image b of
 // the rows×ld matrix mat if pack is set, and back otherwise.
 func (s Shifted[T]) move(pack bool, mat []T, img []float64, ld, rows, b int) {
-	hw := s.H * s.W
+	hw, w := s.H*s.W, s.W
 	at := s.Base() + b*s.P()
 	for c := range rows {
 		ic := img[c*hw : (c+1)*hw]
 		mc := mat[c*ld+at:]
 		for y := range s.H {
-			mr, ir := mc[y*(s.W+1):y*(s.W+1)+s.W], ic[y*s.W:(y+1)*s.W]
+			// Rows of W entries: an inline loop (T's shape is known here)
+			// costs less than a call to Convert per row.
+			mr, ir := mc[y*(w+1):y*(w+1)+w], ic[y*w:(y+1)*w]
 			if pack {
-				Convert(mr, ir)
+				for i, v := range ir {
+					mr[i] = T(v)
+				}
 			} else {
-				Convert(ir, mr)
+				for i, v := range mr {
+					ir[i] = float64(v)
+				}
 			}
 		}
 	}
