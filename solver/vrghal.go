@@ -282,9 +282,9 @@ import (
 // every epoch restarts included, let λ̄ run ahead of the accuracy, and the
 // inner steps of epoch k, which grow like 1/λ̄_k² (J_k ≈ ln 2/λ_k steps of
 // minibatches ∝ 1/λ_k under the samplewise model), then dominated: on the
-// suite's shift at ε = 1e-3 one seed's epoch at level 7 (λ̄ = 2^-12) drew
-// 8.5 million samples in its inner steps against 0.44 million in its
-// closing estimate. Two other rules were measured (BENCHMARKS.md, issue
+// suite's shift at ε = 1e-3 one seed's first epoch at level 7 (global
+// epoch 13, λ̄ = 2^-13) drew 8.5 million samples in its inner steps
+// against 0.44 million in its closing estimate. Two other rules were measured (BENCHMARKS.md, issue
 // 13): λ̄ = λ̄₀β^ℓ at the level of each epoch (the paper's ratio exactly;
 // λ̄ grows back at a restart and the repeated epochs progress less), and
 // λ̄ = λ̄₀β^M with M the finest level so far (λ̄ held until a new finest
