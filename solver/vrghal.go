@@ -223,8 +223,8 @@ import (
 // of an epoch start (R̃_{k−1} where nothing is declared) has fallen to half
 // the bound at the current anchor (at first x0, with the pilot's bound),
 // the run restarts there: x̂_{k−1} becomes the anchor, and epoch k is the
-// first epoch of a new run of Algorithm 1 from x̂_{k−1} with λ̄₀ = λ̄_{k−1}
-// (the anchoring keeps shrinking) and ε₀ the smallest value of the lattice
+// first epoch of a new run of Algorithm 1 from x̂_{k−1} whose anchoring
+// λ̄ does not grow back (see Anchoring below) and whose ε₀ is the smallest value of the lattice
 // ε₀β^ℓ, ℓ = 0, 1, …, at least B_{k−1}/β² (ℓ = 0 if none is), but at
 // least ε_{k−1}, so that no epoch is finer than it would have been without
 // the restart. The accuracy schedule then follows the measured bound
@@ -261,6 +261,36 @@ import (
 // from the data does not. So a Success and the own certificate (Delta =
 // 0.9δ, the union of all the estimates' events) remain rigorous.
 //
+// Anchoring. Epoch 1 anchors with the paper's λ̄₁ = λ̄₀β, and epoch
+// k ≥ 2 with λ̄_k = min{λ̄₀β^ℓ, λ̄_{k−1}·f}, ℓ the accuracy level of epoch
+// k: f = β when the anchoring term λ̄_{k−1}‖x̂_{k−1} − x̂_{k−2}‖ of the basic
+// GHAL lemma's first inequality exceeded, in the last epoch, the accuracy
+// a_{k−1} its estimate aimed at, and f = 1 otherwise. Without restarts
+// ℓ = k and λ̄₀β^k ≤ λ̄_{k−1}β, so this is the paper's λ̄_k = λ̄₀β^k. After a
+// restart λ̄ never grows back: it holds while the anchoring term is within
+// the estimates' accuracy (shrinking it further would only lengthen the
+// epochs) and shrinks by β when that term is what limits the epoch's
+// progress, and λ̄_k/ε_k ≤ λ̄₀/ε₀ at every epoch. The rule is fixed before
+// the epoch draws anything (it uses the last epoch's points), and each
+// epoch is the paper's GHAL epoch with its own λ_k = λ̄_k/(1 + λ̄_k) and
+// J_k; the bound B_k, which alone decides Success, does not involve λ̄.
+// Where the Master Theorem's recursion uses λ̄ (the anchoring term
+// 2λ̄_k(‖x̂_anchor − x*‖ + Σ_i ε̃_i), with ε̃_i ∝ ε_i/λ̄_i the inner steps'
+// accumulated error, and λ̄_k·ε̃_k ∝ ε_k), the terms over the levels a
+// restart repeats are at most a constant times ε_k, so the recursion keeps
+// its form with other constants. The previous rule, λ̄ shrinking by β at
+// every epoch restarts included, let λ̄ run ahead of the accuracy, and the
+// inner steps of epoch k, which grow like 1/λ̄_k² (J_k ≈ ln 2/λ_k steps of
+// minibatches ∝ 1/λ_k under the samplewise model), then dominated: on the
+// suite's shift at ε = 1e-3 one seed's first epoch at level 7 (global
+// epoch 13, λ̄ = 2^-13) drew 8.5 million samples in its inner steps
+// against 0.44 million in its closing estimate. Two other rules were measured (BENCHMARKS.md, issue
+// 13): λ̄ = λ̄₀β^ℓ at the level of each epoch (the paper's ratio exactly;
+// λ̄ grows back at a restart and the repeated epochs progress less), and
+// λ̄ = λ̄₀β^M with M the finest level so far (λ̄ held until a new finest
+// level, whatever the anchoring term: fewer samples on the suite's shift
+// at ε = 3.2e-3, more epochs to Tol on a small shift at SampleScale 1).
+//
 // Rate. Under sharpness, ‖x − x*‖ ≤ S‖T(x) − x‖ (metric subregularity;
 // S = ‖(I − R)^{-1}‖ for T(x) = Rx + b with I − R invertible), the
 // anchoring term of the basic GHAL lemma at epoch k, λ̄_k‖x̂_k − x̂_{k−1}‖ ≤
@@ -280,7 +310,7 @@ import (
 // typical errors, not their worst case, are small against the residual,
 // as measured on the suite. Without sharpness there is no proof of a
 // constant-factor loss: a restart needs the bound to halve, so there are
-// at most log₂(B₀/Tol) of them, λ̄ keeps its schedule, and each restart
+// at most log₂(B₀/Tol) of them, λ̄ never grows, and each restart
 // repeats at most about three accuracy levels (from ρ_{k−1} ≤ B_{k−1} up to
 // B_{k−1}/β²), but the repeated epochs lengthen the run, and the inner
 // steps of epoch k grow like 1/λ̄_k². Resetting λ̄ to λ̄₀ as well, the

@@ -72,6 +72,8 @@ type tunedRun struct {
 	lastB    float64 // residual bound (or estimate) of the last recorded point
 	restarts int     // restarts made
 	repeated int     // the level last repeated by maybeRepeat, 0 if none
+	lbar     float64 // λ̄ of the last epoch (see anchoring)
+	anchored bool    // its anchoring term exceeded its accuracy a_k
 	spent    float64 // Σ w_k over the pilot and the epochs run (see weight)
 	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
 	sampled bool
@@ -161,6 +163,29 @@ func (r *tunedRun) maybeRestart(k int) {
 	lv = min(max(lv, 0), r.level(k)-1)
 	r.cycle, r.level0, r.anchorB = k-1, lv, r.lastB
 	r.restarts++
+}
+
+// anchoring returns λ̄_k, the anchoring of epoch k (see VRGHAL,
+// Restarts): 0 in the contractive regime; λ̄₀β at epoch 1; after it,
+// min{λ̄₀β^ℓ, λ̄_{k−1}·f} with ℓ the accuracy level of epoch k, f = β when
+// the anchoring term λ̄_{k−1}‖x̂_{k−1} − x̂_{k−2}‖ of the last epoch exceeded
+// the accuracy a_{k−1} its estimate aimed at, and f = 1 otherwise. Without
+// restarts ℓ = k and this is the paper's λ̄₀β^k.
+func (r *tunedRun) anchoring(k int) float64 {
+	if r.contr {
+		return 0
+	}
+	paper := r.lbar0 * math.Pow(r.c.beta, float64(r.level(k)))
+	if k == 1 {
+		r.lbar = paper
+		return r.lbar
+	}
+	next := r.lbar
+	if r.anchored {
+		next *= r.c.beta
+	}
+	r.lbar = math.Min(paper, next)
+	return r.lbar
 }
 
 // maybeRepeat, in the contractive regime, restarts the accuracy schedule
@@ -455,10 +480,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	r.maybeRepeat(k)
 	r.spent += r.weight(k) // one global epoch counter, restarts included
 	epsK := r.eps0 * math.Pow(c.beta, float64(r.level(k)))
-	lbar := r.lbar0 * math.Pow(c.beta, float64(k))
-	if r.contr {
-		lbar = 0
-	}
+	lbar := r.anchoring(k)
 	lam := lbar / (1 + lbar)
 	rho := c.gamma * (1 - lam)
 	rate := math.Log1p(-lam) + math.Log(c.gamma)
@@ -550,6 +572,9 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	r.lastLvl = r.level(k)
 	r.xhat, r.yCur = r.yCur, r.xhat
 	r.residual = e.Dist(r.t0, r.xhat)
+	// The anchoring term of the basic GHAL lemma's first inequality, against
+	// the accuracy of the epoch's estimate (see anchoring).
+	r.anchored = lbar*e.Dist(r.xhat, r.y0) > r.accuracy(k)
 	return r.settle(est)
 }
 

@@ -371,3 +371,51 @@ func TestVRTruncatedEstimateDoesNotAllocate(t *testing.T) {
 	draw()
 	require.Zero(t, testing.AllocsPerRun(5, draw))
 }
+
+// TestVRGHALAnchoringAcrossRestarts: the anchoring λ̄_k of a γ̄ = 1 run is
+// the paper's λ̄₀β^k while no restart is made; after one it never grows,
+// holds after an epoch whose anchoring term stayed within the accuracy of
+// its estimate, shrinks by β after one whose term exceeded it, and never
+// exceeds λ̄₀β^ℓ at level ℓ (so λ̄_k/ε_k ≤ λ̄₀/ε₀); a run on the sharp shift
+// restarts and stops with Success.
+func TestVRGHALAnchoringAcrossRestarts(t *testing.T) {
+	const d = 8
+	o := newVRCyclic(1, d, 0.1)
+	p := Problem{Oracle: o, Norm: vrNorm(t, false, d)}
+	s, err := (&Settings{Tol: 0.01, Seed: 1}).withDefaults()
+	require.NoError(t, err)
+	c, err := VRGHAL{SampleScale: 0.1}.config(o.Model())
+	require.NoError(t, err)
+	r := newTunedRun(newEnv(context.Background(), p, make([]float64, d), s), c)
+	r.eps0 = 1
+	ratio := r.lbar0 / r.eps0
+	prev := math.Inf(1)
+	// Epochs 1–4 from x0, a restart before epoch 5 at level 2 (epoch 4's
+	// point is the anchor), epochs 5–9 at levels 2 … 6; the anchoring term
+	// of epochs 5 and 7 exceeds their accuracy.
+	for k := 1; k <= 9; k++ {
+		if k == 5 {
+			r.cycle, r.level0 = 4, 1
+		}
+		r.anchored = k == 6 || k == 8 // the term of epoch k − 1
+		lbar := r.anchoring(k)
+		epsK := r.eps0 * math.Pow(r.c.beta, float64(r.level(k)))
+		switch {
+		case k <= 4:
+			require.InDelta(t, r.lbar0*math.Pow(r.c.beta, float64(k)), lbar, 1e-15, "epoch %d", k)
+		case k == 5 || k == 7:
+			require.Equal(t, prev, lbar, "epoch %d: held", k)
+		case k == 6 || k == 8:
+			require.InDelta(t, prev*r.c.beta, lbar, 1e-15, "epoch %d: shrunk", k)
+		case k == 9:
+			require.InDelta(t, r.lbar0*math.Pow(r.c.beta, 6), lbar, 1e-15, "epoch 9: the level's λ̄₀β^ℓ")
+		}
+		require.LessOrEqual(t, lbar, prev, "epoch %d: λ̄ grew", k)
+		require.LessOrEqual(t, lbar/epsK, ratio*(1+1e-12), "epoch %d", k)
+		prev = lbar
+	}
+
+	run, status, _, _ := runTuned(t, p, make([]float64, d), &Settings{Tol: 0.01, Seed: 1}, VRGHAL{SampleScale: 0.1})
+	require.Equal(t, Success, status)
+	require.Positive(t, run.restarts)
+}
