@@ -50,6 +50,15 @@ const (
 	// or past the planned epoch K* of a contractive run repeats the
 	// accuracy level once (see VRGHAL, Restarts).
 	vrRepeatFactor = 1.5
+	// vrFinalSteps is the factor by which an epoch at or past the planned
+	// level K* of a contractive run may exceed J_k inner steps (see
+	// tunedRun.finalEpoch).
+	vrFinalSteps = 8
+	// vrFinalShare is θ: an epoch at or past K* of a contractive run ends
+	// once its running residual is at most min{βR̃_{k−1}, θ·Tol}, half of
+	// the room 1 − η that the closing radius ηTol leaves below Tol (the
+	// other half is for the error its start estimate carries).
+	vrFinalShare = (1 - vrTolShare) / 2
 )
 
 // tunedRun is the state of a VR-GHAL run with TunedConstants.
@@ -72,6 +81,7 @@ type tunedRun struct {
 	lastB    float64 // residual bound (or estimate) of the last recorded point
 	restarts int     // restarts made
 	repeated int     // the level last repeated by maybeRepeat, 0 if none
+	long     bool    // final epochs of a contractive run run long (see finalEpoch)
 	lbar     float64 // λ̄ of the last epoch (see anchoring)
 	anchored bool    // its anchoring term exceeded its accuracy a_k
 	spent    float64 // Σ w_k over the pilot and the epochs run (see weight)
@@ -107,6 +117,7 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 	r.rhoUp, r.rhoErr = math.NaN(), math.Inf(1)
 	r.half = make([]float64, n)
 	r.restart = !r.contr && !r.sampled
+	r.long = true
 	return r
 }
 
@@ -202,6 +213,25 @@ func (r *tunedRun) maybeRepeat(k int) {
 		return
 	}
 	r.cycle, r.level0, r.repeated = k-1, r.lastLvl-1, r.lastLvl
+}
+
+// finalEpoch reports whether epoch k is a final epoch of a contractive
+// run under a multi-query model: at or past the planned level K* with a
+// tolerance in force (see Long final epochs in the Constants section of
+// VRGHAL). Under BoundedVariance the lemma's m_{k,j} grows like J_k², so
+// the rule is off there. Its inner
+// steps run until the running residual ‖T̃_{k−1,j} − y_j‖ is at most
+// min{βR̃_{k−1}, θ·Tol}, θ = vrFinalShare, for at most vrFinalSteps·J_k
+// steps, the epoch's inner budget (ω times its closing estimate) spread
+// over them. In the contractive regime the steps converge to the fixed
+// point of T + e, e the start estimate's error, whose residual is about
+// ‖e‖; J_k steps or the early end at βR̃_{k−1} stop while the residual is
+// still about half the start's, which put the closing bound R̃ + ηTol of
+// the planned epoch at 1.0–1.3·Tol on mdp at ε = 1e-3 (BENCHMARKS.md,
+// issue 13, item 13).
+func (r *tunedRun) finalEpoch(k int) bool {
+	tol := r.e.Tol()
+	return r.long && r.multi && r.contr && !r.sampled && r.plan > 0 && r.level(k) >= r.plan && tol > 0 && r.residual > 0
 }
 
 func (r *tunedRun) run() error {
@@ -494,6 +524,11 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	if r.sampled {
 		return r.sampledEpoch(k, lam, lbar, steps)
 	}
+	endShare := c.beta // the early end at βR̃_{k−1} (+ the anchoring term)
+	if r.finalEpoch(k) {
+		steps *= vrFinalSteps
+		endShare = math.Min(endShare, vrFinalShare*e.Tol()/r.residual)
+	}
 	// Sizes of the inner steps: the Master Theorem's n_k, and m_{k,j} of the
 	// model's lemma times SampleScale, enlarged (never shrunk) under the
 	// multi-query models until the inner steps draw about ω times the
@@ -560,7 +595,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 		r.yPrev, r.yCur = r.yCur, r.yPrev
 		// Early epoch end: the first inequality of the paper's basic GHAL
 		// lemma, checked on the running estimate, ends the epoch early.
-		if e.Dist(r.tt, r.yPrev) <= c.beta*r0+lbar*e.Dist(r.yPrev, r.y0) {
+		if e.Dist(r.tt, r.yPrev) <= endShare*r0+lbar*e.Dist(r.yPrev, r.y0) {
 			r.yCur, r.yPrev = r.yPrev, r.yCur
 			break
 		}
