@@ -171,9 +171,9 @@ func andersonResidualDots(gi, fi, x, gs []float64, n, head, count int, gram []fl
 
 // andersonMix sets x to Σ α_j (f_j − (1 − β) g_j) = Σ α_j (x_j + β g_j)
 // over the stored pairs and reports whether every entry is finite. Each
-// term is one assembly pass over x (BenchmarkAndersonConvBatch: passes of
-// this kind beat a scalar loop over all terms at once, and cache-sized
-// blocks did not help).
+// term is one assembly pass over x, two when β < 1
+// (BenchmarkAndersonConvBatch: passes of this kind beat a scalar loop over
+// all terms at once, and cache-sized blocks did not help).
 func andersonMix(x, fs, gs []float64, n int, alpha []float64, beta float64) bool {
 	floats.ScaleTo(x, alpha[0], fs[:n])
 	for j, a := range alpha {

@@ -77,13 +77,13 @@ func benchMethodLen(b *testing.B, m Method, n int) {
 func BenchmarkPicardAffine4096(b *testing.B)     { benchMethod(b, Picard{}) }
 func BenchmarkAndersonAffine4096(b *testing.B)   { benchMethod(b, Anderson{}) }
 func BenchmarkAnderson20Affine4096(b *testing.B) { benchMethod(b, Anderson{Memory: 20}) }
+func BenchmarkBroydenAffine4096(b *testing.B)    { benchMethod(b, Broyden{}) }
+func BenchmarkGHALAffine4096(b *testing.B)       { benchMethod(b, GHAL{Gamma: 0.99}) }
 
 // BenchmarkAndersonConvBatch runs Anderson on a state of the conv DEQ's
 // training batch (64 images × 48 channels × 14×14 pixels), which does not
 // fit in cache: the cost of its vector passes.
 func BenchmarkAndersonConvBatch(b *testing.B) { benchMethodLen(b, Anderson{}, 64*48*14*14) }
-func BenchmarkBroydenAffine4096(b *testing.B) { benchMethod(b, Broyden{}) }
-func BenchmarkGHALAffine4096(b *testing.B)    { benchMethod(b, GHAL{Gamma: 0.99}) }
 
 // BenchmarkPicardConvBatch is BenchmarkAndersonConvBatch's reference: the
 // chain's evaluation and the solver's bookkeeping alone.

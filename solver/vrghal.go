@@ -242,8 +242,9 @@ import (
 // the bound at the current anchor (at first x0, with the pilot's bound),
 // the run restarts there: x̂_{k−1} becomes the anchor, and epoch k is the
 // first epoch of a new run of Algorithm 1 from x̂_{k−1} whose anchoring
-// λ̄ does not grow back (see Anchoring below) and whose ε₀ is the smallest value of the lattice
-// ε₀β^ℓ, ℓ = 0, 1, …, at least B_{k−1}/β² (ℓ = 0 if none is), but at
+// λ̄ does not grow back (see Anchoring below) and whose ε₀ is the smallest
+// value of the lattice ε₀β^ℓ, ℓ = 0, 1, …, at least B_{k−1}/β² (ℓ = 0 if
+// none is), but at
 // least ε_{k−1}, so that no epoch is finer than it would have been without
 // the restart. The accuracy schedule then follows the measured bound
 // instead of running ahead of the residual: the new run's first estimate
@@ -302,8 +303,8 @@ import (
 // minibatches ∝ 1/λ_k under the samplewise model), then dominated: on the
 // suite's shift at ε = 1e-3 one seed's first epoch at level 7 (global
 // epoch 13, λ̄ = 2^-13) drew 8.5 million samples in its inner steps
-// against 0.44 million in its closing estimate. Two other rules were measured (BENCHMARKS.md, issue
-// 13): λ̄ = λ̄₀β^ℓ at the level of each epoch (the paper's ratio exactly;
+// against 0.44 million in its closing estimate. Two other rules were
+// measured (BENCHMARKS.md, issue 13): λ̄ = λ̄₀β^ℓ at the level of each epoch (the paper's ratio exactly;
 // λ̄ grows back at a restart and the repeated epochs progress less), and
 // λ̄ = λ̄₀β^M with M the finest level so far (λ̄ held until a new finest
 // level, whatever the anchoring term: fewer samples on the suite's shift
