@@ -173,6 +173,11 @@ func hilbertNorm(norm Norm) bool {
 // against 1.73e4, 2.25e5, 1.97e6 (2) and 2.28e4, 1.92e5, 1.70e6 (1.25);
 // 1.0 gave 2.61e4, 2.33e5, 2.10e6 there while it helped shift at ε = 1e-3
 // after the restarts (2.64e6 against 1.66e7; BENCHMARKS.md, issue 13).
+// With the anchoring rule of VRGHAL's Restarts section, 1.0 is worse on
+// shift at every ε (9.21e4, 4.96e5, 3.34e6 against 3.47e4, 3.16e5,
+// 2.03e6; BENCHMARKS.md, issue 13, item 10), and 1.5 puts the truncated
+// estimate's realised radius (about 1.29a) at the median of means' typical
+// reported one (1.23–1.37a).
 const vrTruncAim = 1.5
 
 // truncatedEstimate is the variance branch of tunedRun.estimate in a flat
