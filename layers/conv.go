@@ -316,9 +316,10 @@ func (c *Conv) Gamma() float64 {
 
 // Proven implements Cell: true for the ℓ2 norm and Schatten-2 (the same
 // norm on the C×HW state) when the cell has no GroupNorm and no
-// WeightNorm.
+// WeightNorm, and computes in Float64 (with Float32 products the map meets
+// γ̄ only up to its rounding; see Precision).
 func (c *Conv) Proven(n solver.Norm) bool {
-	if c.groups > 0 || c.rp != nil {
+	if c.groups > 0 || c.rp != nil || c.prec == Float32 {
 		return false
 	}
 	if b, ok := n.(*solver.Batched); ok {

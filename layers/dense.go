@@ -174,11 +174,12 @@ func (c *Dense) Gamma() float64 {
 	return c.con.gamma
 }
 
-// Proven implements Cell. Under WeightNorm it is false in every norm;
-// under SpectralNorm, whose σ_max is exact, it is what the ℓ2 Projection
-// proves.
+// Proven implements Cell. Under WeightNorm, and with Float32 products
+// (whose map meets γ̄ only up to its rounding; see Precision), it is false
+// in every norm; under SpectralNorm, whose σ_max is exact, it is what the
+// ℓ2 Projection proves.
 func (c *Dense) Proven(n solver.Norm) bool {
-	if c.rp != nil && c.rp.kind == WeightNorm {
+	if (c.rp != nil && c.rp.kind == WeightNorm) || c.prec == Float32 {
 		return false
 	}
 	return c.con.proven(n, c.shape.Rows)

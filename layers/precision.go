@@ -32,7 +32,8 @@ import (
 // number of terms times 2⁻²⁴; call the resulting bound on an output ε).
 // Solves and certificates are of that map. It satisfies the cell's bound
 // γ̄ only up to its rounding, ‖f₃₂(z) − f₃₂(z′)‖ ≤ γ̄‖z − z′‖ + 2ε, which
-// the certificates do not count: negligible beside tolerances above about
+// the certificates do not count (so the cells' Proven reports false under
+// Float32: a bound up to rounding is not the proven bound): negligible beside tolerances above about
 // 1e-6 relative to the size of f, and tolerances much below that may not
 // be met at all (residuals of that order are rounding noise). Gradients
 // are those of that map up to the same rounding (the backward products are

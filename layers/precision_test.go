@@ -120,10 +120,13 @@ func vjps(t *testing.T, c Cell, e Evaluator, z, g []float64, nx int) map[string]
 }
 
 // gamma32 is γ_m = m·u/(1 − m·u) for float32's unit roundoff u = 2⁻²⁴.
-func gamma32(m int) float64 {
-	const u = 0x1p-24
-	return float64(m) * u / (1 - float64(m)*u)
-}
+func gamma32(m int) float64 { return gammaU(m, 0x1p-24) }
+
+// gamma64 is γ_m for float64's unit roundoff u = 2⁻⁵³: the Float64
+// reference's own error on a sum of m products, relative to the magnitude.
+func gamma64(m int) float64 { return gammaU(m, 0x1p-53) }
+
+func gammaU(m int, u float64) float64 { return float64(m) * u / (1 - float64(m)*u) }
 
 // tanhCurv is sup |tanh″| = 4/(3√3), the Lipschitz constant of tanh′.
 var tanhCurv = 4 / (3 * math.Sqrt(3))
@@ -150,8 +153,8 @@ var tanhCurv = 4 / (3 * math.Sqrt(3))
 //     sup|σ″|·γ·P·M (the change in δ); sums of δ (the bias gradient, the
 //     injection's cotangent) only by the second. So |Δ| ≤ γ(1 + sup|σ″|·P)·M.
 //
-// The Float64 reference has its own rounding, about 1e-16·N·M, allowed for
-// by a relative slack of 1e-12 on the bound. ReLU's σ′ jumps at zero, so
+// The Float64 reference has its own rounding, at most γ⁽⁶⁴⁾_N·M (γ with
+// float64's u = 2⁻⁵³), added to the bound. ReLU's σ′ jumps at zero, so
 // no rounding bound holds for its VJPs; ReLU cells are compared on the
 // evaluation only.
 func TestFloat32MatchesFloat64(t *testing.T) {
@@ -175,7 +178,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 							}
 							bound *= 1 + tanhCurv*pmax
 						}
-						bound *= 1 + 1e-12
+						bound += gamma64(tc.terms)
 						differ := false
 						for i, v := range got[name] {
 							if d := math.Abs(v - w[i]); d > bound*mag[name][i] {
@@ -232,7 +235,7 @@ func TestFloat32GradientCheck(t *testing.T) {
 			got := vjps(t, p.c32, p.e32, p.z, p.g, nx)
 			mag := vjps(t, p.abs, p.ea, abs(p.z), abs(p.g), nx)
 			gam := gamma32(tc.terms + 2)
-			vjpBound := gam * (1 + tanhCurv*slices.Max(mag["eval"])) * (1 + 1e-12)
+			vjpBound := gam*(1+tanhCurv*slices.Max(mag["eval"])) + gamma64(tc.terms)
 			// eval returns f in float64 and float32 and the magnitudes M
 			// at the current z, x and parameters (those of c64 and c32,
 			// which the test keeps equal).

@@ -154,7 +154,8 @@ func (m Anderson) Run(e *Env) error {
 			gram[0] = gram[cur*memory+cur]
 		}
 		head, count = 1%memory, 1
-		mixOne(x, fs[:n], gs[:n], beta)
+		one := [1]float64{1}
+		andersonMix(x, fs, gs, n, one[:], beta) // the mixing step x_0 + βg_0
 	}
 }
 
@@ -164,7 +165,7 @@ func (m Anderson) Run(e *Env) error {
 func andersonResidualDots(gi, fi, x, gs []float64, n, head, count int, gram []float64, memory int) {
 	subInto(gi, fi, x)
 	for j := range count {
-		d := floats.Dot(gi, gs[j*n:(j+1)*n])
+		d := dot(gi, gs[j*n:(j+1)*n])
 		gram[head*memory+j], gram[j*memory+head] = d, d
 	}
 }
@@ -185,15 +186,6 @@ func andersonMix(x, fs, gs []float64, n int, alpha []float64, beta float64) bool
 		}
 	}
 	return numeric.AllFinite(x)
-}
-
-// mixOne sets x to the mixing step f − (1 − β) g = x_i + β g_i from the pair
-// (f, g).
-func mixOne(x, f, g []float64, beta float64) {
-	copy(x, f)
-	if beta != 1 {
-		floats.AddScaled(x, -(1 - beta), g)
-	}
 }
 
 // bordered holds the scratch space of Anderson's small linear system.

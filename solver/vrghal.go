@@ -250,8 +250,11 @@ import (
 // instead of running ahead of the residual: the new run's first estimate
 // aims at a radius between B_{k−1}/2 and B_{k−1} (β = 1/2), and the lattice
 // keeps a_{K*} aligned with η·Tol. Restarts apply with γ̄ = 1 only, not in
-// sampled mode, and change nothing for a Deterministic oracle (its
-// estimates are exact at every accuracy). PaperConstants never restart. In
+// sampled mode. They apply to a Deterministic oracle too: its estimates
+// are exact at every accuracy, but a restart re-levels the schedule and
+// holds λ̄ (see Anchoring), which changes the epochs' lengths and early
+// ends.
+// PaperConstants never restart. In
 // the contractive regime (λ_k = 0, so only the accuracy schedule would
 // restart) this rule was measured to cost more samples to a run's own
 // bound (1.9–2.3× on an ℓ2 affine contraction at Tol = 0.03 and 0.01 of the

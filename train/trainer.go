@@ -223,8 +223,9 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 }
 
 // checkProven refuses the stochastic solver for a conv cell whose Lipschitz
-// bound is not proven (with GroupNorm or weight normalisation, or in a norm
-// other than ℓ2 and Schatten-2): its guarantees rest on that bound. The deterministic solvers
+// bound is not proven (with GroupNorm, weight normalisation or float32
+// products, or in a norm other than ℓ2 and Schatten-2): its guarantees
+// rest on that bound. The deterministic solvers
 // run either way.
 func checkProven(c Config, m *Model) error {
 	if c.Model.Cell != ConvCell || m.Proven() {
@@ -241,7 +242,7 @@ func checkProven(c Config, m *Model) error {
 			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("proves no Lipschitz bound, which %s = %v needs (the conv cell has one only under the projection, without GroupNorm, in l2 or schatten:2)", s.field, s.m))
 		}
 		if s.m.Info().Stochastic {
-			return fieldErr(s.field, s.m, fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2) and without GroupNorm (Model.Norm = %v, Model.Groups = %d; −1 means none)", c.Model.Norm, c.Model.Groups))
+			return fieldErr(s.field, s.m, fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm and in float64 (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Precision = %v)", c.Model.Norm, c.Model.Groups, c.Model.Precision))
 		}
 	}
 	return nil
