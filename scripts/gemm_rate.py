@@ -4,9 +4,10 @@
 It times torch.mm on random float32 and float64 matrices of the shapes the
 dense DEQ of `deq bench --only peer` multiplies (a batch of 128 states of
 128 units, the 784-pixel encoder) and of one large cube, and prints the best
-GFLOP/s of five rounds for each shape and precision. BENCHMARKS.md uses it
-to bound from below the time any implementation needs for the matrix
-products of one dense training epoch.
+GFLOP/s of five rounds for each shape and precision. BENCHMARKS.md uses
+these rates, the fastest measured on this machine (not a proven peak of
+the CPU), to estimate how long the matrix products of one dense training
+epoch take at the least.
 
 Usage (one and two BLAS threads):
 
