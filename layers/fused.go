@@ -111,12 +111,3 @@ func sameBits(a, b []float64) bool {
 	}
 	return true
 }
-
-// grow returns s with length n, reusing its storage when it is large
-// enough.
-func grow(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
-	}
-	return s[:n]
-}

@@ -96,15 +96,13 @@ func (m *mirror32) of(v []float64) []float32 {
 // round32 writes src rounded to float32 into dst (grown to len(src)) and
 // returns it.
 func round32(dst *[]float32, src []float64) []float32 {
-	if cap(*dst) < len(src) {
-		*dst = make([]float32, len(src))
-	}
-	d := (*dst)[:len(src)]
+	d := scratch32(dst, len(src))
 	conv.Convert(d, src)
 	return d
 }
 
-// scratch32 returns *s with length n, allocating it on first use.
+// scratch32 returns *s with length n, allocating it when its capacity is
+// short.
 func scratch32(s *[]float32, n int) []float32 {
 	if cap(*s) < n {
 		*s = make([]float32, n)
@@ -112,9 +110,15 @@ func scratch32(s *[]float32, n int) []float32 {
 	return (*s)[:n]
 }
 
-// gemm32 sets (beta = 0) or adds to (beta = 1) the row-major r×c matrix
+// gemm32 sets (beta = 0) or adds to (beta = 1) the row-major m×n matrix
 // dst the product op(a)·op(b) of the row-major matrices a (m×k, or k×m
 // with ta) and b (k×n, or n×k with tb), in single precision (blas32).
+//
+// It is one call on the whole matrices, as Dense's float64 products are,
+// so that OpenBLAS blocks and threads it itself; conv.Gemm's 64×64×64
+// blocks would sum in another order: different float32 results with
+// OpenBLAS once a product exceeds one block, and with gonum's Sgemm for a
+// transposed b when k is not a multiple of 64.
 func gemm32(ta, tb blas.Transpose, m, n, k int, a, b []float32, beta float32, dst []float32) {
 	lda, ldb := k, n
 	if ta == blas.Trans {

@@ -220,13 +220,9 @@ func gemm[T Float](ta, tb blas.Transpose, m, n, k int, alpha T, a []T, lda int, 
 	}
 }
 
-// Convert writes src into dst, element by element, rounded to D (a copy
-// when D and S are the same type).
+// Convert writes src into dst, element by element, converted to D (rounded
+// from float64 to float32, or widened from float32 to float64).
 func Convert[D, S Float](dst []D, src []S) {
-	if d, ok := any(dst).([]S); ok {
-		copy(d, src)
-		return
-	}
 	dst = dst[:len(src)]
 	for i, v := range src {
 		dst[i] = D(v)
