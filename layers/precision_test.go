@@ -157,6 +157,10 @@ var tanhCurv = 4 / (3 * math.Sqrt(3))
 // float64's u = 2⁻⁵³), added to the bound. ReLU's σ′ jumps at zero, so
 // no rounding bound holds for its VJPs; ReLU cells are compared on the
 // evaluation only.
+//
+// Everything is compared at a first point and after a change of every
+// parameter; the evaluation also after a change of any one entry (see
+// checkOneEntry).
 func TestFloat32MatchesFloat64(t *testing.T) {
 	for _, tc := range precCases() {
 		for _, act := range []Activation{Tanh, ReLU} {
@@ -204,93 +208,63 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 				// Evaluator contract says: set it again after the change.
 				p.setInput(t)
 				check("after a change of the parameters")
+				checkOneEntry(t, tc, p)
 			})
 		}
 	}
 }
 
-// TestFloat32GradientCheck checks the Float32 cells' VJPs against central
-// finite differences of their own map φ(v) = ⟨g, f(z, x; θ)⟩, at step
-// h = 1e-2 in each entry v_i of z, x and the parameters.
+// checkOneEntry compares the evaluations of p's Float32 and Float64 cells,
+// entry by entry against the bound of TestFloat32MatchesFloat64, after a
+// change by ±h, h = 1e-2, of any one entry of z, of x or of a parameter
+// (one at a time, SetInput called again after each), so that the float32
+// copies of the weights and the input must follow a change of one entry.
 //
-// The finite difference of the float32 map differs from that of the
-// float64 map only through the entries f_k that change when v_i moves
-// (an entry whose operands are unchanged is computed from the same
-// float32 values, so it cancels in the difference; an entry that changes
-// in either precision is counted): by at most
-// Σ_k |g_k|·γ_{N+2}·(M_k(v + he_i) + M_k(v − he_i))/(2h), the bound of
-// TestFloat32MatchesFloat64 at both points, M the magnitude cell's output
-// there. The float64 map's finite difference differs from its VJP by its
-// truncation error, measured (|FD₆₄ − VJP₆₄|), and its VJP from the
-// float32 VJP by the bound of TestFloat32MatchesFloat64. The tolerance is
-// the sum of the three, plus the float64 rounding of the differences
-// (1e-13 relative to Σ_k |g_k|(|f_k⁺| + |f_k⁻|), divided by 2h).
-func TestFloat32GradientCheck(t *testing.T) {
+// With the bound on the VJPs at the unchanged point, these bounds imply
+// that the Float32 VJPs agree with central differences of their own map
+// φ(v) = ⟨g, f(z, x; θ)⟩ at step h to within the sum of the bounds
+// (Σ_k |g_k|·(bound on f_k at v + he_i and at v − he_i)/(2h), and the
+// VJPs' bound) and the Float64 map's own finite-difference error.
+func checkOneEntry(t *testing.T, tc precCase, p *precPair) {
+	t.Helper()
 	const h = 1e-2
-	for _, tc := range precCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			p := newPrecPair(t, tc, Tanh, 5)
-			nx := len(p.x)
-			want := vjps(t, p.c64, p.e64, p.z, p.g, nx)
-			got := vjps(t, p.c32, p.e32, p.z, p.g, nx)
-			mag := vjps(t, p.abs, p.ea, abs(p.z), abs(p.g), nx)
-			gam := gamma32(tc.terms + 2)
-			vjpBound := gam*(1+tanhCurv*slices.Max(mag["eval"])) + gamma64(tc.terms)
-			// eval returns f in float64 and float32 and the magnitudes M
-			// at the current z, x and parameters (those of c64 and c32,
-			// which the test keeps equal).
-			n := len(p.z)
-			eval := func() (f64, f32, m []float64) {
-				f64, f32, m = make([]float64, n), make([]float64, n), make([]float64, n)
-				for i, q := range p.c64.Params() {
-					copy(p.abs.Params()[i].Data(), abs(q.Data()))
-				}
+	bound := gamma32(tc.terms+2) + gamma64(tc.terms)
+	n := len(p.z)
+	f64, f32, mag := make([]float64, n), make([]float64, n), make([]float64, n)
+	// Each variable's values in c64 and c32 (the same slice for z and x)
+	// and, for a parameter, in the magnitude cell.
+	type variable struct {
+		name          string
+		v64, v32, abs []float64
+	}
+	vars := []variable{{"z", p.z, p.z, nil}, {"x", p.x, p.x, nil}}
+	for j, q := range p.c64.Params() {
+		vars = append(vars, variable{q.Name(), q.Data(), p.c32.Params()[j].Data(), p.abs.Params()[j].Data()})
+	}
+	set := func(v variable, i int, val float64) {
+		v.v64[i], v.v32[i] = val, val
+		if v.abs != nil {
+			v.abs[i] = math.Abs(val)
+		}
+	}
+	for _, v := range vars {
+		for i, v0 := range v.v64 {
+			for _, step := range []float64{h, -h} {
+				set(v, i, v0+step)
 				p.setInput(t)
 				require.NoError(t, p.e64.EvalExact(f64, p.z))
 				require.NoError(t, p.e32.EvalExact(f32, p.z))
-				require.NoError(t, p.ea.EvalExact(m, abs(p.z)))
-				return f64, f32, m
-			}
-			f64, f32, _ := eval()
-			type variable struct {
-				name string
-				vals func(c Cell) []float64
-			}
-			vars := []variable{{"dz", func(Cell) []float64 { return p.z }}, {"dx", func(Cell) []float64 { return p.x }}}
-			for j, q := range p.c64.Params() {
-				vars = append(vars, variable{"∂" + q.Name(), func(c Cell) []float64 { return c.Params()[j].Data() }})
-			}
-			for _, v := range vars {
-				for i, g32 := range got[v.name] {
-					v0 := v.vals(p.c64)[i]
-					var fs [2][3][]float64
-					for s, step := range []float64{h, -h} {
-						v.vals(p.c64)[i], v.vals(p.c32)[i] = v0+step, v0+step
-						a, b, c := eval()
-						fs[s] = [3][]float64{a, b, c}
-					}
-					v.vals(p.c64)[i], v.vals(p.c32)[i] = v0, v0
-					fd64, fd32, eps, sum := 0.0, 0.0, 0.0, 0.0
-					for k, gk := range p.g {
-						p64, m64, p32, m32 := fs[0][0][k], fs[1][0][k], fs[0][1][k], fs[1][1][k]
-						if p64 == f64[k] && m64 == f64[k] && p32 == f32[k] && m32 == f32[k] {
-							continue
-						}
-						fd64 += gk * (p64 - m64)
-						fd32 += gk * (p32 - m32)
-						eps += math.Abs(gk) * gam * (fs[0][2][k] + fs[1][2][k])
-						sum += math.Abs(gk) * (math.Abs(p32) + math.Abs(m32) + math.Abs(p64) + math.Abs(m64))
-					}
-					fd64, fd32 = fd64/(2*h), fd32/(2*h)
-					tol := eps/(2*h) + math.Abs(fd64-want[v.name][i]) + vjpBound*mag[v.name][i] + 1e-13*sum/(2*h)
-					if d := math.Abs(fd32 - g32); d > tol {
-						t.Fatalf("%s[%d]: float32 VJP %v, finite difference %v: |Δ| = %.3g > %.3g", v.name, i, g32, fd32, d, tol)
+				require.NoError(t, p.ea.EvalExact(mag, abs(p.z)))
+				for k, w := range f64 {
+					if d := math.Abs(f32[k] - w); d > bound*mag[k] {
+						t.Fatalf("%s[%d] changed by %+g: eval[%d] = %v in float32, %v in float64: |Δ| = %.3g > %.3g", v.name, i, step, k, f32[k], w, d, bound*mag[k])
 					}
 				}
 			}
-			_, _, _ = eval()
-		})
+			set(v, i, v0)
+		}
 	}
+	p.setInput(t)
 }
 
 // TestFloat32DoesNotAllocate: after the first call, the Float32 cells'
