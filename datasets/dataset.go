@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -93,12 +94,17 @@ func (d *Dataset) Subset(name string, idx []int) *Dataset {
 	return s
 }
 
+// ErrValidationSize is wrapped by the error of Split (and so of Open with
+// Options.Sizes.Validation) when the validation set would be empty or hold
+// every image.
+var ErrValidationSize = errors.New("validation size out of range")
+
 // Split holds out a validation set of n images chosen uniformly at random
 // by seed; both parts are copies that keep d's order. It returns an error
-// unless 0 < n < Len().
+// wrapping ErrValidationSize unless 0 < n < Len().
 func (d *Dataset) Split(n int, seed uint64) (train, val *Dataset, err error) {
 	if n <= 0 || n >= d.Len() {
-		return nil, nil, fmt.Errorf("datasets: %s: validation size %d outside (0, %d)", d.Name, n, d.Len())
+		return nil, nil, fmt.Errorf("datasets: %s: %w: %d outside (0, %d)", d.Name, ErrValidationSize, n, d.Len())
 	}
 	perm := make([]int, d.Len())
 	for i := range perm {

@@ -92,7 +92,7 @@ func TestDatasetSplit(t *testing.T) {
 	require.NotEqual(t, ids(val), ids(val3), "seeds 7 and 8 gave the same split")
 	for _, n := range []int{0, -1, 50} {
 		_, _, err := d.Split(n, 1)
-		require.Error(t, err, "Split(%d) of 50 images", n)
+		require.ErrorIs(t, err, ErrValidationSize, "Split(%d) of 50 images", n)
 	}
 }
 

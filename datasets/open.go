@@ -156,8 +156,9 @@ type SizeOptions struct {
 	// many training and test images. Zero keeps all.
 	TrainLimit, TestLimit int
 	// Validation, when positive, holds out that many training images
-	// (chosen by Options.Seed, after TrainLimit) as Data.Validation. Zero
-	// holds out none.
+	// (chosen by Options.Seed, after TrainLimit: see Dataset.Split, whose
+	// error Open returns when Validation is not below the number of
+	// training images) as Data.Validation. Zero holds out none.
 	Validation int
 }
 

@@ -15,6 +15,7 @@ type dataFlags struct {
 	spec                  string
 	seed                  uint64
 	trainLimit, testLimit int
+	validation            int // training images held out (deq train's --val)
 	download              bool
 }
 
@@ -35,7 +36,7 @@ func (d *dataFlags) options() *datasets.Options {
 	return &datasets.Options{
 		Seed:      d.seed,
 		Download:  datasets.DownloadOptions{Enabled: d.download},
-		Sizes:     datasets.SizeOptions{TrainLimit: d.trainLimit, TestLimit: d.testLimit},
+		Sizes:     datasets.SizeOptions{TrainLimit: d.trainLimit, TestLimit: d.testLimit, Validation: d.validation},
 		Synthetic: datasets.SyntheticOptions{Train: d.trainLimit, Test: d.testLimit},
 	}
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/plots"
@@ -103,22 +107,42 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	return cmd
 }
 
-// holdOut replaces data's test set by f.val training images chosen by the
-// data seed (datasets.Dataset.Split), which leave the training set, when
-// --val is positive.
-func (f *trainFlags) holdOut(data *datasets.Data) error {
-	switch {
-	case f.val < 0:
-		return usagef("--val = %d must not be negative", f.val)
-	case f.val == 0:
-		return nil
+// openData opens spec with --val training images held out by datasets.Open
+// (Options.Sizes.Validation, chosen by the data seed) and, when --val is
+// positive, puts them in place of the test set: the run evaluates on them.
+func (f *trainFlags) openData(ctx context.Context, spec string) (*datasets.Data, error) {
+	if f.val < 0 {
+		return nil, usagef("--val = %d must not be negative", f.val)
 	}
-	tr, va, err := data.Train.Split(f.val, f.data.seed)
+	f.data.validation = f.val
+	data, err := f.data.open(ctx, spec)
+	if errors.Is(err, datasets.ErrValidationSize) {
+		return nil, usagef("--val: %v", err)
+	}
 	if err != nil {
-		return usagef("--val: %v", err)
+		return nil, err
 	}
-	data.Train, data.Test, data.Validation = tr, va, nil
-	return nil
+	if data.Validation != nil {
+		data.Test, data.Validation = data.Validation, nil
+	}
+	return data, nil
+}
+
+// resumeFlags returns the flags that continue an interrupted run: --resume
+// and the data flags set on its command line, --val among them (the
+// checkpoint stores the configuration, not which images the run used).
+func resumeFlags(fl *pflag.FlagSet) string {
+	args := []string{"--resume"}
+	for _, name := range []string{"data", "data-seed", "train-limit", "test-limit", "val"} {
+		if fl.Changed(name) {
+			v := fl.Lookup(name).Value.String()
+			if strings.ContainsAny(v, " \t'\"") {
+				v = strconv.Quote(v)
+			}
+			args = append(args, "--"+name, v)
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 // interruptedError reports a run stopped by a signal after saving its
@@ -156,11 +180,8 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 			spec = dataOf(ck.TestSet)
 		}
 	}
-	data, err := f.data.open(ctx, spec)
+	data, err := f.openData(ctx, spec)
 	if err != nil {
-		return err
-	}
-	if err := f.holdOut(data); err != nil {
 		return err
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)
@@ -196,7 +217,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	if ck != nil {
 		tr, err = ck.Resume(data.Train, data.Test, opts)
 		if errors.Is(err, train.ErrDataMismatch) {
-			return usagef("--resume: %v (pass the run's --data, --train-limit, --test-limit and --data-seed)", err)
+			return usagef("--resume: %v (pass the run's --data, --train-limit, --test-limit, --data-seed and --val)", err)
 		}
 	} else {
 		tr, err = train.New(cfg, data.Train, data.Test, opts)
@@ -217,7 +238,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	if err != nil && res != nil && res.Interrupted {
 		where := ""
 		if f.checkpoint != "" {
-			where = "; checkpoint saved to " + f.checkpoint + " (continue with --resume)"
+			where = "; checkpoint saved to " + f.checkpoint + " (continue with " + resumeFlags(cmd.Flags()) + ")"
 		}
 		return interruptedError{fmt.Errorf("train: interrupted at epoch %d batch %d%s", res.Epoch+1, res.Batch, where)}
 	}

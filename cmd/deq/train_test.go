@@ -302,7 +302,7 @@ func TestTrainSignalSavesAndResumes(t *testing.T) {
 			require.Equal(t, exitInterrupted, ee.ExitCode(), strings.Join(errLines, "\n"))
 			last := errLines[len(errLines)-1]
 			require.Contains(t, last, "interrupted at epoch")
-			require.Contains(t, last, "checkpoint saved to "+ck)
+			require.Contains(t, last, "checkpoint saved to "+ck+" (continue with --resume --data synthetic --train-limit 384 --test-limit 150)")
 			saved, err := train.Load(ck)
 			require.NoError(t, err)
 			require.Equal(t, 1, saved.Epoch, "stopped after the first epoch, where the gate held it")
@@ -554,4 +554,57 @@ func TestValFlagHoldsOutTrainingImages(t *testing.T) {
 	m := decodeOne(t, out)
 	require.Equal(t, 50.0, m["train_size"])
 	require.Equal(t, 30.0, m["test_size"])
+}
+
+// TestValHoldsOutTheDataSeedsSplit: the images --val holds out (through
+// datasets.Options.Sizes.Validation) are those Dataset.Split chooses with
+// --data-seed from the training set after --train-limit, the rest the
+// training set, and another data seed holds out others.
+func TestValHoldsOutTheDataSeedsSplit(t *testing.T) {
+	ctx := context.Background()
+	open := func(seed uint64) *datasets.Data {
+		f := trainFlags{val: 30}
+		f.data = dataFlags{seed: seed, trainLimit: 80, testLimit: 10}
+		data, err := f.openData(ctx, datasets.SyntheticName)
+		require.NoError(t, err)
+		require.Nil(t, data.Validation)
+		return data
+	}
+	for _, seed := range []uint64{1, 3} {
+		got := open(seed)
+		all, err := (&dataFlags{seed: seed, trainLimit: 80, testLimit: 10}).open(ctx, datasets.SyntheticName)
+		require.NoError(t, err)
+		tr, va, err := all.Train.Split(30, seed)
+		require.NoError(t, err)
+		require.Equal(t, va.X, got.Test.X, "seed %d: held-out images", seed)
+		require.Equal(t, va.Y, got.Test.Y, "seed %d: held-out labels", seed)
+		require.Equal(t, tr.X, got.Train.X, "seed %d: training images", seed)
+		require.Equal(t, tr.Y, got.Train.Y, "seed %d: training labels", seed)
+	}
+	require.NotEqual(t, open(1).Test.X, open(2).Test.X, "data seeds 1 and 2 held out the same images")
+	// Too many is a usage error naming --val.
+	f := trainFlags{val: 80}
+	f.data = dataFlags{seed: 1, trainLimit: 80, testLimit: 10}
+	_, err := f.openData(ctx, datasets.SyntheticName)
+	require.ErrorContains(t, err, "--val: ")
+	require.ErrorContains(t, err, datasets.ErrValidationSize.Error())
+	require.NotErrorAs(t, err, new(runtimeError))
+}
+
+// TestResumeFlags: the hint after an interrupted run names --resume and
+// the data flags set on the command line, --val among them, and no others.
+func TestResumeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--resume"},
+		{[]string{"--hidden", "8", "--epochs", "3"}, "--resume"},
+		{[]string{"--data", "synthetic", "--train-limit", "80", "--val", "30", "--hidden", "8"}, "--resume --data synthetic --train-limit 80 --val 30"},
+		{[]string{"--data", "my digits", "--data-seed", "4", "--test-limit", "10"}, `--resume --data "my digits" --data-seed 4 --test-limit 10`},
+	} {
+		cmd := newTrainCmd()
+		require.NoError(t, cmd.Flags().Parse(tc.args))
+		require.Equal(t, tc.want, resumeFlags(cmd.Flags()), "%v", tc.args)
+	}
 }
