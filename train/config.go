@@ -681,12 +681,19 @@ type FieldError struct {
 	Value any
 	// Reason says what is wrong with it.
 	Reason string
+
+	cause error // the error of the check that refused the value, if any
 }
 
 // Error implements error.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("train: Config.%s = %v %s", e.Field, e.Value, e.Reason)
 }
+
+// Unwrap returns the error of the check that refused the value when
+// another package made it (for Augment.Shift, datasets.NewShifter's), and
+// nil otherwise.
+func (e *FieldError) Unwrap() error { return e.cause }
 
 // intField is an integer field with its path below Config, for
 // nonNegative.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -342,6 +343,11 @@ func TestAugmentRefusesShiftOfWholeImage(t *testing.T) {
 	var fe *FieldError
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, "Augment.Shift", fe.Field)
+	// The one check is datasets.NewShifter's, whose error it wraps.
+	_, want := datasets.NewShifter(4, 4, 4)
+	require.Error(t, want)
+	require.Equal(t, want, errors.Unwrap(err))
+	require.ErrorContains(t, err, "train: Config.Augment.Shift = 4 is refused: "+want.Error())
 }
 
 // TestAugmentShiftsTrainingBatchesOnly trains with random translations: the

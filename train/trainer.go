@@ -212,11 +212,8 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 		return nil, err
 	}
 	if s := c.Augment.Shift; s > 0 {
-		if s >= min(train.Rows, train.Cols) {
-			return nil, fieldErr("Augment.Shift", s, fmt.Sprintf("must be less than the side of the %d×%d images", train.Rows, train.Cols))
-		}
 		if t.shifter, err = datasets.NewShifter(train.Rows, train.Cols, s); err != nil {
-			return nil, err
+			return nil, &FieldError{Field: "Augment.Shift", Value: s, Reason: "is refused: " + err.Error(), cause: err}
 		}
 	}
 	return t, nil
