@@ -288,7 +288,7 @@ func TestAugmentDefaults(t *testing.T) {
 		shift, out int
 	}{
 		{DenseCell, 0, 0}, {DenseCell, -3, 0}, {DenseCell, 2, 2},
-		{ConvCell, 0, 0}, {ConvCell, -3, 0}, {ConvCell, 1, 1},
+		{ConvCell, 0, DefaultConvShift}, {ConvCell, -3, -1}, {ConvCell, 2, 2},
 	} {
 		c, err := Config{Model: ModelConfig{Cell: tc.cell}, Augment: AugmentConfig{Shift: tc.shift}}.Defaults()
 		require.NoError(t, err)
@@ -297,6 +297,6 @@ func TestAugmentDefaults(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c, again, "Defaults is idempotent")
 	}
-	require.Zero(t, DefaultsFor(ConvCell).Augment.Shift)
+	require.Equal(t, DefaultConvShift, DefaultsFor(ConvCell).Augment.Shift)
 	require.Zero(t, DefaultsFor(DenseCell).Augment.Shift)
 }

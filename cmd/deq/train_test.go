@@ -522,7 +522,9 @@ func TestTrainAidFlagsSetConfig(t *testing.T) {
 }
 
 // TestShiftFlagSetsConfig: --shift sets Config.Augment.Shift, 0 meaning
-// none, and without it each cell takes its default (none).
+// none (spelt −1 where the cell's default is a shift), and without it each
+// cell takes its default (train.DefaultConvShift for the conv cell, none
+// for the others).
 func TestShiftFlagSetsConfig(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -530,8 +532,8 @@ func TestShiftFlagSetsConfig(t *testing.T) {
 	}{
 		{nil, 0},
 		{[]string{"--shift", "2"}, 2},
-		{[]string{"--cell", "conv"}, 0},
-		{[]string{"--cell", "conv", "--shift", "0"}, 0},
+		{[]string{"--cell", "conv"}, train.DefaultConvShift},
+		{[]string{"--cell", "conv", "--shift", "0"}, -1},
 		{[]string{"--cell", "conv", "--shift", "1"}, 1},
 	} {
 		var f trainFlags
