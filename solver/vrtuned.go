@@ -205,9 +205,13 @@ func (r *tunedRun) anchoring(k int) float64 {
 // past the planned level K* and its bound missed Tol by a factor of at
 // most vrRepeatFactor (see VRGHAL, Restarts): epoch k then aims at the same
 // radius instead of half of it, once per level.
+//
+// In the contractive regime maybeRestart never moves the schedule, so an
+// epoch's level is the last one's plus one unless this rule made them
+// equal: epoch k is at level lastLvl + 1 whenever the rule is reached.
 func (r *tunedRun) maybeRepeat(k int) {
 	tol := r.e.Tol()
-	if !r.contr || r.sampled || r.plan == 0 || r.lastLvl < r.plan || r.level(k) != r.lastLvl+1 || r.repeated == r.lastLvl {
+	if !r.contr || r.sampled || r.plan == 0 || r.lastLvl < r.plan || r.repeated == r.lastLvl {
 		return
 	}
 	if !(r.lastB > tol && r.lastB <= vrRepeatFactor*tol) {
@@ -229,10 +233,12 @@ func (r *tunedRun) maybeRepeat(k int) {
 // ‖e‖; J_k steps or the early end at βR̃_{k−1} stop while the residual is
 // still about half the start's, which put the closing bound R̃ + ηTol of
 // the planned epoch at 1.0–1.3·Tol on mdp at ε = 1e-3 (BENCHMARKS.md,
-// issue 13, item 13).
+// issue 13, item 13). A planned level K* > 0 implies a tolerance in force:
+// align sets it only when Tol > 0, which it checks before the first
+// record (so never under Settings.Relative, whose tolerance is NaN until
+// then), and an absolute Tol does not change during the run.
 func (r *tunedRun) finalEpoch(k int) bool {
-	tol := r.e.Tol()
-	return r.long && r.multi && r.contr && !r.sampled && r.plan > 0 && r.level(k) >= r.plan && tol > 0 && r.residual > 0
+	return r.long && r.multi && r.contr && !r.sampled && r.plan > 0 && r.level(k) >= r.plan && r.residual > 0
 }
 
 func (r *tunedRun) run() error {
