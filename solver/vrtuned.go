@@ -50,10 +50,14 @@ const (
 	// or past the planned epoch K* of a contractive run repeats the
 	// accuracy level once (see VRGHAL, Restarts).
 	vrRepeatFactor = 1.5
-	// vrFinalSteps is the factor by which an epoch at or past the planned
-	// level K* of a contractive run may exceed J_k inner steps (see
-	// tunedRun.finalEpoch).
+	// vrFinalSteps is the factor by which a final epoch (at or past the
+	// planned level K* of a contractive run, or K* − vrLongLead with
+	// γ̄ = 1) may exceed J_k inner steps (see tunedRun.finalEpoch).
 	vrFinalSteps = 8
+	// vrLongLead is the number of levels before K* at which the final
+	// epochs of a run with γ̄ = 1 (restarts on) begin to run long (see
+	// tunedRun.finalEpoch).
+	vrLongLead = 4
 	// vrFinalShare is θ: an epoch at or past K* of a contractive run ends
 	// once its running residual is at most min{βR̃_{k−1}, θ·Tol}, half of
 	// the room 1 − η that the closing radius ηTol leaves below Tol (the
@@ -81,7 +85,7 @@ type tunedRun struct {
 	lastB    float64 // residual bound (or estimate) of the last recorded point
 	restarts int     // restarts made
 	repeated int     // the level last repeated by maybeRepeat, 0 if none
-	long     bool    // final epochs of a contractive run run long (see finalEpoch)
+	long     bool    // final epochs run long (see finalEpoch)
 	lbar     float64 // λ̄ of the last epoch (see anchoring)
 	anchored bool    // its anchoring term exceeded its accuracy a_k
 	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
@@ -205,9 +209,13 @@ func (r *tunedRun) anchoring(k int) float64 {
 // past the planned level K* and its bound missed Tol by a factor of at
 // most vrRepeatFactor (see VRGHAL, Restarts): epoch k then aims at the same
 // radius instead of half of it, once per level.
+//
+// In the contractive regime maybeRestart never moves the schedule, so an
+// epoch's level is the last one's plus one unless this rule made them
+// equal: epoch k is at level lastLvl + 1 whenever the rule is reached.
 func (r *tunedRun) maybeRepeat(k int) {
 	tol := r.e.Tol()
-	if !r.contr || r.sampled || r.plan == 0 || r.lastLvl < r.plan || r.level(k) != r.lastLvl+1 || r.repeated == r.lastLvl {
+	if !r.contr || r.sampled || r.plan == 0 || r.lastLvl < r.plan || r.repeated == r.lastLvl {
 		return
 	}
 	if !(r.lastB > tol && r.lastB <= vrRepeatFactor*tol) {
@@ -216,11 +224,12 @@ func (r *tunedRun) maybeRepeat(k int) {
 	r.cycle, r.level0, r.repeated = k-1, r.lastLvl-1, r.lastLvl
 }
 
-// finalEpoch reports whether epoch k is a final epoch of a contractive
-// run under a multi-query model: at or past the planned level K* with a
-// tolerance in force (see Long final epochs in the Constants section of
-// VRGHAL). Under BoundedVariance the lemma's m_{k,j} grows like J_k², so
-// the rule is off there. Its inner
+// finalEpoch reports whether epoch k is a final epoch of a run under a
+// multi-query model with a tolerance in force: at or past the planned
+// level K* in the contractive regime, at or past K* − vrLongLead with
+// γ̄ = 1 (see Long final epochs in the Constants section of VRGHAL). Under
+// BoundedVariance the lemma's m_{k,j} grows like J_k², so the rule is off
+// there; in sampled mode the epochs have their own rule. Its inner
 // steps run until the running residual ‖T̃_{k−1,j} − y_j‖ is at most
 // min{βR̃_{k−1}, θ·Tol}, θ = vrFinalShare, for at most vrFinalSteps·J_k
 // steps, the epoch's inner budget (ω times its closing estimate) spread
@@ -229,10 +238,19 @@ func (r *tunedRun) maybeRepeat(k int) {
 // ‖e‖; J_k steps or the early end at βR̃_{k−1} stop while the residual is
 // still about half the start's, which put the closing bound R̃ + ηTol of
 // the planned epoch at 1.0–1.3·Tol on mdp at ε = 1e-3 (BENCHMARKS.md,
-// issue 13, item 13).
+// issue 13, item 13). With γ̄ = 1 the anchored steps converge likewise to
+// the anchored map's fixed point, and the early end at βR̃_{k−1} made every
+// halving of the residual cost a new epoch-start estimate (item 14 there).
+// A planned level K* > 0 implies a tolerance in force:
+// align sets it only when Tol > 0, which it checks before the first
+// record (so never under Settings.Relative, whose tolerance is NaN until
+// then), and an absolute Tol does not change during the run.
 func (r *tunedRun) finalEpoch(k int) bool {
-	tol := r.e.Tol()
-	return r.long && r.multi && r.contr && !r.sampled && r.plan > 0 && r.level(k) >= r.plan && tol > 0 && r.residual > 0
+	first := r.plan
+	if !r.contr {
+		first -= vrLongLead
+	}
+	return r.long && r.multi && !r.sampled && r.plan > 0 && r.level(k) >= first && r.residual > 0
 }
 
 func (r *tunedRun) run() error {

@@ -33,14 +33,14 @@ func ExampleRun() {
 	// Output:
 	// shift: floor at ε = 0.03: 67 samples, budget 199716
 	// vrghal/bounded-variance      reached 3/3, median 23850
-	// vrghal/lipschitz-expectation reached 3/3, median 3422
-	// vrghal/samplewise-lipschitz  reached 3/3, median 3422
+	// vrghal/lipschitz-expectation reached 3/3, median 837
+	// vrghal/samplewise-lipschitz  reached 3/3, median 837
 	// minibatch-km                 reached 3/3, median 204
 	// stochastic-halpern           reached 3/3, median 315
 	// page-halpern                 reached 3/3, median 215
 	// vrghal/bounded-variance (certified) reached 3/3, median 160725
-	// vrghal/lipschitz-expectation (certified) reached 3/3, median 8367
-	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 8367
+	// vrghal/lipschitz-expectation (certified) reached 3/3, median 2806
+	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 2806
 	// minibatch-km (certified)     reached 3/3, median 2679
 	// stochastic-halpern (certified) reached 2/3, median 123488
 	// page-halpern (certified)     reached 3/3, median 1355
