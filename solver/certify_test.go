@@ -777,8 +777,10 @@ func radiusOracle(norm Norm, l certLaw, p, truth float64) (*certOracle, float64)
 
 // TestTruncFormulas checks the pieces of the truncated mean's bound: the
 // bias inequality (u − τ)₊ ≤ u²/(4τ), with equality at u = 2τ; that the
-// level τ = √(3kV/(8CL)) minimises the radius over τ; and the closed form
-// ρ = (√(2κ) + √(2C/3))·√(VL/k) at that level.
+// level τ = √((3k + CL)V/(4CL)) minimises the radius over τ; the closed
+// form ρ = √(2κVL/k) + √(CLV(1 + CL/(3k))/(3k)) + CLr_c/(3k) at that
+// level; and that ρ is below (√(2κ) + √(2C/3))·√(VL/k), the radius with
+// the range bounded by 2τ alone at its best level √(3kV/(8CL)).
 func TestTruncFormulas(t *testing.T) {
 	for _, tau := range []float64{0.1, 1, 7} {
 		for _, u := range []float64{0, 0.05, 0.5, 1, 2, 3, 14, 100} {
@@ -787,31 +789,37 @@ func TestTruncFormulas(t *testing.T) {
 		require.InDelta(t, tau, (2*tau)*(2*tau)/(4*tau), 1e-12*tau, "equality at u = 2τ")
 	}
 	cases := []struct {
-		kappa, c, v, l float64
-		k              int
+		kappa, c, v, l, rc float64
+		k                  int
 	}{
-		{1, 1, 1, math.Log(2 / 0.01), 100},
-		{1, 1, 0.3, math.Log(2 / 1e-4), 16384},
-		{2, 1.5, 5, math.Log(2 / 0.05), 7},
+		{1, 1, 1, math.Log(2 / 0.01), 0, 100},
+		{1, 1, 1, math.Log(2 / 0.01), 0.05, 100},
+		{1, 1, 0.3, math.Log(2 / 1e-4), 0.01, 16384},
+		{2, 1.5, 5, math.Log(2 / 0.05), 0, 7},
 	}
 	for _, tc := range cases {
 		tau := truncLevel(tc.c, tc.v, tc.l, tc.k)
-		rho := truncRadius(tc.kappa, tc.c, tc.v, tc.l, tau, tc.k)
-		want := truncConst(tc.kappa, tc.c) * math.Sqrt(tc.v*tc.l/float64(tc.k))
+		rho := truncRadius(tc.kappa, tc.c, tc.v, tc.l, tau, tc.rc, tc.k)
+		kf := float64(tc.k)
+		cl := tc.c * tc.l
+		want := math.Sqrt(2*tc.kappa*tc.v*tc.l/kf) + math.Sqrt(cl*tc.v*(1+cl/(3*kf))/(3*kf)) + cl*tc.rc/(3*kf)
 		require.InDelta(t, want, rho, 1e-12*want, "%+v", tc)
 		for _, f := range []float64{0.5, 0.9, 1.1, 2} {
-			require.Greater(t, truncRadius(tc.kappa, tc.c, tc.v, tc.l, f*tau, tc.k), rho, "%+v: τ×%g", tc, f)
+			require.Greater(t, truncRadius(tc.kappa, tc.c, tc.v, tc.l, f*tau, tc.rc, tc.k), rho, "%+v: τ×%g", tc, f)
 		}
+		old := (math.Sqrt(2*tc.kappa) + math.Sqrt(2*tc.c/3)) * math.Sqrt(tc.v*tc.l/kf)
+		require.Less(t, rho, old, "%+v", tc)
+		require.LessOrEqual(t, truncConst(tc.kappa, tc.c)*math.Sqrt(tc.v*tc.l/kf), rho, "%+v: the constant is the many-calls limit", tc)
 	}
-	require.InDelta(t, 2.2307, truncConst(1, 1), 1e-4)
-	require.Zero(t, truncRadius(1, 1, 0, 3, 0, 10))
+	require.InDelta(t, 1.9916, truncConst(1, 1), 1e-4)
+	require.Zero(t, truncRadius(1, 1, 0, 3, 0, 0, 10))
 }
 
 // TestPlanTruncated checks the plan's arithmetic: its radius at the
 // planned centre accuracy is at most the target, its shares sum to δ, and
 // its total is the sum of its parts; and that the planner picks the
 // truncated rule exactly where its closed-form size is below the median of
-// means' — at δ = 0.01 and below, not at δ = 0.05 — and only in flat
+// means' — at δ = 0.05 and below, not at δ = 0.1 — and only in flat
 // Hilbert norms.
 func TestPlanTruncated(t *testing.T) {
 	for _, delta := range []float64{0.05, 0.01, 1e-3, 1e-6} {
@@ -827,7 +835,7 @@ func TestPlanTruncated(t *testing.T) {
 			rc := eps / share // the planned r* + ε
 			l := math.Log(2 / p.delta1)
 			v := w/float64(p.size) + rc*rc
-			rho := truncRadius(1, 1, v, l, truncLevel(1, v, l, p.k), p.k)
+			rho := truncRadius(1, 1, v, l, truncLevel(1, v, l, p.k), rc, p.k)
 			require.LessOrEqual(t, rho, a*(1+1e-9), name)
 			require.Greater(t, rho, 0.9*a, name+": not oversized")
 		}
@@ -836,7 +844,7 @@ func TestPlanTruncated(t *testing.T) {
 	for _, tc := range []struct {
 		delta float64
 		want  bool
-	}{{0.05, false}, {0.02, true}, {0.01, true}, {1e-3, true}, {1e-6, true}} {
+	}{{0.1, false}, {0.05, true}, {0.02, true}, {0.01, true}, {1e-3, true}, {1e-6, true}} {
 		k, p, share := momPlan(tc.delta)
 		mom := float64(k) * math.Ceil(w/(p*share*share*a*a))
 		tp, ok := truncCheaper(1, 1, w, tc.delta, a, momCost(w, a, k, p, share))
@@ -1006,7 +1014,7 @@ func TestTruncatedOnlyInFlatHilbertNorms(t *testing.T) {
 
 // TestTruncatedMeanTruncates runs truncatedMean on scripted calls: a
 // centre call at 0 (one bucket, so r* = 0 and r_c = √(w/(s_c·p))), then k
-// calls Y_j = u_j·e₁ on both sides of the level τ = √(3kV/(8L)) of the
+// calls Y_j = u_j·e₁ on both sides of the level τ = √((3k + L)V/(4L)) of the
 // plan, V = w/s + r_c² (κ = C = 1). The estimate must be the mean of the
 // calls pulled back to within τ of the centre, with the same τ for both
 // scripts (τ is fixed before the calls after the centre are drawn); its
@@ -1058,6 +1066,6 @@ func TestTruncatedMeanTruncates(t *testing.T) {
 		require.Zero(t, dst[1])
 		require.Zero(t, dst[2])
 		require.LessOrEqual(t, math.Abs(plain-dst[0]), bias*(1+1e-12), "%v: the bias inequality", script.us)
-		require.InDelta(t, truncRadius(1, 1, script.v, l, tau, p.k), rho, 1e-12*rho, "%v", script.us)
+		require.InDelta(t, truncRadius(1, 1, script.v, l, tau, rc, p.k), rho, 1e-12*rho, "%v", script.us)
 	}
 }

@@ -17,8 +17,8 @@ import (
 // MoMChebyshevBuckets(δ) with ε = radius/2, whichever needs fewer samples
 // (a single bucket at δ ≥ 0.0028), or in a flat Hilbert norm the plan of
 // RuleVarianceTruncated at that radius (planTruncated) when its closed-form
-// size is smaller still (for radius a, 22.6κσ²/a² unit samples against 20
-// at δ = 0.05, 35.3 against 100 at 0.01, 53.1 against 351 at 1e-3). A
+// size is smaller still (for radius a, 18.1κσ²/a² unit samples against 20
+// at δ = 0.05, 28.2 against 100 at 0.01, 42.5 against 351 at 1e-3). A
 // deterministic or FiniteSum
 // oracle gets its exact certificate whatever radius says; an oracle that
 // declares nothing gets RuleEstimate with the empirical scale, from
