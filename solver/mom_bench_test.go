@@ -23,7 +23,7 @@ func benchBuckets(b *testing.B, delta float64, f func(float64) (int, float64)) {
 func benchPlanTruncated(b *testing.B, delta float64) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if p := planTruncated(1, 1, 1, delta, 0.01, maxDraw); !(p.total > 0) {
+		if p := planTruncated(1, 1, 1, delta, 0.01); !(p.total > 0) {
 			b.Fatal(p.total)
 		}
 	}

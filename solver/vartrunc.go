@@ -124,8 +124,8 @@ func truncRadius(kappa, c, v, l, tau, rc float64, k int) float64 {
 // planTruncated returns the plan of RuleVarianceTruncated with radius at
 // most a (when the centre's radius comes out as planned) and failure
 // probability δ, w = κσ² the declared unit variance times κ, that needs
-// the fewest unit samples among those it tries, or a plan with total +Inf
-// if none of them can need fewer than limit. For each centre share
+// the fewest unit samples among those it tries (total +Inf if none of them
+// is feasible). For each centre share
 // δ₀ ∈ {δ/2, δ/4, δ/8, δ/16} (δ₁ = δ − δ₀, L = ln(2/δ₁)):
 //
 //   - the second sample has k = min(truncCalls, ⌈N₁⌉) calls, N₁ =
@@ -136,28 +136,15 @@ func truncRadius(kappa, c, v, l, tau, rc float64, k int) float64 {
 //     s = ⌈w/V_b⌉ samples with V_b = a²k/(c²L(1 + α)), and the centre
 //     the accuracy r_c² = a²k/(c²L) − w/s that the rounding leaves.
 //
-// Whatever the split of the budget V = a²k/(c²L) between V_b and r_c², the
-// total is at least c²L(w/a²)(1 + √(C_c/k))² (minimise k/x + C_c/(1 − x)
-// over x = V_b/V), and C_c ≥ min{1/δ₀, 24} (one bucket has p ≤ δ₀; more
-// buckets have k_c ≥ 3, p_c < 1/2 and share 1/2): a share whose bound is at
-// least limit is skipped without computing momPlan, which is the costly
-// part of the plan.
-//
 // The radius of the drawn estimate uses the centre's realised r_c (see
 // truncatedMean), so a median-of-means centre with r* above its planned
 // share may give a radius a little above a, or below.
-func planTruncated(kappa, c, w, delta, a, limit float64) truncPlan {
+func planTruncated(kappa, c, w, delta, a float64) truncPlan {
 	best := truncPlan{total: math.Inf(1)}
 	q := truncConst(kappa, c)
 	for f := 0.5; f >= 1.0/16; f /= 2 {
 		p := truncPlan{delta0: f * delta, delta1: (1 - f) * delta}
 		l := math.Log(2 / p.delta1)
-		if w > 0 {
-			g := 1 + math.Sqrt(math.Min(1/p.delta0, 24)/truncCalls)
-			if q*q*l*w/(a*a)*g*g >= math.Min(limit, best.total) {
-				continue
-			}
-		}
 		var share float64
 		p.centreK, p.centreP, share = momPlan(p.delta0)
 		if w == 0 {
@@ -195,7 +182,7 @@ func planTruncated(kappa, c, w, delta, a, limit float64) truncPlan {
 				continue
 			}
 		}
-		if p.total < best.total && p.total < limit {
+		if p.total < best.total {
 			best = p
 		}
 	}
@@ -294,11 +281,11 @@ func varianceTruncated(d *drawer, norm Norm, delta, w float64, p truncPlan) (*Ce
 // is smaller.
 func truncForBudget(kappa, c, w, delta, a float64, budget int64) (p truncPlan, ok bool) {
 	nb := float64(budget)
-	p = planTruncated(kappa, c, w, delta, a, nb)
+	p = planTruncated(kappa, c, w, delta, a)
 	if !(p.total < nb) {
 		return p, false
 	}
-	if p2 := planTruncated(kappa, c, w, delta, a*math.Sqrt(p.total/nb), math.Nextafter(nb, math.Inf(1))); p2.total <= nb {
+	if p2 := planTruncated(kappa, c, w, delta, a*math.Sqrt(p.total/nb)); p2.total <= nb {
 		return p2, true
 	}
 	return p, true
@@ -309,7 +296,7 @@ func truncForBudget(kappa, c, w, delta, a float64, budget int64) (p truncPlan, o
 // closed-form size of the variance median of means planned by momPlan for
 // the same radius (see momCost).
 func truncCheaper(kappa, c, w, delta, a, mom float64) (truncPlan, bool) {
-	tp := planTruncated(kappa, c, w, delta, a, mom)
+	tp := planTruncated(kappa, c, w, delta, a)
 	return tp, tp.total < mom
 }
 
