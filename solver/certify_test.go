@@ -713,9 +713,12 @@ func TestMoMPlanCheapest(t *testing.T) {
 // T(x) = x/2 + b with ‖b‖ = 2·radius, so that the bound fails exactly when
 // the estimate errs by more than about the radius. Over 400 fixed seeds per
 // law (heavy tails, rare large outliers) and norm, failures stay within δ
-// plus binomial slack; a single bucket's slack is the radius itself. The
-// cases where CertifyRadius picks RuleVarianceTruncated instead (ℓ2 at
-// δ = 0.01 and 1e-3) are TestCertifyTruncatedCoverage's.
+// plus binomial slack; a single bucket's slack is the radius itself. Were
+// CertifyRadius to pick RuleVarianceTruncated instead (not at these sizes:
+// at about 400 unit samples the rounding of its sizes leaves the median of
+// means cheaper; its coverage is TestCertifyTruncatedCoverage's), the same
+// plan's number of buckets would be requested through Certify.Calls, which
+// pins the median of means.
 func TestCertifyRadiusVarianceCoverage(t *testing.T) {
 	const runs, size = 400, 400 // the radius is set so that N ≈ size
 	for _, delta := range []float64{0.05, 0.01, 1e-3} {
@@ -730,12 +733,13 @@ func TestCertifyRadiusVarianceCoverage(t *testing.T) {
 				p := Problem{Oracle: o, Norm: norm}
 				x := make([]float64, d)
 				w := norm.Kappa() * sigma2
+				calls := 0
 				if _, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius, momCost(w, radius, k, pk, share)); ok && flatHilbert(norm) {
-					continue // RuleVarianceTruncated: TestCertifyTruncatedCoverage
+					calls = k // RuleVarianceTruncated otherwise: TestCertifyTruncatedCoverage
 				}
 				fails := 0
 				for seed := range uint64(runs) {
-					c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Seed: seed, Certify: CertifySettings{Delta: delta}})
+					c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Seed: seed, Certify: CertifySettings{Delta: delta, Calls: calls}})
 					require.NoError(t, err, name)
 					require.Equal(t, RuleVarianceMoM, c.Rule, name)
 					require.Equal(t, int64(k), c.Calls, name)
@@ -904,9 +908,9 @@ func TestPlanTruncated(t *testing.T) {
 // radius), over 400 fixed seeds per law — heavy tails (Student-t with 2.5
 // degrees of freedom, no fourth moment), skew (lognormal) and rare large
 // outliers (two-point laws with probabilities 1e-2 and 1e-3) — in ℓ2 and
-// Schatten-2, at δ = 0.05 (the plan forced: the planner prefers one
-// Chebyshev bucket there), 0.01 and 1e-3 (through CertifyRadius, which
-// picks the rule). The radius is set so that about 1000 unit samples are
+// Schatten-2, at δ = 0.05 (the plan forced: at about 1000 unit samples
+// the rounding of its sizes leaves one Chebyshev bucket the cheaper plan),
+// 0.01 and 1e-3 (through CertifyRadius, which picks the rule). The radius is set so that about 1000 unit samples are
 // drawn (ℓ2 and Schatten-2 on 2×2 matrices are the same norm on the same
 // samples: the test checks that the rule reads the Schatten norm as
 // Hilbert). Failures stay within δ plus binomial slack (certFailSlack), and
@@ -1061,5 +1065,58 @@ func TestTruncatedMeanTruncates(t *testing.T) {
 		require.Zero(t, dst[2])
 		require.LessOrEqual(t, math.Abs(plain-dst[0]), bias*(1+1e-12), "%v: the bias inequality", script.us)
 		require.InDelta(t, truncRadius(1, 1, script.v, l, tau, rc, p.k), rho, 1e-12*rho, "%v", script.us)
+	}
+}
+
+// TestCertifyRadiusCalls: CertifyRadius honours Certify.Calls. In ℓ2 at
+// δ = 0.05, where it picks RuleVarianceTruncated on its own, one call gives
+// the single Chebyshev bucket at ε = radius (p = MoMBucketFailure(1, δ))
+// and five calls the median of means of five buckets at ε = radius/2; a
+// bounded-noise certificate splits its size over the calls, drawing at
+// least the size one call would.
+func TestCertifyRadiusCalls(t *testing.T) {
+	const delta, radius = 0.05, 0.05
+	l2, err := NewLP(2, 4)
+	require.NoError(t, err)
+	x := make([]float64, 4)
+	o := newCertOracle(4, []float64{0.1, 0, 0, 0}, lawStudentT, 0)
+	o.declareVar = true
+	p := Problem{Oracle: o, Norm: l2}
+	w := l2.Kappa() * o.NoiseVariance(x, l2)
+	for _, calls := range []int{0, 1, 5} {
+		c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Certify: CertifySettings{Delta: delta, Calls: calls}})
+		require.NoError(t, err, "calls %d", calls)
+		require.Equal(t, delta, c.Delta, "calls %d", calls)
+		if calls == 0 {
+			require.Equal(t, RuleVarianceTruncated, c.Rule)
+			continue
+		}
+		require.Equal(t, RuleVarianceMoM, c.Rule, "calls %d", calls)
+		require.Equal(t, int64(calls), c.Calls)
+		eb := radius
+		if calls > 1 {
+			eb /= 2
+		}
+		size := math.Ceil(w / (MoMBucketFailure(calls, delta) * eb * eb))
+		require.Equal(t, int64(calls)*int64(size), c.Samples, "calls %d", calls)
+		if calls == 1 {
+			require.LessOrEqual(t, c.Bound-c.Estimate, radius*(1+1e-12))
+		}
+	}
+	b := newCertOracle(4, []float64{0.1, 0, 0, 0}, lawTwoPoint, 0.1)
+	b.declareBound = true
+	var one int64
+	for _, calls := range []int{0, 1, 3} {
+		c, err := CertifyRadius(context.Background(), Problem{Oracle: b, Norm: l2}, x, radius, 1, &Settings{Certify: CertifySettings{Delta: delta, Calls: calls}})
+		require.NoError(t, err, "calls %d", calls)
+		require.Equal(t, RuleBoundedNoise, c.Rule, "calls %d", calls)
+		require.Equal(t, int64(max(calls, 1)), c.Calls, "calls %d", calls)
+		require.LessOrEqual(t, c.Bound-c.Estimate, radius*(1+1e-12), "calls %d", calls)
+		if calls <= 1 {
+			one = c.Samples
+			continue
+		}
+		require.GreaterOrEqual(t, c.Samples, one, "calls %d", calls)
+		require.Less(t, c.Samples, one+int64(calls), "calls %d", calls)
 	}
 }

@@ -122,8 +122,8 @@
 //     all at δ = 1e-3, where the median of means pays 351 and one
 //     Chebyshev bucket 1000), used whenever its planned size is the
 //     smaller (not at δ = 0.1, at 0.05 and below; for Solve's certificate
-//     only with CertifySettings.Calls unset); ≤ Bound with probability at
-//     least 1 − δ.
+//     and CertifyRadius only with CertifySettings.Calls unset); ≤ Bound
+//     with probability at least 1 − δ.
 //   - nothing (RuleEstimate): an empirical-scale median of means, an
 //     estimate with no guarantee; Delta is NaN so that it cannot be read as
 //     a probability.
