@@ -177,7 +177,9 @@ func hilbertNorm(norm Norm) bool {
 // shift at every ε (9.21e4, 4.96e5, 3.34e6 against 3.47e4, 3.16e5,
 // 2.03e6; BENCHMARKS.md, issue 13, item 10), and 1.5 puts the truncated
 // estimate's realised radius (about 1.29a) at the median of means' typical
-// reported one (1.23–1.37a).
+// reported one (1.23–1.37a). These measurements predate the sharper range
+// of the truncated mean (BENCHMARKS.md, issue 13, item 14), which lowers
+// its planned size at every aim; the factor was not measured again.
 const vrTruncAim = 1.5
 
 // truncatedEstimate is the variance branch of tunedRun.estimate in a flat
