@@ -113,13 +113,13 @@ func subInto(dst, a, b []float64) {
 // exact binomial tail (to a relative 1e-9 below the largest such p). It
 // panics if k < 1 or δ is outside (0, 1).
 //
-// The search is a bisection on p (bisectFailure) whose every step decides
-// whether the tail Σ_{j ≥ t} C(k, j) p^j (1 − p)^{k−j}, t = ⌈k/2⌉, summed
-// term by term from the log-gamma form of each term (the plain sum),
-// exceeds δ; the result is bit for bit that of the bisection over the
-// plain sum (TestMoMBucketFailureSame), at a fraction of its cost (see
-// bucketTail for how each decision is taken). For k < 2·momCoefMax it
-// allocates nothing.
+// The search is a bisection on p whose every step decides whether the
+// tail Σ_{j ≥ t} C(k, j) p^j (1 − p)^{k−j}, t = ⌈k/2⌉, summed term by term
+// from the log-gamma form of each term (the plain sum), exceeds δ; the
+// result is bit for bit that of the bisection over the plain sum, at a
+// fraction of its cost: one exponential per step instead of one per term
+// and two log-gammas per term, the plain sum deciding only when the
+// tail is within a rounding band of δ. For k < 128 it allocates nothing.
 func MoMBucketFailure(k int, delta float64) float64 {
 	if k < 1 {
 		panic(fmt.Sprintf("solver: MoMBucketFailure k = %d must be positive", k))
