@@ -713,9 +713,12 @@ func TestMoMPlanCheapest(t *testing.T) {
 // T(x) = x/2 + b with ‖b‖ = 2·radius, so that the bound fails exactly when
 // the estimate errs by more than about the radius. Over 400 fixed seeds per
 // law (heavy tails, rare large outliers) and norm, failures stay within δ
-// plus binomial slack; a single bucket's slack is the radius itself. The
-// cases where CertifyRadius picks RuleVarianceTruncated instead (ℓ2 at
-// δ = 0.01 and 1e-3) are TestCertifyTruncatedCoverage's.
+// plus binomial slack; a single bucket's slack is the radius itself. Were
+// CertifyRadius to pick RuleVarianceTruncated instead (not at these sizes:
+// at about 400 unit samples the rounding of its sizes leaves the median of
+// means cheaper; its coverage is TestCertifyTruncatedCoverage's), the same
+// plan's number of buckets would be requested through Certify.Calls, which
+// pins the median of means.
 func TestCertifyRadiusVarianceCoverage(t *testing.T) {
 	const runs, size = 400, 400 // the radius is set so that N ≈ size
 	for _, delta := range []float64{0.05, 0.01, 1e-3} {
@@ -730,12 +733,13 @@ func TestCertifyRadiusVarianceCoverage(t *testing.T) {
 				p := Problem{Oracle: o, Norm: norm}
 				x := make([]float64, d)
 				w := norm.Kappa() * sigma2
+				calls := 0
 				if _, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius, momCost(w, radius, k, pk, share)); ok && flatHilbert(norm) {
-					continue // RuleVarianceTruncated: TestCertifyTruncatedCoverage
+					calls = k // RuleVarianceTruncated otherwise: TestCertifyTruncatedCoverage
 				}
 				fails := 0
 				for seed := range uint64(runs) {
-					c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Seed: seed, Certify: CertifySettings{Delta: delta}})
+					c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Seed: seed, Certify: CertifySettings{Delta: delta, Calls: calls}})
 					require.NoError(t, err, name)
 					require.Equal(t, RuleVarianceMoM, c.Rule, name)
 					require.Equal(t, int64(k), c.Calls, name)
@@ -777,8 +781,10 @@ func radiusOracle(norm Norm, l certLaw, p, truth float64) (*certOracle, float64)
 
 // TestTruncFormulas checks the pieces of the truncated mean's bound: the
 // bias inequality (u − τ)₊ ≤ u²/(4τ), with equality at u = 2τ; that the
-// level τ = √(3kV/(8CL)) minimises the radius over τ; and the closed form
-// ρ = (√(2κ) + √(2C/3))·√(VL/k) at that level.
+// level τ = √((3k + CL)V/(4CL)) minimises the radius over τ; the closed
+// form ρ = √(2κVL/k) + √(CLV(1 + CL/(3k))/(3k)) + CLr_c/(3k) at that
+// level; and that ρ is below (√(2κ) + √(2C/3))·√(VL/k), the radius with
+// the range bounded by 2τ alone at its best level √(3kV/(8CL)).
 func TestTruncFormulas(t *testing.T) {
 	for _, tau := range []float64{0.1, 1, 7} {
 		for _, u := range []float64{0, 0.05, 0.5, 1, 2, 3, 14, 100} {
@@ -787,37 +793,43 @@ func TestTruncFormulas(t *testing.T) {
 		require.InDelta(t, tau, (2*tau)*(2*tau)/(4*tau), 1e-12*tau, "equality at u = 2τ")
 	}
 	cases := []struct {
-		kappa, c, v, l float64
-		k              int
+		kappa, c, v, l, rc float64
+		k                  int
 	}{
-		{1, 1, 1, math.Log(2 / 0.01), 100},
-		{1, 1, 0.3, math.Log(2 / 1e-4), 16384},
-		{2, 1.5, 5, math.Log(2 / 0.05), 7},
+		{1, 1, 1, math.Log(2 / 0.01), 0, 100},
+		{1, 1, 1, math.Log(2 / 0.01), 0.05, 100},
+		{1, 1, 0.3, math.Log(2 / 1e-4), 0.01, 16384},
+		{2, 1.5, 5, math.Log(2 / 0.05), 0, 7},
 	}
 	for _, tc := range cases {
 		tau := truncLevel(tc.c, tc.v, tc.l, tc.k)
-		rho := truncRadius(tc.kappa, tc.c, tc.v, tc.l, tau, tc.k)
-		want := truncConst(tc.kappa, tc.c) * math.Sqrt(tc.v*tc.l/float64(tc.k))
+		rho := truncRadius(tc.kappa, tc.c, tc.v, tc.l, tau, tc.rc, tc.k)
+		kf := float64(tc.k)
+		cl := tc.c * tc.l
+		want := math.Sqrt(2*tc.kappa*tc.v*tc.l/kf) + math.Sqrt(cl*tc.v*(1+cl/(3*kf))/(3*kf)) + cl*tc.rc/(3*kf)
 		require.InDelta(t, want, rho, 1e-12*want, "%+v", tc)
 		for _, f := range []float64{0.5, 0.9, 1.1, 2} {
-			require.Greater(t, truncRadius(tc.kappa, tc.c, tc.v, tc.l, f*tau, tc.k), rho, "%+v: τ×%g", tc, f)
+			require.Greater(t, truncRadius(tc.kappa, tc.c, tc.v, tc.l, f*tau, tc.rc, tc.k), rho, "%+v: τ×%g", tc, f)
 		}
+		old := (math.Sqrt(2*tc.kappa) + math.Sqrt(2*tc.c/3)) * math.Sqrt(tc.v*tc.l/kf)
+		require.Less(t, rho, old, "%+v", tc)
+		require.LessOrEqual(t, truncConst(tc.kappa, tc.c)*math.Sqrt(tc.v*tc.l/kf), rho, "%+v: the constant is the many-calls limit", tc)
 	}
-	require.InDelta(t, 2.2307, truncConst(1, 1), 1e-4)
-	require.Zero(t, truncRadius(1, 1, 0, 3, 0, 10))
+	require.InDelta(t, 1.9916, truncConst(1, 1), 1e-4)
+	require.Zero(t, truncRadius(1, 1, 0, 3, 0, 0, 10))
 }
 
 // TestPlanTruncated checks the plan's arithmetic: its radius at the
 // planned centre accuracy is at most the target, its shares sum to δ, and
 // its total is the sum of its parts; and that the planner picks the
 // truncated rule exactly where its closed-form size is below the median of
-// means' — at δ = 0.01 and below, not at δ = 0.05 — and only in flat
+// means' — at δ = 0.05 and below, not at δ = 0.1 — and only in flat
 // Hilbert norms.
 func TestPlanTruncated(t *testing.T) {
 	for _, delta := range []float64{0.05, 0.01, 1e-3, 1e-6} {
 		for _, a := range []float64{0.3, 0.01, 1e-4} {
 			const w = 1.7
-			p := planTruncated(1, 1, w, delta, a, math.Inf(1))
+			p := planTruncated(1, 1, w, delta, a)
 			name := fmt.Sprintf("δ=%g a=%g", delta, a)
 			require.InDelta(t, delta, p.delta0+p.delta1, 1e-15, name)
 			require.Equal(t, float64(p.centreK)*float64(p.centreSize)+float64(p.k)*float64(p.size), p.total, name)
@@ -827,7 +839,7 @@ func TestPlanTruncated(t *testing.T) {
 			rc := eps / share // the planned r* + ε
 			l := math.Log(2 / p.delta1)
 			v := w/float64(p.size) + rc*rc
-			rho := truncRadius(1, 1, v, l, truncLevel(1, v, l, p.k), p.k)
+			rho := truncRadius(1, 1, v, l, truncLevel(1, v, l, p.k), rc, p.k)
 			require.LessOrEqual(t, rho, a*(1+1e-9), name)
 			require.Greater(t, rho, 0.9*a, name+": not oversized")
 		}
@@ -836,18 +848,12 @@ func TestPlanTruncated(t *testing.T) {
 	for _, tc := range []struct {
 		delta float64
 		want  bool
-	}{{0.05, false}, {0.02, true}, {0.01, true}, {1e-3, true}, {1e-6, true}} {
+	}{{0.1, false}, {0.05, true}, {0.02, true}, {0.01, true}, {1e-3, true}, {1e-6, true}} {
 		k, p, share := momPlan(tc.delta)
 		mom := float64(k) * math.Ceil(w/(p*share*share*a*a))
 		tp, ok := truncCheaper(1, 1, w, tc.delta, a, momCost(w, a, k, p, share))
 		require.Equal(t, tc.want, ok, "δ = %g", tc.delta)
-		// The skipped shares could not have been cheaper: the plan with
-		// the limit is the unrestricted one whenever it is kept.
-		all := planTruncated(1, 1, w, tc.delta, a, math.Inf(1))
-		require.Equal(t, all.total < mom, ok, "δ = %g", tc.delta)
-		if ok {
-			require.Equal(t, all, tp, "δ = %g", tc.delta)
-		}
+		require.Equal(t, tp.total < mom, ok, "δ = %g: momCost is the median of means' size", tc.delta)
 	}
 	l2, err := NewLP(2, 4)
 	require.NoError(t, err)
@@ -902,9 +908,9 @@ func TestPlanTruncated(t *testing.T) {
 // radius), over 400 fixed seeds per law — heavy tails (Student-t with 2.5
 // degrees of freedom, no fourth moment), skew (lognormal) and rare large
 // outliers (two-point laws with probabilities 1e-2 and 1e-3) — in ℓ2 and
-// Schatten-2, at δ = 0.05 (the plan forced: the planner prefers one
-// Chebyshev bucket there), 0.01 and 1e-3 (through CertifyRadius, which
-// picks the rule). The radius is set so that about 1000 unit samples are
+// Schatten-2, at δ = 0.05 (the plan forced: at about 1000 unit samples
+// the rounding of its sizes leaves one Chebyshev bucket the cheaper plan),
+// 0.01 and 1e-3 (through CertifyRadius, which picks the rule). The radius is set so that about 1000 unit samples are
 // drawn (ℓ2 and Schatten-2 on 2×2 matrices are the same norm on the same
 // samples: the test checks that the rule reads the Schatten norm as
 // Hilbert). Failures stay within δ plus binomial slack (certFailSlack), and
@@ -926,9 +932,9 @@ func TestCertifyTruncatedCoverage(t *testing.T) {
 				w := norm.Kappa() * float64(d) * lw.l.variance(lw.p)
 				// The total falls like 1/radius²: rescale once from a
 				// reference radius.
-				ref := planTruncated(norm.Kappa(), norm.C(), w, delta, 1, math.Inf(1))
+				ref := planTruncated(norm.Kappa(), norm.C(), w, delta, 1)
 				radius := math.Sqrt(ref.total / size)
-				plan := planTruncated(norm.Kappa(), norm.C(), w, delta, radius, math.Inf(1))
+				plan := planTruncated(norm.Kappa(), norm.C(), w, delta, radius)
 				o, truth := radiusOracle(norm, lw.l, lw.p, 2*radius)
 				p := Problem{Oracle: o, Norm: norm}
 				x := make([]float64, d)
@@ -1006,7 +1012,7 @@ func TestTruncatedOnlyInFlatHilbertNorms(t *testing.T) {
 
 // TestTruncatedMeanTruncates runs truncatedMean on scripted calls: a
 // centre call at 0 (one bucket, so r* = 0 and r_c = √(w/(s_c·p))), then k
-// calls Y_j = u_j·e₁ on both sides of the level τ = √(3kV/(8L)) of the
+// calls Y_j = u_j·e₁ on both sides of the level τ = √((3k + L)V/(4L)) of the
 // plan, V = w/s + r_c² (κ = C = 1). The estimate must be the mean of the
 // calls pulled back to within τ of the centre, with the same τ for both
 // scripts (τ is fixed before the calls after the centre are drawn); its
@@ -1058,6 +1064,59 @@ func TestTruncatedMeanTruncates(t *testing.T) {
 		require.Zero(t, dst[1])
 		require.Zero(t, dst[2])
 		require.LessOrEqual(t, math.Abs(plain-dst[0]), bias*(1+1e-12), "%v: the bias inequality", script.us)
-		require.InDelta(t, truncRadius(1, 1, script.v, l, tau, p.k), rho, 1e-12*rho, "%v", script.us)
+		require.InDelta(t, truncRadius(1, 1, script.v, l, tau, rc, p.k), rho, 1e-12*rho, "%v", script.us)
+	}
+}
+
+// TestCertifyRadiusCalls: CertifyRadius honours Certify.Calls. In ℓ2 at
+// δ = 0.05, where it picks RuleVarianceTruncated on its own, one call gives
+// the single Chebyshev bucket at ε = radius (p = MoMBucketFailure(1, δ))
+// and five calls the median of means of five buckets at ε = radius/2; a
+// bounded-noise certificate splits its size over the calls, drawing at
+// least the size one call would.
+func TestCertifyRadiusCalls(t *testing.T) {
+	const delta, radius = 0.05, 0.05
+	l2, err := NewLP(2, 4)
+	require.NoError(t, err)
+	x := make([]float64, 4)
+	o := newCertOracle(4, []float64{0.1, 0, 0, 0}, lawStudentT, 0)
+	o.declareVar = true
+	p := Problem{Oracle: o, Norm: l2}
+	w := l2.Kappa() * o.NoiseVariance(x, l2)
+	for _, calls := range []int{0, 1, 5} {
+		c, err := CertifyRadius(context.Background(), p, x, radius, 1, &Settings{Certify: CertifySettings{Delta: delta, Calls: calls}})
+		require.NoError(t, err, "calls %d", calls)
+		require.Equal(t, delta, c.Delta, "calls %d", calls)
+		if calls == 0 {
+			require.Equal(t, RuleVarianceTruncated, c.Rule)
+			continue
+		}
+		require.Equal(t, RuleVarianceMoM, c.Rule, "calls %d", calls)
+		require.Equal(t, int64(calls), c.Calls)
+		eb := radius
+		if calls > 1 {
+			eb /= 2
+		}
+		size := math.Ceil(w / (MoMBucketFailure(calls, delta) * eb * eb))
+		require.Equal(t, int64(calls)*int64(size), c.Samples, "calls %d", calls)
+		if calls == 1 {
+			require.LessOrEqual(t, c.Bound-c.Estimate, radius*(1+1e-12))
+		}
+	}
+	b := newCertOracle(4, []float64{0.1, 0, 0, 0}, lawTwoPoint, 0.1)
+	b.declareBound = true
+	var one int64
+	for _, calls := range []int{0, 1, 3} {
+		c, err := CertifyRadius(context.Background(), Problem{Oracle: b, Norm: l2}, x, radius, 1, &Settings{Certify: CertifySettings{Delta: delta, Calls: calls}})
+		require.NoError(t, err, "calls %d", calls)
+		require.Equal(t, RuleBoundedNoise, c.Rule, "calls %d", calls)
+		require.Equal(t, int64(max(calls, 1)), c.Calls, "calls %d", calls)
+		require.LessOrEqual(t, c.Bound-c.Estimate, radius*(1+1e-12), "calls %d", calls)
+		if calls <= 1 {
+			one = c.Samples
+			continue
+		}
+		require.GreaterOrEqual(t, c.Samples, one, "calls %d", calls)
+		require.Less(t, c.Samples, one+int64(calls), "calls %d", calls)
 	}
 }

@@ -17,15 +17,22 @@ import (
 // MoMChebyshevBuckets(δ) with ε = radius/2, whichever needs fewer samples
 // (a single bucket at δ ≥ 0.0028), or in a flat Hilbert norm the plan of
 // RuleVarianceTruncated at that radius (planTruncated) when its closed-form
-// size is smaller still (for radius a, 22.6κσ²/a² unit samples against 20
-// at δ = 0.05, 35.3 against 100 at 0.01, 53.1 against 351 at 1e-3). A
+// size is smaller still (for radius a, 18.1κσ²/a² unit samples against 20
+// at δ = 0.05, 28.2 against 100 at 0.01, 42.5 against 351 at 1e-3). A
 // deterministic or FiniteSum
 // oracle gets its exact certificate whatever radius says; an oracle that
 // declares nothing gets RuleEstimate with the empirical scale, from
 // buckets of fallback unit samples (its radius is not known in advance).
 // δ is s.Certify.Delta and the samples are drawn as Solve's certificate
-// draws them, from s.Seed and s.Certify.Seed. Benchmarks use it to charge
-// every method the same certificate.
+// draws them, from s.Seed and s.Certify.Seed. s.Certify.Samples is ignored
+// (the radius sizes the draw); s.Certify.Calls, when not zero, fixes the
+// number of oracle calls instead of the rule's own choice, as for Solve's
+// certificate: RuleVarianceMoM then has exactly that many buckets (p =
+// MoMBucketFailure(calls, δ), ε = radius for one bucket, radius/2 for
+// more), RuleVarianceTruncated is not considered, RuleBoundedNoise splits
+// its N samples over that many calls and RuleEstimate has that many
+// buckets (at least 3). Benchmarks use it to charge every method the same
+// certificate.
 func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, fallback int, settings *Settings) (*Certificate, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -42,16 +49,18 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 	}
 	o, norm := p.Oracle, p.Norm
 	delta := s.Certify.Delta
-	s.Certify.Calls, s.Certify.Samples = 0, max(fallback, 1)
+	calls := s.Certify.Calls // the caller's, or 0 for the rule's own choice
+	s.Certify.Samples = max(fallback, 1)
 	if nd, ok := declaredNoise(o, x, norm); ok {
-		n := nd.size(delta, radius)
-		s.Certify.Calls, s.Certify.Samples = 1, int(math.Min(math.Ceil(n), maxDraw))
+		c := max(calls, 1)
+		n := nd.size(delta, radius) / float64(c)
+		s.Certify.Calls, s.Certify.Samples = c, int(math.Min(math.Ceil(n), maxDraw))
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
-		k, pf, share := momPlan(delta)
+		k, pf, share := momPlanCalls(delta, calls)
 		eb := share * radius
 		s.Certify.Samples = int(math.Min(math.Ceil(norm.Kappa()*v/(pf*eb*eb)), maxDraw))
 		s.Certify.Calls = k
-		if flatHilbert(norm) {
+		if calls == 0 && flatHilbert(norm) {
 			w := norm.Kappa() * v
 			if tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, radius, momCost(w, radius, k, pf, share)); ok {
 				return certifyPlanned(ctx, p, &Result{X: x}, &s, 0, nil, &tp)
@@ -59,4 +68,19 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 		}
 	}
 	return certify(ctx, p, &Result{X: x}, &s, 0, nil)
+}
+
+// momPlanCalls returns momPlan(δ) when calls is 0, and otherwise the
+// variance median of means of exactly calls buckets: per-bucket failure
+// probability MoMBucketFailure(calls, δ) and accuracy share 1 for a single
+// bucket (r* = 0), 1/2 for more (r* is at most 2ε on the event, about ε in
+// practice; see momPlan).
+func momPlanCalls(delta float64, calls int) (k int, p, share float64) {
+	switch calls {
+	case 0:
+		return momPlan(delta)
+	case 1:
+		return 1, MoMBucketFailure(1, delta), 1
+	}
+	return calls, MoMBucketFailure(calls, delta), 0.5
 }

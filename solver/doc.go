@@ -112,17 +112,18 @@
 //   - VarianceBound in a flat Hilbert norm, ℓ2 or Schatten-2
 //     (RuleVarianceTruncated): a centre from a first median of means, then
 //     the mean of k fresh calls each pulled back to within τ of the centre,
-//     with radius √(2κVL/k) + 2CτL/(3k) + V/(4τ) (the paper's Banach-space
+//     with radius √(2κVL/k) + CL(τ + m)/(3k) + V/(4τ), m = min{τ, r_c +
+//     V/(4τ)} the calls' range beyond τ (the paper's Banach-space
 //     concentration proposition for the truncated calls plus their bias;
 //     V the calls' variance plus the centre's squared radius, L =
 //     ln(2/δ₁), δ = δ₀ + δ₁ split between the centre and the truncated
 //     sum, τ fixed from the centre before the calls are drawn): about
-//     5 ln(2/δ) variances κσ²/a² for a radius a plus its centre's (53.1 in
+//     4 ln(2/δ) variances κσ²/a² for a radius a plus its centre's (42.5 in
 //     all at δ = 1e-3, where the median of means pays 351 and one
 //     Chebyshev bucket 1000), used whenever its planned size is the
-//     smaller (not at δ = 0.05, at 0.01 and below; for Solve's certificate
-//     only with CertifySettings.Calls unset); ≤ Bound with probability at
-//     least 1 − δ.
+//     smaller (not at δ = 0.1, at 0.05 and below; for Solve's certificate
+//     and CertifyRadius only with CertifySettings.Calls unset); ≤ Bound
+//     with probability at least 1 − δ.
 //   - nothing (RuleEstimate): an empirical-scale median of means, an
 //     estimate with no guarantee; Delta is NaN so that it cannot be read as
 //     a probability.

@@ -112,6 +112,14 @@ func subInto(dst, a, b []float64) {
 // probability at most δ: P(Binomial(k, p) ≥ k/2) ≤ δ, computed from the
 // exact binomial tail (to a relative 1e-9 below the largest such p). It
 // panics if k < 1 or δ is outside (0, 1).
+//
+// The search is a bisection on p whose every step decides whether the
+// tail Σ_{j ≥ t} C(k, j) p^j (1 − p)^{k−j}, t = ⌈k/2⌉, summed term by term
+// from the log-gamma form of each term (the plain sum), exceeds δ; the
+// result is bit for bit that of the bisection over the plain sum, at a
+// fraction of its cost: one exponential per step instead of one per term
+// and two log-gammas per term, the plain sum deciding only when the
+// tail is within a rounding band of δ. For k < 128 it allocates nothing.
 func MoMBucketFailure(k int, delta float64) float64 {
 	if k < 1 {
 		panic(fmt.Sprintf("solver: MoMBucketFailure k = %d must be positive", k))
@@ -119,11 +127,37 @@ func MoMBucketFailure(k int, delta float64) float64 {
 	if !(delta > 0 && delta < 1) {
 		panic(fmt.Sprintf("solver: MoMBucketFailure δ = %v outside (0, 1)", delta))
 	}
-	t := (k + 1) / 2 // ⌈k/2⌉ far buckets leave no strict majority
+	var lf, buf [2 * momCoefMax]float64
+	return bucketFailure(k, delta, logFactorials(lf[:0], k), buf[:0])
+}
+
+// bucketFailure is MoMBucketFailure given lf[m] = ln m! for m ≤ k and
+// scratch buf (see newBucketTail).
+func bucketFailure(k int, delta float64, lf, buf []float64) float64 {
+	b := newBucketTail(buf, k, lf)
+	return bisectFailure(func(p float64) bool { return b.exceeds(p, delta) })
+}
+
+// logFactorials appends ln m! = ln Γ(m + 1) to dst for m = 0, …, n and
+// returns the extended slice.
+func logFactorials(dst []float64, n int) []float64 {
+	for m := range n + 1 {
+		l, _ := math.Lgamma(float64(m + 1))
+		dst = append(dst, l)
+	}
+	return dst
+}
+
+// bisectFailure returns the end of the bisection on (0, 1/2) that keeps
+// its lower end lo where exceeds(lo) is false and its upper end where it
+// is true, stopping once the bracket is within a relative 1e-9 of lo (or
+// after 200 halvings): the search of MoMBucketFailure, with exceeds(p)
+// reporting whether the binomial tail at p exceeds δ.
+func bisectFailure(exceeds func(p float64) bool) float64 {
 	lo, hi := 0.0, 0.5
 	for range 200 {
 		mid := (lo + hi) / 2
-		if binomialTail(k, t, mid) <= delta {
+		if !exceeds(mid) {
 			lo = mid
 		} else {
 			hi = mid
@@ -135,6 +169,100 @@ func MoMBucketFailure(k int, delta float64) float64 {
 	return lo
 }
 
+// momCoefMax is the number of terms of the binomial tail that
+// MoMBucketFailure keeps on the stack: bucket counts k < 2·momCoefMax.
+const momCoefMax = 64
+
+// bucketTail decides whether P(Binomial(k, p) ≥ t), t = ⌈k/2⌉, exceeds
+// δ, exactly as the plain sum of its terms would decide, where the plain
+// sum adds, for j = t, …, k in that order,
+//
+//	exp(ln C(k, j) + j·ln p + (k − j)·ln(1 − p)),
+//
+// with ln C(k, j) = ln Γ(k + 1) − ln Γ(j + 1) − ln Γ(k − j + 1). Three
+// things make a decision cheap without changing it.
+//
+//   - The coefficients ln C(k, j) and the ratios (k − j)/(j + 1) do not
+//     depend on p: they are computed once, by the plain sum's expressions.
+//   - A fast sum takes the first term by the plain sum's expression and
+//     the others by the recurrence term_{j+1} = term_j·(k − j)/(j + 1)·
+//     p/(1 − p): one exponential instead of k − t + 1. It differs from the
+//     plain sum by less than a relative band η = 64·2⁻⁵³·(M + k),
+//     M = 3 ln Γ(k + 1) + k(|ln p| + |ln(1 − p)|): each plain term's
+//     exponent adds five quantities of magnitude at most M, each within a
+//     few units of 2⁻⁵³ of its value (Lgamma, Log, Log1p and Exp are
+//     accurate to a few ulps), the recurrence adds three roundings per
+//     term, and each sum k roundings, so the two differ by less than
+//     η/4. Outside [δ(1 − η), δ(1 + η)] the fast sum's decision is the
+//     plain sum's.
+//   - Inside that band (a bisection step whose midpoint's tail is within
+//     about 1e-12 of δ, or δ below 1e-290, where the terms may be
+//     subnormal), the plain sum decides, from the stored coefficients; it
+//     stops as soon as its partial sum exceeds δ, since its terms are
+//     non-negative and adding a non-negative number never lowers a
+//     floating-point sum.
+type bucketTail struct {
+	k, t  int
+	coef  []float64 // ln C(k, j), j = t, …, k
+	ratio []float64 // (k − j)/(j + 1), j = t, …, k − 1
+	m0    float64   // 3 ln Γ(k + 1) + k, the part of η's M + k without p
+}
+
+// newBucketTail returns the tail of Binomial(k, ·) from t = ⌈k/2⌉, given
+// lf[m] = ln m! for m ≤ k (logFactorials), its coefficients in buf's
+// backing array when its capacity holds 2(k − t) + 1 values.
+func newBucketTail(buf []float64, k int, lf []float64) bucketTail {
+	t := (k + 1) / 2 // ⌈k/2⌉ far buckets leave no strict majority
+	n := k - t + 1
+	if cap(buf) < 2*n-1 {
+		buf = make([]float64, 0, 2*n-1)
+	}
+	lk := lf[k]
+	coef, ratio := buf[:n], buf[n:2*n-1]
+	for j := t; j <= k; j++ {
+		coef[j-t] = lk - lf[j] - lf[k-j]
+		if j < k {
+			ratio[j-t] = float64(k-j) / float64(j+1)
+		}
+	}
+	return bucketTail{k: k, t: t, coef: coef, ratio: ratio, m0: 3*lk + float64(k)}
+}
+
+// tailTiny is the δ below which bucketTail.exceeds always takes the
+// plain sum (its terms may then be subnormal).
+const tailTiny = 1e-290
+
+// exceeds reports whether the plain sum of the tail at p exceeds δ (see
+// bucketTail), for 0 < p ≤ 1/2.
+func (b bucketTail) exceeds(p, delta float64) bool {
+	k, t := b.k, b.t
+	lp, lq := math.Log(p), math.Log1p(-p)
+	first := math.Exp(b.coef[0] + float64(t)*lp + float64(k-t)*lq)
+	if delta > tailTiny {
+		s, term, odds := first, first, p/(1-p)
+		for _, r := range b.ratio {
+			term *= r * odds
+			s += term
+		}
+		eta := 64 * 0x1p-53 * (b.m0 + float64(k)*(-lp-lq))
+		switch {
+		case s > delta*(1+eta):
+			return true
+		case s < delta*(1-eta):
+			return false
+		}
+	}
+	s := first
+	for i, c := range b.coef[1:] {
+		if s > delta {
+			return true
+		}
+		j := t + 1 + i
+		s += math.Exp(c + float64(j)*lp + float64(k-j)*lq)
+	}
+	return s > delta
+}
+
 // MoMChebyshevBuckets returns the bucket count k and per-bucket failure
 // probability p = MoMBucketFailure(k, δ) of a median of means that needs
 // the fewest unit samples for a given accuracy when each bucket's failure
@@ -144,7 +272,9 @@ func MoMBucketFailure(k int, delta float64) float64 {
 // Chernoff bound P(Binomial(k, p) ≥ k/2) ≤ exp(−k·KL(1/2‖p)), so k ≈
 // ln(1/δ)/KL(1/2‖p), minimised near p ≈ 0.1 with k ≈ 2 ln(1/δ); the exact
 // tail used here does slightly better (for δ ≥ 0.05 a single bucket,
-// plain Chebyshev with p = δ, is cheapest). It panics if δ is outside
+// plain Chebyshev with p = δ, is cheapest). The search over odd k stops
+// early once 2k is at least the best k/p found: every p it returns is
+// below 1/2, so no larger k can do better. It panics if δ is outside
 // (0, 1).
 func MoMChebyshevBuckets(delta float64) (k int, p float64) {
 	if !(delta > 0 && delta < 1) {
@@ -152,8 +282,14 @@ func MoMChebyshevBuckets(delta float64) (k int, p float64) {
 	}
 	best := math.Inf(1)
 	limit := 3 + int(math.Ceil(6*math.Log(1/delta)))
-	for j := 1; j <= limit; j += 2 { // an even count needs as many far buckets as the odd one below it
-		q := MoMBucketFailure(j, delta)
+	var lfBuf, buf [2 * momCoefMax]float64
+	lf := lfBuf[:0]
+	if limit >= len(lfBuf) {
+		lf = make([]float64, 0, limit+1)
+	}
+	lf = logFactorials(lf, limit)
+	for j := 1; j <= limit && float64(2*j) < best; j += 2 { // an even count needs as many far buckets as the odd one below it
+		q := bucketFailure(j, delta, lf, buf[:0])
 		if r := float64(j) / q; r < best {
 			best, k, p = r, j, q
 		}
@@ -181,23 +317,4 @@ func momPlan(delta float64) (k int, p, share float64) {
 		return 1, MoMBucketFailure(1, delta), 1
 	}
 	return k, p, 0.5
-}
-
-// binomialTail returns P(Binomial(k, p) ≥ t).
-func binomialTail(k, t int, p float64) float64 {
-	if t <= 0 {
-		return 1
-	}
-	if p <= 0 {
-		return 0
-	}
-	lk, _ := math.Lgamma(float64(k + 1))
-	lp, lq := math.Log(p), math.Log1p(-p)
-	s := 0.0
-	for j := t; j <= k; j++ {
-		lj, _ := math.Lgamma(float64(j + 1))
-		lr, _ := math.Lgamma(float64(k - j + 1))
-		s += math.Exp(lk - lj - lr + float64(j)*lp + float64(k-j)*lq)
-	}
-	return s
 }

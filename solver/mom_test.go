@@ -116,3 +116,94 @@ func TestMedianOfMeansAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(10, func() { MedianOfMeans(dst, means, l2, work) })
 	require.Zero(t, allocs)
 }
+
+// binomialTail returns P(Binomial(k, p) ≥ t) as the plain sum of its terms
+// C(k, j) p^j (1 − p)^{k−j}, j = t, …, k, each from its log-gamma form:
+// the tail MoMBucketFailure compares with δ, written out in full.
+func binomialTail(k, t int, p float64) float64 {
+	if t <= 0 {
+		return 1
+	}
+	if p <= 0 {
+		return 0
+	}
+	lk, _ := math.Lgamma(float64(k + 1))
+	lp, lq := math.Log(p), math.Log1p(-p)
+	s := 0.0
+	for j := t; j <= k; j++ {
+		lj, _ := math.Lgamma(float64(j + 1))
+		lr, _ := math.Lgamma(float64(k - j + 1))
+		s += math.Exp(lk - lj - lr + float64(j)*lp + float64(k-j)*lq)
+	}
+	return s
+}
+
+// plainBucketFailure is MoMBucketFailure's bisection with the plain sum
+// binomialTail at every step, the way it was computed before the
+// coefficients were hoisted out of the loop.
+func plainBucketFailure(k int, delta float64) float64 {
+	t := (k + 1) / 2
+	return bisectFailure(func(p float64) bool { return binomialTail(k, t, p) > delta })
+}
+
+// TestMoMBucketFailureSame checks that MoMBucketFailure returns bit for bit
+// the bisection over the plain binomial sum, on a grid of bucket counts
+// (both sides of the stack buffer's 2·momCoefMax − 1) and failure
+// probabilities. The two evaluate the same floating-point expressions in
+// the same order and take the same decision at every step (the early exit
+// only skips non-negative terms of a sum that already exceeds δ), so their
+// results are equal, not merely close.
+func TestMoMBucketFailureSame(t *testing.T) {
+	ks := []int{1, 2, 3, 4, 5, 7, 9, 12, 17, 25, 33, 45, 64, 87, 126, 127, 128, 129, 200}
+	for _, k := range ks {
+		for e := 0.0; e <= 12; e += 0.25 {
+			delta := math.Pow(10, -e) * 0.49
+			got, want := MoMBucketFailure(k, delta), plainBucketFailure(k, delta)
+			require.Equal(t, math.Float64bits(want), math.Float64bits(got), "k = %d, δ = %g: %v against %v", k, delta, got, want)
+		}
+	}
+	for _, delta := range []float64{0.3, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125, 0.011, 1e-3, 1e-6} {
+		k, p := MoMChebyshevBuckets(delta)
+		wk, wp := plainChebyshevBuckets(delta)
+		require.Equal(t, wk, k, "δ = %g", delta)
+		require.Equal(t, math.Float64bits(wp), math.Float64bits(p), "δ = %g", delta)
+	}
+}
+
+// plainChebyshevBuckets is MoMChebyshevBuckets over every odd count up to
+// its limit, with plainBucketFailure.
+func plainChebyshevBuckets(delta float64) (k int, p float64) {
+	best := math.Inf(1)
+	limit := 3 + int(math.Ceil(6*math.Log(1/delta)))
+	for j := 1; j <= limit; j += 2 {
+		q := plainBucketFailure(j, delta)
+		if r := float64(j) / q; r < best {
+			best, k, p = r, j, q
+		}
+	}
+	return k, p
+}
+
+// TestBucketTailBand checks bucketTail's decisions where they are hardest:
+// with δ equal to the plain sum at p, and one float below it, the fast sum
+// cannot decide (δ lies in its band) and the plain sum must: not above δ,
+// then above. Away from δ, the fast sum decides alone, as the plain sum.
+func TestBucketTailBand(t *testing.T) {
+	for _, k := range []int{1, 2, 3, 8, 21, 45, 127, 128, 301} {
+		var buf [2 * momCoefMax]float64
+		b := newBucketTail(buf[:0], k, logFactorials(nil, k))
+		for _, p := range []float64{1e-6, 1e-3, 0.05, 0.11, 0.3, 0.5} {
+			plain := binomialTail(k, b.t, p)
+			if !(plain > 1e-280) {
+				continue
+			}
+			require.False(t, b.exceeds(p, plain), "k = %d, p = %g: δ = the tail", k, p)
+			require.True(t, b.exceeds(p, math.Nextafter(plain, 0)), "k = %d, p = %g: δ just below the tail", k, p)
+			for _, f := range []float64{0.5, 0.999, 1.001, 2} {
+				if delta := f * plain; delta < 1 {
+					require.Equal(t, plain > delta, b.exceeds(p, delta), "k = %d, p = %g, δ = %g·tail", k, p, f)
+				}
+			}
+		}
+	}
+}

@@ -177,7 +177,12 @@ func hilbertNorm(norm Norm) bool {
 // shift at every ε (9.21e4, 4.96e5, 3.34e6 against 3.47e4, 3.16e5,
 // 2.03e6; BENCHMARKS.md, issue 13, item 10), and 1.5 puts the truncated
 // estimate's realised radius (about 1.29a) at the median of means' typical
-// reported one (1.23–1.37a).
+// reported one (1.23–1.37a). With the sharper range of the truncated mean
+// (BENCHMARKS.md, issue 13, item 15) 1.5 is still the best of 1.0, 1.25,
+// 1.5 and 2 on affine-t at ε = 3.2e-3 and 1e-3 (at 1e-2, 1.0 and 2 gave
+// 1.66e4 and 1.68e4 against 1.86e4) and on shift at 1e-2 and 3.2e-3
+// (shift certified 3.17e4, 2.61e5, 1.92e6; with 2, 4.13e4, 3.39e5,
+// 1.45e6).
 const vrTruncAim = 1.5
 
 // truncatedEstimate is the variance branch of tunedRun.estimate in a flat

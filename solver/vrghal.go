@@ -116,8 +116,8 @@ import (
 //     truncated mean about a median-of-means centre planned for radius
 //     1.5·a_k when its closed-form size is smaller than that median of
 //     means' (for sizes well above their rounding it is at every share
-//     δ'_k ≤ 0.05: 15.7 against 47.3 variances κσ²/a_k² at δ'_k = 1e-2,
-//     23.6 against 87.8 at 1e-3), its failure
+//     δ'_k ≤ 0.05: 12.5 against 47.3 variances κσ²/a_k² at δ'_k = 1e-2,
+//     18.9 against 87.8 at 1e-3), its failure
 //     probability δ'_k split between the centre (δ₀) and the truncated
 //     sum (δ₁ = δ'_k − δ₀), and τ fixed from the centre before the
 //     truncated calls are drawn (see RuleVarianceTruncated); for a

@@ -38,9 +38,9 @@ func ExampleRun() {
 	// minibatch-km                 reached 3/3, median 204
 	// stochastic-halpern           reached 3/3, median 315
 	// page-halpern                 reached 3/3, median 215
-	// vrghal/bounded-variance (certified) reached 3/3, median 160725
-	// vrghal/lipschitz-expectation (certified) reached 3/3, median 2806
-	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 2806
+	// vrghal/bounded-variance (certified) reached 3/3, median 160144
+	// vrghal/lipschitz-expectation (certified) reached 3/3, median 3328
+	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 3328
 	// minibatch-km (certified)     reached 3/3, median 2679
 	// stochastic-halpern (certified) reached 2/3, median 123488
 	// page-halpern (certified)     reached 3/3, median 1355
