@@ -152,6 +152,19 @@ type interruptedError struct{ err error }
 func (e interruptedError) Error() string { return e.err.Error() }
 func (e interruptedError) Unwrap() error { return e.err }
 
+// dataDefaults returns cfg with the defaults that depend on the data set
+// spec filled in where their flags were not given: the conv cell's
+// translations (train.DefaultConvShift, chosen on digits) are off on
+// Fashion-MNIST, where one-pixel translations cost 0.7 points of test
+// accuracy over four epochs (90.23% against 90.94%; README, "Conv DEQ on
+// real digits").
+func dataDefaults(cfg train.Config, spec string, changed func(string) bool) train.Config {
+	if cfg.Model.Cell == train.ConvCell && spec == datasets.FashionMNIST && !changed("shift") {
+		cfg.Augment.Shift = -1 // none, spelt negative where the cell's default is a shift
+	}
+	return cfg
+}
+
 // run executes `deq train`.
 func (f *trainFlags) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
@@ -183,6 +196,9 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	data, err := f.openData(ctx, spec)
 	if err != nil {
 		return err
+	}
+	if ck == nil {
+		cfg = dataDefaults(cfg, spec, cmd.Flags().Changed)
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)
 	var metricsFile *os.File

@@ -119,7 +119,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Aids.CorrectionStates, "correction-states", "fixed-point correction (Bai, Geng, Savani, Kolter 2022): loss on f(z_k) at K states of the forward trajectory, one-step gradients (0: off)", false, "Aids.CorrectionStates")
 	floats(&c.Aids.CorrectionGamma, "correction-gamma", fmt.Sprintf("decay γ ∈ (0, 1] of the correction weights γ^(K−1−k), normalised to sum to one (0: %g when --correction-states > 0)", train.DefaultCorrectionGamma), false, "Aids.CorrectionGamma")
 	floats(&c.Aids.Dropout, "dropout", "DEQ dropout probability p ∈ [0, 1): one mask per batch, fixed across solver iterations, off at evaluation (0: off)", false, "Aids.Dropout")
-	ints(&c.Augment.Shift, "shift", "data augmentation: translate every training image by a random offset of at most N pixels in each direction, zero fill, never the test images (0: none; default 1 for --cell conv, none for the others)", false, "Augment.Shift")
+	ints(&c.Augment.Shift, "shift", "data augmentation: translate every training image by a random offset of at most N pixels in each direction, zero fill, never the test images (0: none; default 1 for --cell conv except on fashion-mnist, none for the others)", false, "Augment.Shift")
 	text(&c.Model.Normalization, "normalization", "dense and conv cells: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2; dense cell only)", "Model.Normalization")
 	text(&c.Model.Precision, "precision", "dense and conv cells: precision of the cell's matrix products, float64 or float32 (single precision: a different map, within float32 rounding)", "Model.Precision")
 }

@@ -547,6 +547,35 @@ func TestShiftFlagSetsConfig(t *testing.T) {
 	}
 }
 
+// TestDataDefaultsShift: without --shift the conv cell takes no
+// translations on Fashion-MNIST and its default elsewhere; a given --shift
+// wins everywhere; other cells are untouched.
+func TestDataDefaultsShift(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		spec string
+		want int // Config.Augment.Shift after train.Config.Defaults
+	}{
+		{[]string{"--cell", "conv"}, datasets.FashionMNIST, 0},
+		{[]string{"--cell", "conv"}, datasets.MNIST10k, train.DefaultConvShift},
+		{[]string{"--cell", "conv"}, datasets.SyntheticName, train.DefaultConvShift},
+		{[]string{"--cell", "conv", "--shift", "2"}, datasets.FashionMNIST, 2},
+		{[]string{"--cell", "conv", "--shift", "0"}, datasets.MNIST10k, 0},
+		{nil, datasets.FashionMNIST, 0},
+		{[]string{"--shift", "1"}, datasets.FashionMNIST, 1},
+	} {
+		var f trainFlags
+		fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		f.bindConfig(fl)
+		require.NoError(t, fl.Parse(tc.args))
+		c, err := f.config(fl.Changed)
+		require.NoError(t, err, "%v", tc.args)
+		d, err := dataDefaults(c, tc.spec, fl.Changed).Defaults()
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, max(d.Augment.Shift, 0), "%v on %s", tc.args, tc.spec)
+	}
+}
+
 // TestValFlagHoldsOutTrainingImages: --val N trains on the other training
 // images and evaluates on the N held out.
 func TestValFlagHoldsOutTrainingImages(t *testing.T) {
