@@ -524,17 +524,25 @@ func TestTrainAidFlagsSetConfig(t *testing.T) {
 // TestShiftFlagSetsConfig: --shift sets Config.Augment.Shift, 0 meaning
 // none (spelt −1 where the cell's default is a shift), and without it each
 // cell takes its default (train.DefaultConvShift for the conv cell, none
-// for the others).
+// for the others), except that dataDefaults turns the conv cell's off on
+// Fashion-MNIST; a given --shift wins on every data set.
 func TestShiftFlagSetsConfig(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		want int
+		args  []string
+		spec  string
+		want  int // Config.Augment.Shift of the flags
+		final int // the shift applied: after dataDefaults and Defaults, none as 0
 	}{
-		{nil, 0},
-		{[]string{"--shift", "2"}, 2},
-		{[]string{"--cell", "conv"}, train.DefaultConvShift},
-		{[]string{"--cell", "conv", "--shift", "0"}, -1},
-		{[]string{"--cell", "conv", "--shift", "1"}, 1},
+		{nil, datasets.MNIST10k, 0, 0},
+		{nil, datasets.FashionMNIST, 0, 0},
+		{[]string{"--shift", "2"}, datasets.MNIST10k, 2, 2},
+		{[]string{"--shift", "1"}, datasets.FashionMNIST, 1, 1},
+		{[]string{"--cell", "conv"}, datasets.MNIST10k, train.DefaultConvShift, train.DefaultConvShift},
+		{[]string{"--cell", "conv"}, datasets.SyntheticName, train.DefaultConvShift, train.DefaultConvShift},
+		{[]string{"--cell", "conv"}, datasets.FashionMNIST, train.DefaultConvShift, 0},
+		{[]string{"--cell", "conv", "--shift", "0"}, datasets.MNIST10k, -1, 0},
+		{[]string{"--cell", "conv", "--shift", "1"}, datasets.MNIST10k, 1, 1},
+		{[]string{"--cell", "conv", "--shift", "2"}, datasets.FashionMNIST, 2, 2},
 	} {
 		var f trainFlags
 		fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
@@ -544,35 +552,9 @@ func TestShiftFlagSetsConfig(t *testing.T) {
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, c.Augment.Shift, "%v", tc.args)
 		require.Equal(t, "shift", f.flagOf("Augment.Shift"))
-	}
-}
-
-// TestDataDefaultsShift: without --shift the conv cell takes no
-// translations on Fashion-MNIST and its default elsewhere; a given --shift
-// wins everywhere; other cells are untouched.
-func TestDataDefaultsShift(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		spec string
-		want int // Config.Augment.Shift after train.Config.Defaults
-	}{
-		{[]string{"--cell", "conv"}, datasets.FashionMNIST, 0},
-		{[]string{"--cell", "conv"}, datasets.MNIST10k, train.DefaultConvShift},
-		{[]string{"--cell", "conv"}, datasets.SyntheticName, train.DefaultConvShift},
-		{[]string{"--cell", "conv", "--shift", "2"}, datasets.FashionMNIST, 2},
-		{[]string{"--cell", "conv", "--shift", "0"}, datasets.MNIST10k, 0},
-		{nil, datasets.FashionMNIST, 0},
-		{[]string{"--shift", "1"}, datasets.FashionMNIST, 1},
-	} {
-		var f trainFlags
-		fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
-		f.bindConfig(fl)
-		require.NoError(t, fl.Parse(tc.args))
-		c, err := f.config(fl.Changed)
-		require.NoError(t, err, "%v", tc.args)
 		d, err := dataDefaults(c, tc.spec, fl.Changed).Defaults()
 		require.NoError(t, err, "%v", tc.args)
-		require.Equal(t, tc.want, max(d.Augment.Shift, 0), "%v on %s", tc.args, tc.spec)
+		require.Equal(t, tc.final, max(d.Augment.Shift, 0), "%v on %s", tc.args, tc.spec)
 	}
 }
 
