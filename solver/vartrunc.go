@@ -53,7 +53,7 @@ import "math"
 //	‖μ̂ − μ‖ ≤ ρ = √(2κVL/k) + CL(τ + m)/(3k) + V/(4τ),
 //
 // and τ = √((3k + CL)V/(4CL)) minimises the terms in τ when m is its
-// second branch, so that ρ = √(2κVL/k) + √(CLV(1 + CL/(3k))/(3k)) +
+// second branch, so that at that τ, with m in its second branch, ρ ≤ √(2κVL/k) + √(CLV(1 + CL/(3k))/(3k)) +
 // CLr_c/(3k) ≈ (√(2κ) + √(C/3))·√(VL/k) ≈ 1.99√(VL/k) for many calls and
 // a centre much finer than τ, when the oracle's calls use all s requested
 // samples (with fewer, V is recomputed from the fewest used and ρ from the
@@ -135,6 +135,11 @@ func truncRadius(kappa, c, v, l, tau, rc float64, k int) float64 {
 //     N₁(1 + α) + C_c·s/α, least at α = √(C_c/k), so the calls have
 //     s = ⌈w/V_b⌉ samples with V_b = a²k/(c²L(1 + α)), and the centre
 //     the accuracy r_c² = a²k/(c²L) − w/s that the rounding leaves.
+//
+// These sizes are first computed at the radius t = a; the exact planned
+// radius (the terms in 1/k and r_c included) then decides: while it
+// exceeds a, t shrinks by their ratio and the sizes are recomputed, at
+// most 8 times, and a share whose plan still misses a is skipped.
 //
 // The radius of the drawn estimate uses the centre's realised r_c (see
 // truncatedMean), so a median-of-means centre with r* above its planned

@@ -58,8 +58,10 @@ const (
 	// epochs of a run with γ̄ = 1 (restarts on) begin to run long (see
 	// tunedRun.finalEpoch).
 	vrLongLead = 4
-	// vrFinalShare is θ: an epoch at or past K* of a contractive run ends
-	// once its running residual is at most min{βR̃_{k−1}, θ·Tol}, half of
+	// vrFinalShare is θ: a final epoch (at or past K* of a contractive
+	// run, or from K* − vrLongLead with γ̄ = 1, where the anchoring term
+	// counts too; see tunedRun.finalEpoch) ends once its running residual
+	// is at most min{βR̃_{k−1}, θ·Tol}, half of
 	// the room 1 − η that the closing radius ηTol leaves below Tol (the
 	// other half is for the error its start estimate carries).
 	vrFinalShare = (1 - vrTolShare) / 2
