@@ -283,13 +283,13 @@ func MoMChebyshevBuckets(delta float64) (k int, p float64) {
 	best := math.Inf(1)
 	limit := 3 + int(math.Ceil(6*math.Log(1/delta)))
 	var lfBuf, buf [2 * momCoefMax]float64
-	lf := lfBuf[:0]
-	if limit >= len(lfBuf) {
-		lf = make([]float64, 0, limit+1)
+	lf, tail := lfBuf[:0], buf[:0]
+	if limit >= len(lfBuf) { // one buffer each for every count, at tiny δ
+		lf, tail = make([]float64, 0, limit+1), make([]float64, 0, limit+1)
 	}
 	lf = logFactorials(lf, limit)
 	for j := 1; j <= limit && float64(2*j) < best; j += 2 { // an even count needs as many far buckets as the odd one below it
-		q := bucketFailure(j, delta, lf, buf[:0])
+		q := bucketFailure(j, delta, lf, tail)
 		if r := float64(j) / q; r < best {
 			best, k, p = r, j, q
 		}
