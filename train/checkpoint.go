@@ -366,6 +366,12 @@ func decode(b []byte) (*Checkpoint, error) {
 
 // build validates the metadata and rebuilds the model.
 func (ck *Checkpoint) build() error {
+	if c := &ck.meta.Config; c.Model.Cell == ConvCell && c.Augment.Shift == 0 {
+		// Written before DefaultConvShift: a conv run without
+		// translations stored Shift 0, which is now spelt −1. A current
+		// conv checkpoint never stores 0, so this changes no other.
+		c.Augment.Shift = -1
+	}
 	m := ck.meta
 	cfg, err := m.Config.Defaults()
 	if err != nil {

@@ -125,6 +125,28 @@ func TestSaveRefusesNonFiniteState(t *testing.T) {
 	require.Len(t, entries, 1, "no temporary file is left behind")
 }
 
+// TestLoadConvWithoutShiftField: a conv checkpoint written before
+// DefaultConvShift stored a run without translations as Shift 0 (omitted
+// from its metadata); it loads as a run without translations.
+func TestLoadConvWithoutShiftField(t *testing.T) {
+	tr, te := squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
+	cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4}, Augment: AugmentConfig{Shift: -1}}
+	_, b := run(t, cfg, tr, te, tempPath(t, "conv.ckpt"))
+	ml := int(binary.LittleEndian.Uint64(b[16:]))
+	i := strings.Index(string(b[:headerLen+ml]), `"Shift":-1`)
+	require.Positive(t, i)
+	old := append([]byte(nil), b...)
+	copy(old[i:], `"Shift": 0`) // the same length; 0 as an older release stored it
+	path := filepath.Join(t.TempDir(), "old.ckpt")
+	require.NoError(t, os.WriteFile(path, resum(old), 0o644))
+	ck, err := Load(path)
+	require.NoError(t, err)
+	require.Equal(t, -1, ck.Config.Augment.Shift)
+	d, err := ck.Config.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, ck.Config, d, "canonical after loading")
+}
+
 func TestCheckpointRoundTrip(t *testing.T) {
 	path, b := savedCheckpoint(t)
 	ck, err := Load(path)
