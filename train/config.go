@@ -61,7 +61,8 @@ const (
 	// training image moves by up to one pixel in each direction. On
 	// mnist-10k, screened on 1,000 held-out training images over the
 	// default 12 epochs, it raised validation accuracy from 97.9% to 98.7%
-	// while every forward and validation solve kept meeting its tolerance
+	// while every validation solve met its tolerance (and at least 96.3%
+	// of the forward solves of epochs 6–12, against 91.7% without)
 	// (two pixels raised accuracy too, but late in training the forward
 	// solves then hit their iteration cap; README, "Conv DEQ on real
 	// digits"). On Fashion-MNIST it cost 0.7 points of test accuracy over
