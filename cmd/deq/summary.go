@@ -42,10 +42,12 @@ type trainSummary struct {
 	EvalTol    number `json:"eval_tol"`
 	Epochs     int    `json:"epochs"`
 	// Normalization is the dense or conv cell's normalisation; Precision
-	// the precision of its matrix products; Aids the training aids of the
-	// run.
+	// the precision of its matrix products; Shift the largest random
+	// translation of the training images in pixels (0: none); Aids the
+	// training aids of the run.
 	Normalization string           `json:"normalization"`
 	Precision     string           `json:"precision"`
+	Shift         int              `json:"shift"`
 	Aids          train.AidsConfig `json:"aids"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
@@ -92,6 +94,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
 		Normalization: c.Model.Normalization.String(), Precision: c.Model.Precision.String(), Aids: c.Aids,
+		Shift: max(c.Augment.Shift, 0),
 	}
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
@@ -140,7 +143,11 @@ func (s *trainSummary) write(w io.Writer) error {
 	if s.Precision != layers.Float64.String() {
 		prec = ", " + s.Precision + " matrix products"
 	}
-	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s, %s in %s, %s; %d parameters\n", s.Cell, conv, s.Hidden, prec, bound, s.Norm, proof, s.Params)
+	shift := ""
+	if s.Shift > 0 {
+		shift = fmt.Sprintf("; training images translated by up to %d pixels", s.Shift)
+	}
+	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, bound, s.Norm, proof, s.Params, shift)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
 		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",

@@ -126,6 +126,19 @@ func TestTrainSummary(t *testing.T) {
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32", "--json")...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "float32", decodeOne(t, out)["precision"])
+
+	// Translations are named on the model line, the banner and in the
+	// JSON (0 without them).
+	require.Equal(t, 0.0, decodeOne(t, out)["shift"])
+	quietless := tinyTrain(dir, "--epochs", "1", "--shift", "1")
+	quietless = slices.DeleteFunc(quietless, func(a string) bool { return a == "--quiet" })
+	code, out, errOut = runCmd(quietless...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "; training images translated by up to 1 pixels")
+	require.Contains(t, errOut, "training images translated by up to 1 pixels")
+	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--shift", "1", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 1.0, decodeOne(t, out)["shift"])
 }
 
 func TestTrainUsageErrors(t *testing.T) {
