@@ -644,7 +644,9 @@ func (r *tunedRun) tunedEpoch(k int) error {
 // inner steps drew: a, or, when an estimate at a would cost less than
 // vrEstShare·inner, the smaller radius at which it costs about that much
 // (the cost taken as the last estimate's times (its aim/a)², the 1/a²
-// of every rule's size), provided twice that fits in the budget. There
+// of every rule's size). It does not look at the budget, so that the run's
+// path does not depend on MaxSamples (an estimate that no longer fits
+// stops the run with SampleLimit, as any other). There
 // the lemma's m_{k,j} ∝ J_k²/ε_k² makes the inner steps dominate the
 // epoch, so the estimate's own cost hardly counts, while its actual error
 // decides where the epoch's steps converge (the fixed point of T plus
@@ -655,7 +657,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 // and its δ'_k is unchanged.
 func (r *tunedRun) balancedAim(a, inner float64) float64 {
 	want := vrEstShare * inner
-	if !(a > 0) || !(r.lastEst > 0) || !(r.lastAim > 0) || !(want > 0) || !r.fits(2*want) {
+	if !(a > 0) || !(r.lastEst > 0) || !(r.lastAim > 0) || !(want > 0) {
 		return a
 	}
 	planned := r.lastEst * (r.lastAim / a) * (r.lastAim / a)
