@@ -65,6 +65,11 @@ const (
 	// the room 1 − η that the closing radius ηTol leaves below Tol (the
 	// other half is for the error its start estimate carries).
 	vrFinalShare = (1 - vrTolShare) / 2
+	// vrEstShare is the share of an epoch's inner samples below which,
+	// under BoundedVariance, its closing estimate is enlarged (see
+	// tunedRun.balancedAim). The value was not tuned: it bounds the
+	// rule's extra cost to a tenth of the inner steps' samples.
+	vrEstShare = 0.1
 )
 
 // tunedRun is the state of a VR-GHAL run with TunedConstants.
@@ -77,6 +82,7 @@ type tunedRun struct {
 	contr   bool      // contractive regime: γ̄ < 1, λ_k = 0
 	vhat    float64   // plug-in unit variance when the oracle declares none
 	lastEst float64   // samples of the last epoch-start estimate
+	lastAim float64   // the radius it aimed at
 	lastLvl int       // accuracy level of the last epoch-start estimate
 	// Restarts (see VRGHAL, Restarts): epoch k is epoch k − cycle of the
 	// current anchor's run, at accuracy level level0 + k − cycle.
@@ -88,6 +94,7 @@ type tunedRun struct {
 	restarts int     // restarts made
 	repeated int     // the level last repeated by maybeRepeat, 0 if none
 	long     bool    // final epochs run long (see finalEpoch)
+	balance  bool    // closing estimates are balanced (see balancedAim)
 	lbar     float64 // λ̄ of the last epoch (see anchoring)
 	anchored bool    // its anchoring term exceeded its accuracy a_k
 	// Sampled mode (an undeclared finite sum; see VRGHAL, Constants).
@@ -123,6 +130,7 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 	r.half = make([]float64, n)
 	r.restart = !r.contr && !r.sampled
 	r.long = true
+	r.balance = !r.multi && !r.det
 	return r
 }
 
@@ -403,7 +411,7 @@ func (r *tunedRun) exactInto(dst, x []float64) error {
 func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstimate, error) {
 	e := r.e
 	before := e.Stats().Samples
-	defer func() { r.lastEst = float64(e.Stats().Samples - before) }()
+	defer func() { r.lastEst, r.lastAim = float64(e.Stats().Samples-before), a }()
 	if r.det {
 		return vrEstimate{radius: 0, rigorous: true}, r.exactInto(dst, x)
 	}
@@ -543,6 +551,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	if r.sampled {
 		return r.sampledEpoch(k, lam, lbar, steps)
 	}
+	start := e.Stats().Samples
 	endShare := c.beta // the early end at βR̃_{k−1} (+ the anchoring term)
 	if r.finalEpoch(k) {
 		steps *= vrFinalSteps
@@ -613,7 +622,11 @@ func (r *tunedRun) tunedEpoch(k int) error {
 			break
 		}
 	}
-	est, err := r.estimate(r.t0, r.yCur, r.accuracy(k), r.deltaEst(k), k)
+	aim := r.accuracy(k)
+	if r.balance {
+		aim = r.balancedAim(aim, float64(e.Stats().Samples-start))
+	}
+	est, err := r.estimate(r.t0, r.yCur, aim, r.deltaEst(k), k)
 	if err != nil {
 		return err
 	}
@@ -624,6 +637,34 @@ func (r *tunedRun) tunedEpoch(k int) error {
 	// the accuracy of the epoch's estimate (see anchoring).
 	r.anchored = lbar*e.Dist(r.xhat, r.y0) > r.accuracy(k)
 	return r.settle(est)
+}
+
+// balancedAim returns the radius the closing estimate of an epoch under
+// BoundedVariance aims at, given a = a_k and the unit samples inner its
+// inner steps drew: a, or, when an estimate at a would cost less than
+// vrEstShare·inner, the smaller radius at which it costs about that much
+// (the cost taken as the last estimate's times (its aim/a)², the 1/a²
+// of every rule's size). It does not look at the budget, so that the run's
+// path does not depend on MaxSamples (an estimate that no longer fits
+// stops the run with SampleLimit, as any other). There
+// the lemma's m_{k,j} ∝ J_k²/ε_k² makes the inner steps dominate the
+// epoch, so the estimate's own cost hardly counts, while its actual error
+// decides where the epoch's steps converge (the fixed point of T plus
+// that error), hence the next R̃, n_k and early end (see VRGHAL,
+// Constants, "Balanced estimates"). A smaller radius is still at most
+// a_k, which is all the Master Theorem asks of the estimate; it is
+// chosen from samples already drawn, before the estimate's fresh ones,
+// and its δ'_k is unchanged.
+func (r *tunedRun) balancedAim(a, inner float64) float64 {
+	want := vrEstShare * inner
+	if !(a > 0) || !(r.lastEst > 0) || !(r.lastAim > 0) || !(want > 0) {
+		return a
+	}
+	planned := r.lastEst * (r.lastAim / a) * (r.lastAim / a)
+	if planned >= want {
+		return a
+	}
+	return a * math.Sqrt(planned/want)
 }
 
 // settle records x̂ after its estimate est, R̃ = r.residual. In sampled

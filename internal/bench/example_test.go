@@ -32,13 +32,13 @@ func ExampleRun() {
 	}
 	// Output:
 	// shift: floor at ε = 0.03: 67 samples, budget 199716
-	// vrghal/bounded-variance      reached 3/3, median 23850
+	// vrghal/bounded-variance      reached 3/3, median 23976
 	// vrghal/lipschitz-expectation reached 3/3, median 837
 	// vrghal/samplewise-lipschitz  reached 3/3, median 837
 	// minibatch-km                 reached 3/3, median 204
 	// stochastic-halpern           reached 3/3, median 315
 	// page-halpern                 reached 3/3, median 215
-	// vrghal/bounded-variance (certified) reached 3/3, median 160144
+	// vrghal/bounded-variance (certified) reached 3/3, median 142739
 	// vrghal/lipschitz-expectation (certified) reached 3/3, median 3328
 	// vrghal/samplewise-lipschitz (certified) reached 3/3, median 3328
 	// minibatch-km (certified)     reached 3/3, median 2679
