@@ -640,7 +640,7 @@ func (r *tunedRun) tunedEpoch(k int) error {
 }
 
 // balancedAim returns the radius the closing estimate of an epoch under
-// BoundedVariance aims at, given a = a_k and the unit samples inner its
+// BoundedVariance aims at, given a = a_k and the unit samples, inner, its
 // inner steps drew: a, or, when an estimate at a would cost less than
 // vrEstShare·inner, the smaller radius at which it costs about that much
 // (the cost taken as the last estimate's times (its aim/a)², the 1/a²
