@@ -53,8 +53,8 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 			size += ", Lipschitz bound not proven"
 		}
 	}
-	if s := c.Augment.Shift; s > 0 {
-		size += fmt.Sprintf(", training images translated by up to %d pixels", s)
+	if s := shiftPhrase(c.Augment.Shift); s != "" {
+		size += ", " + s
 	}
 	fmt.Fprintf(p.w, "training on %s (%d training, %d test images): %s cell, %s, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",
 		data.Name, data.Train.Len(), data.Test.Len(), c.Model.Cell, size, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)

@@ -57,6 +57,15 @@ type trainSummary struct {
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 }
 
+// shiftPhrase describes a run's translations of its training images (a
+// Config.Augment.Shift), "" for none.
+func shiftPhrase(shift int) string {
+	if shift <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("training images translated by up to %d pixels", shift)
+}
+
 // aids describes the training aids in use, "" for none.
 func (s *trainSummary) aids() string {
 	a, e := s.Aids, s.Final
@@ -143,9 +152,9 @@ func (s *trainSummary) write(w io.Writer) error {
 	if s.Precision != layers.Float64.String() {
 		prec = ", " + s.Precision + " matrix products"
 	}
-	shift := ""
-	if s.Shift > 0 {
-		shift = fmt.Sprintf("; training images translated by up to %d pixels", s.Shift)
+	shift := shiftPhrase(s.Shift)
+	if shift != "" {
+		shift = "; " + shift
 	}
 	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, bound, s.Norm, proof, s.Params, shift)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
