@@ -532,5 +532,8 @@ func (c ModelConfig) minParams(inputDim, classes int) float64 {
 		ch := float64(c.Channels)
 		n = 9*ch + 9*ch*ch*float64(max(c.Kernels, 1)) + float64(classes)
 	}
+	if r := float64(c.ReadoutHidden); r > 0 {
+		n += r * float64(classes)
+	}
 	return n
 }

@@ -352,6 +352,13 @@ type ModelConfig struct {
 	// products (a different map, within float32 rounding; see
 	// layers.Precision). Only for DenseCell and ConvCell.
 	Precision layers.Precision `json:",omitzero"`
+	// ReadoutHidden, if positive, puts a hidden layer of ReadoutHidden
+	// ReLU units between the fixed point's features (z*, or for the conv
+	// model z* pooled over 2×2 blocks) and the logits: logits =
+	// relu(h·W₁ + b₁)·W₂ + b₂ instead of h·W + b. Zero means none, the
+	// linear readout. It lies outside the DEQ layer: the cell, its
+	// solves and their certificates are the same either way.
+	ReadoutHidden int `json:",omitempty"`
 }
 
 // SolverConfig names a fixed-point method and its budget.
@@ -503,7 +510,7 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	}
 	if err := nonNegative(intField{"Model.Hidden", m.Hidden}, intField{"Model.Encoder", m.Encoder}, intField{"Model.Units", m.Units},
 		intField{"Model.Terms", m.Terms}, intField{"Model.ExactEvery", m.ExactEvery}, intField{"Model.Channels", m.Channels},
-		intField{"Model.Kernels", m.Kernels}); err != nil {
+		intField{"Model.Kernels", m.Kernels}, intField{"Model.ReadoutHidden", m.ReadoutHidden}); err != nil {
 		return d, err
 	}
 	switch {

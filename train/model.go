@@ -60,6 +60,7 @@ type Model struct {
 	cell       layers.Cell
 	encW, encB *param              // the dense encoder (nil for conv)
 	conv       *layers.ConvEncoder // the conv encoder (nil otherwise)
+	hidW, hidB *param              // the readout's hidden layer (nil without Config.ReadoutHidden)
 	outW, outB *param
 	params     []*param // every trainable parameter, in checkpoint order
 	encLen     int      // encoder features per image: the cell's input
@@ -117,6 +118,7 @@ type work struct {
 	xs      []float64 // standardised input, n·InputDim
 	e, de   []float64 // encoder features and their cotangent, n·encLen
 	h, dh   []float64 // readout features and their cotangent, n·readLen (conv only; the dense readout reads z)
+	u, du   []float64 // the readout's hidden units and their cotangent, n·ReadoutHidden (nil without)
 	logits  []float64 // n·Classes
 	dlogits []float64 // ∂L/∂logits, n·Classes
 	gz      []float64 // ∂L/∂z*, n·HiddenLen
@@ -145,6 +147,10 @@ func (m *Model) work(n int) *work {
 		if m.conv != nil {
 			w.h = make([]float64, n*m.readLen)
 			w.dh = make([]float64, n*m.readLen)
+		}
+		if m.hidW != nil {
+			w.u = make([]float64, n*m.hidW.cols)
+			w.du = make([]float64, n*m.hidW.cols)
 		}
 		return w, nil
 	})
@@ -201,7 +207,13 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 		m.encB = newParam("encoder.b", 1, cfg.Encoder, false)
 		m.encLen, m.readLen = cfg.Encoder, cfg.Hidden
 	}
-	m.outW = newParam("readout.W", m.readLen, classes, true)
+	outIn := m.readLen
+	if r := cfg.ReadoutHidden; r > 0 {
+		m.hidW = newParam("readout.hidden.W", m.readLen, r, true)
+		m.hidB = newParam("readout.hidden.b", 1, r, false)
+		outIn = r
+	}
+	m.outW = newParam("readout.W", outIn, classes, true)
 	m.outB = newParam("readout.b", 1, classes, false)
 	rng := rand.New(rand.NewPCG(numeric.Mix(seed, streamInit), streamInit))
 	fill := func(x []float64, sd float64) {
@@ -217,7 +229,11 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 			m.params = append(m.params, viewParam("encoder.", p))
 		}
 	}
-	fill(m.outW.data, math.Sqrt(1/float64(m.readLen)))
+	if m.hidW != nil {
+		fill(m.hidW.data, math.Sqrt(2/float64(m.readLen)))
+		m.params = append(m.params, m.hidW, m.hidB)
+	}
+	fill(m.outW.data, math.Sqrt(1/float64(m.outW.rows)))
 	m.params = append(m.params, m.outW, m.outB)
 	for _, p := range m.cell.Params() {
 		m.params = append(m.params, viewParam("cell.", p))
@@ -337,13 +353,23 @@ func (m *Model) encodeBackward(xs, e, de []float64, n int) error {
 	return nil
 }
 
-// readout writes the logits of the n fixed points z into w.logits: z·Wr +
-// br, or for the conv model the pooled z times Wr plus br.
+// readout writes the logits of the n fixed points z into w.logits: h·Wr +
+// br for the features h (z, or for the conv model z pooled over 2×2
+// blocks), or relu(h·W₁ + b₁)·Wr + br with the hidden layer of
+// Config.ReadoutHidden.
 func (m *Model) readout(w *work, z []float64, n int) {
 	h := z
 	if m.conv != nil {
 		m.pool.forward(w.h, z, n)
 		h = w.h
+	}
+	if m.hidW != nil {
+		u := w.u[:n*m.hidW.cols]
+		affine(u, n, h, m.hidW, m.hidB)
+		for i, v := range u {
+			u[i] = max(v, 0)
+		}
+		h = u
 	}
 	affine(w.logits[:n*m.Classes], n, h, m.outW, m.outB)
 }
@@ -351,12 +377,25 @@ func (m *Model) readout(w *work, z []float64, n int) {
 // readoutBackward adds the readout's parameter gradients for w.dlogits and
 // writes ∂L/∂z* into w.gz.
 func (m *Model) readoutBackward(w *work, z []float64, n int) {
-	if m.conv == nil {
-		affineBackward(w.gz, n, z, w.dlogits, m.outW, m.outB)
-		return
+	dh, h := w.gz, z // the features' cotangent and the features
+	if m.conv != nil {
+		dh, h = w.dh, w.h
 	}
-	affineBackward(w.dh, n, w.h, w.dlogits, m.outW, m.outB)
-	m.pool.backward(w.gz, w.dh, n)
+	if m.hidW != nil {
+		u, du := w.u[:n*m.hidW.cols], w.du[:n*m.hidW.cols]
+		affineBackward(du, n, u, w.dlogits, m.outW, m.outB)
+		for i, v := range u {
+			if v <= 0 {
+				du[i] = 0
+			}
+		}
+		affineBackward(dh, n, h, du, m.hidW, m.hidB)
+	} else {
+		affineBackward(dh, n, h, w.dlogits, m.outW, m.outB)
+	}
+	if m.conv != nil {
+		m.pool.backward(w.gz, w.dh, n)
+	}
 }
 
 // Encode returns the encoder features of the n raw images x (row-major,

@@ -63,8 +63,13 @@ func stepCases() []stepCase {
 	}
 	wn := conv("conv-weightnorm-groupnorm", 2, 0)
 	wn.model.Normalization = layers.WeightNorm
+	// The readout's hidden layer, after a dense and after a conv cell.
+	dh := vec(DenseCell)
+	dh.name, dh.model.ReadoutHidden = "dense-readout-hidden", 4
+	ch := conv("conv-groupnorm-readout-hidden", 2, 0)
+	ch.model.ReadoutHidden = 5
 	return []stepCase{vec(DenseCell), vec(MeanFieldCell), vec(ExpertsCell),
-		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3), wn}
+		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3), wn, dh, ch}
 }
 
 // tightConfig is the configuration of c's model with batches of n and
@@ -192,7 +197,8 @@ func TestStepMatchesGorgoniaGraph(t *testing.T) {
 // allocate by themselves. The models are small enough that gonum's matrix
 // products run on one goroutine.
 func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
-	for _, c := range []stepCase{stepCases()[0], stepCases()[4]} {
+	cases := stepCases()
+	for _, c := range []stepCase{cases[0], cases[4], cases[len(cases)-1]} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := tinyConfig()
 			cfg.BatchSize = 8
@@ -303,9 +309,9 @@ func TestResumesCheckpointOfGorgoniaStep(t *testing.T) {
 }
 
 // TestConvModelTrainsAndResumes trains the conv model (8×8 images: a 4×4
-// state, deterministic, with translated training images and with sampled
-// kernels under VR-GHAL), checks
-// that it learns, and that a run interrupted mid-epoch and resumed ends
+// state, deterministic, with translated training images, with a hidden
+// readout layer and with sampled kernels under VR-GHAL), checks that it
+// learns, and that a run interrupted mid-epoch and resumed ends
 // with the uninterrupted run's metrics and checkpoint bytes.
 func TestConvModelTrainsAndResumes(t *testing.T) {
 	for _, tc := range []struct {
@@ -315,6 +321,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"deterministic", nil},
 		{"weightnorm", func(c *Config) { c.Model.Normalization = layers.WeightNorm }},
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
+		{"readout-hidden", func(c *Config) { c.Model.ReadoutHidden = 8 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}

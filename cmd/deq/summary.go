@@ -27,6 +27,9 @@ type trainSummary struct {
 	Channels int `json:"channels,omitempty"`
 	Groups   int `json:"groups,omitempty"`
 	Kernels  int `json:"kernels,omitempty"`
+	// ReadoutHidden is the number of hidden units of the readout (0: a
+	// linear readout).
+	ReadoutHidden int `json:"readout_hidden,omitempty"`
 	// Proven reports whether the cell proves its Lipschitz bound γ̄ in
 	// Norm; when it does not, the certificates still bound the residuals,
 	// but a contraction is not proven. Gamma is the cell's declared bound
@@ -103,7 +106,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
 		Normalization: c.Model.Normalization.String(), Precision: c.Model.Precision.String(), Aids: c.Aids,
-		Shift: max(c.Augment.Shift, 0),
+		Shift: max(c.Augment.Shift, 0), ReadoutHidden: c.Model.ReadoutHidden,
 	}
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
@@ -155,6 +158,9 @@ func (s *trainSummary) write(w io.Writer) error {
 	shift := shiftPhrase(s.Shift)
 	if shift != "" {
 		shift = "; " + shift
+	}
+	if s.ReadoutHidden > 0 {
+		prec += fmt.Sprintf(", a readout of %d hidden units", s.ReadoutHidden)
 	}
 	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, bound, s.Norm, proof, s.Params, shift)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",

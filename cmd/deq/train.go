@@ -26,7 +26,8 @@ func newTrainCmd() *cobra.Command {
 		Long: `Train builds a classifier whose hidden layer is a deep equilibrium (DEQ) layer:
 images are standardised, encoded by a ReLU layer, mapped to the fixed point
 z* = f(z*, e) of a Lipschitz-constrained cell found by --solver, and
-classified by a linear readout. Gradients pass through z* in --backward mode.
+classified by a readout (linear, or with --readout-hidden one hidden ReLU
+layer). Gradients pass through z* in --backward mode.
 After every epoch the test set is evaluated with the evaluation solver
 (--eval-solver, by default --solver with a tolerance ten times tighter).
 
