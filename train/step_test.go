@@ -303,8 +303,9 @@ func TestResumesCheckpointOfGorgoniaStep(t *testing.T) {
 }
 
 // TestConvModelTrainsAndResumes trains the conv model (8×8 images: a 4×4
-// state, deterministic, with translated training images and with sampled
-// kernels under VR-GHAL), checks
+// state, deterministic, with translated training images, with rotated,
+// scaled and translated ones, and with sampled kernels under VR-GHAL),
+// checks
 // that it learns, and that a run interrupted mid-epoch and resumed ends
 // with the uninterrupted run's metrics and checkpoint bytes.
 func TestConvModelTrainsAndResumes(t *testing.T) {
@@ -315,6 +316,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"deterministic", nil},
 		{"weightnorm", func(c *Config) { c.Model.Normalization = layers.WeightNorm }},
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
+		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
