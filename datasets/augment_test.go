@@ -93,18 +93,27 @@ func TestShifterDrawsOffsetsPerImageFromTheSeed(t *testing.T) {
 }
 
 func TestShifterKeepsLabelsAndAllocatesNothing(t *testing.T) {
+	s, err := NewShifter(8, 8, 2)
+	require.NoError(t, err)
+	requireKeepsLabelsAndAllocatesNothing(t, s.Apply)
+}
+
+// requireKeepsLabelsAndAllocatesNothing checks that apply, an
+// augmentation of 8×8 images run on every batch of a shuffling Batcher,
+// allocates nothing and leaves the labels of the batches and of the data
+// set as they are.
+func requireKeepsLabelsAndAllocatesNothing(t *testing.T, apply func(x []float64, seed uint64)) {
+	t.Helper()
 	d := randomImages(96, 8, 8, 10, 3)
 	labels := slices.Clone(d.Y)
 	bt, err := NewBatcher(d, 32, &BatchOptions{Shuffle: true, Seed: 4})
-	require.NoError(t, err)
-	s, err := NewShifter(8, 8, 2)
 	require.NoError(t, err)
 	seed := uint64(0)
 	allocs := testing.AllocsPerRun(5, func() {
 		bt.Reset(int(seed))
 		for bt.Next() {
 			b := bt.Batch()
-			s.Apply(b.X.RawMatrix().Data, seed)
+			apply(b.X.RawMatrix().Data, seed)
 			for r, i := range b.Index {
 				if b.Labels[r] != labels[i] || b.OneHot.At(r, labels[i]) != 1 {
 					t.Fatalf("batch row %d (image %d): label %d, want %d", r, i, b.Labels[r], labels[i])

@@ -127,7 +127,9 @@
 // partial batch of an epoch is delivered (with fewer rows) unless
 // BatchOptions.DropLast is set. A Shifter augments a batch in place by
 // random translations of its images (zero fill, offsets drawn from a
-// seed), allocating nothing.
+// seed), and a Warper by random rotations and scalings about the image
+// centre (bilinear interpolation, zero fill, angles and factors drawn
+// from a seed; Warp transforms one image), both allocating nothing.
 //
 // # Limitations
 //

@@ -151,7 +151,8 @@ type Config struct {
 	// Augment is the data augmentation of the training batches (never of
 	// the test set). Its zero value takes the cell's default,
 	// DefaultsFor(Model.Cell).Augment: translations of up to
-	// DefaultConvShift pixels for the conv cell, none for the others.
+	// DefaultConvShift pixels for the conv cell, none for the others, and
+	// no rotation or scaling for any cell.
 	Augment AugmentConfig `json:",omitzero"`
 }
 
@@ -167,6 +168,20 @@ type AugmentConfig struct {
 	// negative value means none (stored as −1 where the cell's default is
 	// a shift, as 0 otherwise). It must be less than the images' side.
 	Shift int `json:",omitempty"`
+	// Rotate is the largest random rotation, in degrees, of a training
+	// image, and Scale the largest random relative change of its size:
+	// before standardisation, and before its translation, every image of
+	// every training batch is rotated about its centre by an angle drawn
+	// uniformly from [−Rotate, Rotate] and scaled by a factor drawn
+	// uniformly from [1 − Scale, 1 + Scale], by bilinear interpolation
+	// with zero fill (datasets.Warper), the draws from their own stream of
+	// Config.Seed and the batch's position, so that runs and resumed runs
+	// repeat. Zero means none, for every cell: no cell has a default
+	// rotation or scaling, and unlike Shift there is no negative spelling
+	// (a negative value is refused). Rotate must be less than 180 and
+	// Scale less than 1.
+	Rotate float64 `json:",omitempty"`
+	Scale  float64 `json:",omitempty"`
 }
 
 // defaults fills the defaults of a from the cell's, base (the shift's
@@ -708,7 +723,8 @@ func (e *FieldError) Error() string {
 }
 
 // Unwrap returns the error of the check that refused the value when
-// another package made it (for Augment.Shift, datasets.NewShifter's), and
+// another package made it (for Augment.Shift, datasets.NewShifter's; for
+// Augment.Rotate and Augment.Scale, datasets.NewWarper's), and
 // nil otherwise.
 func (e *FieldError) Unwrap() error { return e.cause }
 

@@ -23,9 +23,10 @@
 // layers.Activation and deq.Backward — whose text forms, read by their
 // Parse functions and UnmarshalText, are the names used in checkpoints,
 // metrics and on the command line. Each batch's images are first
-// translated at random when Config.Augment asks for it (by default for
-// the conv cell only, by up to DefaultConvShift pixels; never the test
-// images). Each batch runs a hand-written step on
+// rotated and scaled, then translated, at random when Config.Augment asks
+// for it (translations by default for the conv cell only, by up to
+// DefaultConvShift pixels, rotations and scalings never by default; never
+// the test images). Each batch runs a hand-written step on
 // gonum BLAS: encoder, deq.Layer.Forward, readout and loss, then their
 // gradients in reverse, deq.Layer.Backward (which solves the adjoint fixed
 // point in implicit mode) in the middle; then it clips the gradient to

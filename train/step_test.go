@@ -309,9 +309,10 @@ func TestResumesCheckpointOfGorgoniaStep(t *testing.T) {
 }
 
 // TestConvModelTrainsAndResumes trains the conv model (8×8 images: a 4×4
-// state, deterministic, with translated training images, with a hidden
-// readout layer and with sampled kernels under VR-GHAL), checks that it
-// learns, and that a run interrupted mid-epoch and resumed ends
+// state, deterministic, with translated training images, with rotated,
+// scaled and translated ones, with a hidden readout layer and with
+// sampled kernels under VR-GHAL), checks that it learns, and that a run
+// interrupted mid-epoch and resumed ends
 // with the uninterrupted run's metrics and checkpoint bytes.
 func TestConvModelTrainsAndResumes(t *testing.T) {
 	for _, tc := range []struct {
@@ -322,6 +323,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"weightnorm", func(c *Config) { c.Model.Normalization = layers.WeightNorm }},
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
 		{"readout-hidden", func(c *Config) { c.Model.ReadoutHidden = 8 }},
+		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}

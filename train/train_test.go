@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -350,29 +351,118 @@ func TestAugmentRefusesShiftOfWholeImage(t *testing.T) {
 	require.ErrorContains(t, err, "train: Config.Augment.Shift = 4 is refused: "+want.Error())
 }
 
-// TestAugmentShiftsTrainingBatchesOnly trains with random translations: the
-// run differs from one without them, repeats exactly (also when
-// interrupted and resumed), and its test metrics are those of an
-// evaluation of the final model on the untranslated test images.
+// TestAugmentShiftsTrainingBatchesOnly trains with random translations,
+// with random rotations and scalings, and with both: each run differs
+// from one without them, repeats exactly (also when interrupted and
+// resumed), and its test metrics are those of an evaluation of the final
+// model on the untouched test images.
 func TestAugmentShiftsTrainingBatchesOnly(t *testing.T) {
 	tr, te := blobData(256, 100)
 	cfg := tinyConfig()
 	cfg.Epochs, cfg.LR = 3, 0.01
 	_, plain := run(t, cfg, tr, te, tempPath(t, "plain.ckpt"))
-	cfg.Augment.Shift = 1
-	path := tempPath(t, "shift.ckpt")
-	want, wantBytes := run(t, cfg, tr, te, path)
-	require.False(t, equalBytes(plain, wantBytes), "the translations change the run")
-	_, again := run(t, cfg, tr, te, tempPath(t, "again.ckpt"))
-	require.True(t, equalBytes(wantBytes, again), "the same seed gives the same translations")
+	var runs [][]byte
+	for _, aug := range []AugmentConfig{{Shift: 1}, {Rotate: 20, Scale: 0.15}, {Shift: 1, Rotate: 20}} {
+		t.Run(fmt.Sprintf("%+v", aug), func(t *testing.T) {
+			cfg := cfg
+			cfg.Augment = aug
+			path := tempPath(t, "aug.ckpt")
+			want, wantBytes := run(t, cfg, tr, te, path)
+			require.False(t, equalBytes(plain, wantBytes), "the augmentation changes the run")
+			for _, other := range runs {
+				require.False(t, equalBytes(other, wantBytes), "each augmentation makes its own run")
+			}
+			runs = append(runs, wantBytes)
+			_, again := run(t, cfg, tr, te, tempPath(t, "again.ckpt"))
+			require.True(t, equalBytes(wantBytes, again), "the same seed gives the same augmentation")
 
-	ck, err := Load(path)
-	require.NoError(t, err)
-	require.Equal(t, 1, ck.Config.Augment.Shift)
-	em, err := ck.Model.Evaluate(context.Background(), te, ck.Config.Eval, ck.Config.EvalBatchSize)
-	require.NoError(t, err)
-	require.Equal(t, want.Final().TestAcc, em.Accuracy)
-	require.Equal(t, want.Final().TestLoss, em.Loss)
+			ck, err := Load(path)
+			require.NoError(t, err)
+			require.Equal(t, aug, ck.Config.Augment)
+			em, err := ck.Model.Evaluate(context.Background(), te, ck.Config.Eval, ck.Config.EvalBatchSize)
+			require.NoError(t, err)
+			require.Equal(t, want.Final().TestAcc, em.Accuracy)
+			require.Equal(t, want.Final().TestLoss, em.Loss)
 
-	requireResumesExactly(t, cfg, tr, te, []int{5, 9}, want, wantBytes)
+			requireResumesExactly(t, cfg, tr, te, []int{5, 9}, want, wantBytes)
+		})
+	}
+}
+
+// TestAugmentRefusesBadWarps: New refuses a rotation or scaling that
+// datasets.NewWarper refuses, naming the field and wrapping its error.
+func TestAugmentRefusesBadWarps(t *testing.T) {
+	tr, te := blobData(256, 100)
+	for _, tc := range []struct {
+		aug   AugmentConfig
+		field string
+	}{
+		{AugmentConfig{Rotate: -1}, "Augment.Rotate"},
+		{AugmentConfig{Rotate: 180}, "Augment.Rotate"},
+		{AugmentConfig{Rotate: math.NaN(), Scale: 0.1}, "Augment.Rotate"},
+		{AugmentConfig{Rotate: -5, Scale: 2}, "Augment.Rotate"},
+		{AugmentConfig{Scale: -0.1}, "Augment.Scale"},
+		{AugmentConfig{Scale: 1}, "Augment.Scale"},
+		{AugmentConfig{Rotate: 10, Scale: math.Inf(1)}, "Augment.Scale"},
+	} {
+		cfg := tinyConfig()
+		cfg.Augment = tc.aug
+		_, err := New(cfg, tr, te, nil)
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe, "%+v", tc.aug)
+		require.Equal(t, tc.field, fe.Field, "%+v", tc.aug)
+		_, want := datasets.NewWarper(4, 4, tc.aug.Rotate, tc.aug.Scale)
+		require.Error(t, want)
+		require.Equal(t, want, errors.Unwrap(err))
+		require.ErrorContains(t, err, "train: Config."+tc.field+" = ")
+	}
+}
+
+// TestAugmentWarpsBeforeShifting: each training batch is rotated and
+// scaled (from the warp stream of the batch's position) and then
+// translated (from the augmentation stream), so that translations stay
+// whole pixels; the other order gives other images.
+func TestAugmentWarpsBeforeShifting(t *testing.T) {
+	tr, te := blobData(256, 100) // 4×4 images
+	cfg := tinyConfig()
+	cfg.Epochs = 1
+	cfg.Augment = AugmentConfig{Shift: 1, Rotate: 30, Scale: 0.2}
+	trn, err := New(cfg, tr, te, nil)
+	require.NoError(t, err)
+	w, err := datasets.NewWarper(tr.Rows, tr.Cols, cfg.Augment.Rotate, cfg.Augment.Scale)
+	require.NoError(t, err)
+	s, err := datasets.NewShifter(tr.Rows, tr.Cols, cfg.Augment.Shift)
+	require.NoError(t, err)
+	checked := 0
+	trn.beforeRun = func(e, b int, xs []float64) {
+		if b > 2 {
+			return
+		}
+		pos := trn.position()
+		dim := tr.Dim()
+		raw := func() []float64 {
+			var x []float64
+			for _, i := range trn.batcher.Batch().Index {
+				x = append(x, tr.X[i*dim:(i+1)*dim]...)
+			}
+			return x
+		}
+		standardized := func(x []float64) []float64 {
+			out := make([]float64, len(x))
+			trn.model.standardize(out, x)
+			return out
+		}
+		want := raw()
+		w.Apply(want, mix3(cfg.Seed, streamWarp, pos))
+		s.Apply(want, mix3(cfg.Seed, streamAugment, pos))
+		require.InDeltaSlice(t, standardized(want), xs, 1e-12, "batch %d", b)
+		other := raw()
+		s.Apply(other, mix3(cfg.Seed, streamAugment, pos))
+		w.Apply(other, mix3(cfg.Seed, streamWarp, pos))
+		require.NotEqual(t, standardized(other), xs, "batch %d in the other order", b)
+		checked++
+	}
+	_, err = trn.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 3, checked)
 }

@@ -96,6 +96,7 @@ type Trainer struct {
 	evalLayer *deq.Layer
 	batcher   *datasets.Batcher
 	shifter   *datasets.Shifter // nil without Config.Augment.Shift
+	warper    *datasets.Warper  // nil without Config.Augment.Rotate or Scale
 	// The parameters' values and gradients in checkpoint order, and
 	// whether weight decay applies to each.
 	vals, grads [][]float64
@@ -214,6 +215,15 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	if s := c.Augment.Shift; s > 0 {
 		if t.shifter, err = datasets.NewShifter(train.Rows, train.Cols, s); err != nil {
 			return nil, &FieldError{Field: "Augment.Shift", Value: s, Reason: "is refused: " + err.Error(), cause: err}
+		}
+	}
+	if a := c.Augment; a.Rotate != 0 || a.Scale != 0 {
+		if t.warper, err = datasets.NewWarper(train.Rows, train.Cols, a.Rotate, a.Scale); err != nil {
+			field, v := "Augment.Rotate", a.Rotate
+			if _, e := datasets.NewWarper(train.Rows, train.Cols, a.Rotate, 0); e == nil {
+				field, v = "Augment.Scale", a.Scale // the rotation alone passes
+			}
+			return nil, &FieldError{Field: field, Value: v, Reason: "is refused: " + err.Error(), cause: err}
 		}
 	}
 	return t, nil
@@ -413,6 +423,11 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	lr := t.lr()
 	bm := &t.bm
 	*bm = BatchMetrics{Epoch: t.epoch, Batch: t.batch, Step: t.steps, Examples: b.Len(), LR: lr}
+	// Rotations and scalings first, so that translations stay whole
+	// pixels.
+	if t.warper != nil {
+		t.warper.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamWarp, t.position()))
+	}
 	if t.shifter != nil {
 		t.shifter.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamAugment, t.position()))
 	}
@@ -710,6 +725,10 @@ const (
 	streamEncoder  = 0x1a2b_3c4d_0000_0007
 	streamJacobian = 0x1a2b_3c4d_0000_0008
 	streamAugment  = 0x1a2b_3c4d_0000_0009
+	// streamWarp (the rotations and scalings of Augment) lies apart from
+	// the sequence, so that a stream added after streamAugment on another
+	// branch cannot silently take its value.
+	streamWarp = 0x1a2b_3c4d_0000_0109
 )
 
 // mix3 hashes three words into one.

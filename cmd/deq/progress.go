@@ -53,7 +53,7 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 			size += ", Lipschitz bound not proven"
 		}
 	}
-	if s := shiftPhrase(c.Augment.Shift); s != "" {
+	if s := augmentPhrase(c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale); s != "" {
 		size += ", " + s
 	}
 	fmt.Fprintf(p.w, "training on %s (%d training, %d test images): %s cell, %s, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",

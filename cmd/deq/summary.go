@@ -46,11 +46,15 @@ type trainSummary struct {
 	Epochs     int    `json:"epochs"`
 	// Normalization is the dense or conv cell's normalisation; Precision
 	// the precision of its matrix products; Shift the largest random
-	// translation of the training images in pixels (0: none); Aids the
+	// translation of the training images in pixels (0: none), Rotate their
+	// largest random rotation in degrees and Scale their largest random
+	// relative change of scale (both omitted when none); Aids the
 	// training aids of the run.
 	Normalization string           `json:"normalization"`
 	Precision     string           `json:"precision"`
 	Shift         int              `json:"shift"`
+	Rotate        float64          `json:"rotate,omitempty"`
+	Scale         float64          `json:"scale,omitempty"`
 	Aids          train.AidsConfig `json:"aids"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
@@ -60,13 +64,24 @@ type trainSummary struct {
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 }
 
-// shiftPhrase describes a run's translations of its training images (a
-// Config.Augment.Shift), "" for none.
-func shiftPhrase(shift int) string {
-	if shift <= 0 {
+// augmentPhrase describes a run's random translations, rotations and
+// scalings of its training images (Config.Augment's Shift, Rotate and
+// Scale), "" for none.
+func augmentPhrase(shift int, rotate, scale float64) string {
+	var parts []string
+	if shift > 0 {
+		parts = append(parts, fmt.Sprintf("translated by up to %d pixels", shift))
+	}
+	if rotate > 0 {
+		parts = append(parts, fmt.Sprintf("rotated by up to %.4g°", rotate))
+	}
+	if scale > 0 {
+		parts = append(parts, fmt.Sprintf("scaled by up to %.4g%%", 100*scale))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("training images translated by up to %d pixels", shift)
+	return "training images " + strings.Join(parts, ", ")
 }
 
 // aids describes the training aids in use, "" for none.
@@ -106,7 +121,8 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
 		Normalization: c.Model.Normalization.String(), Precision: c.Model.Precision.String(), Aids: c.Aids,
-		Shift: max(c.Augment.Shift, 0), ReadoutHidden: c.Model.ReadoutHidden,
+		Shift: max(c.Augment.Shift, 0), Rotate: c.Augment.Rotate, Scale: c.Augment.Scale,
+		ReadoutHidden: c.Model.ReadoutHidden,
 	}
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
@@ -155,7 +171,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	if s.Precision != layers.Float64.String() {
 		prec = ", " + s.Precision + " matrix products"
 	}
-	shift := shiftPhrase(s.Shift)
+	shift := augmentPhrase(s.Shift, s.Rotate, s.Scale)
 	if shift != "" {
 		shift = "; " + shift
 	}

@@ -121,6 +121,8 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	floats(&c.Aids.CorrectionGamma, "correction-gamma", fmt.Sprintf("decay γ ∈ (0, 1] of the correction weights γ^(K−1−k), normalised to sum to one (0: %g when --correction-states > 0)", train.DefaultCorrectionGamma), false, "Aids.CorrectionGamma")
 	floats(&c.Aids.Dropout, "dropout", "DEQ dropout probability p ∈ [0, 1): one mask per batch, fixed across solver iterations, off at evaluation (0: off)", false, "Aids.Dropout")
 	ints(&c.Augment.Shift, "shift", fmt.Sprintf("data augmentation: translate every training image by a random offset of at most N pixels in each direction, zero fill, never the test images (0: none; default %d for --cell conv except with --data fashion-mnist, none for the others)", train.DefaultConvShift), false, "Augment.Shift")
+	floats(&c.Augment.Rotate, "rotate", "data augmentation: rotate every training image about its centre by a random angle of at most `DEG` degrees either way, bilinear interpolation, zero fill, before any --shift, never the test images (0: none, the default for every cell; below 180)", false, "Augment.Rotate")
+	floats(&c.Augment.Scale, "scale", "data augmentation: scale every training image about its centre by a random factor in [1 − `FRAC`, 1 + FRAC], with --rotate's interpolation (0: none, the default for every cell; below 1)", false, "Augment.Scale")
 	text(&c.Model.Normalization, "normalization", "dense and conv cells: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2; dense cell only)", "Model.Normalization")
 	text(&c.Model.Precision, "precision", "dense and conv cells: precision of the cell's matrix products, float64 or float32 (single precision: a different map, within float32 rounding)", "Model.Precision")
 }
@@ -139,6 +141,14 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 			return c, usagef("--shift = %d must not be negative (0: none)", c.Augment.Shift)
 		}
 		c.Augment.Shift = -1 // none, which the Config spells as negative
+	}
+	for _, a := range []struct {
+		name string
+		v    float64
+	}{{"rotate", c.Augment.Rotate}, {"scale", c.Augment.Scale}} {
+		if !(a.v >= 0) {
+			return c, usagef("--%s = %g must be a number ≥ 0 (0: none)", a.name, a.v)
+		}
 	}
 	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
 	conv := c.Model.Cell == train.ConvCell

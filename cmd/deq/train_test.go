@@ -138,7 +138,42 @@ func TestTrainSummary(t *testing.T) {
 	require.Contains(t, errOut, "training images translated by up to 1 pixels")
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--shift", "1", "--json")...)
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, 1.0, decodeOne(t, out)["shift"])
+	m := decodeOne(t, out)
+	require.Equal(t, 1.0, m["shift"])
+	require.NotContains(t, m, "rotate", "omitted without rotations")
+	require.NotContains(t, m, "scale", "omitted without scalings")
+
+	// So are rotations and scalings, after the translations.
+	quietless = append(quietless, "--rotate", "10", "--scale", "0.125")
+	code, out, errOut = runCmd(quietless...)
+	require.Equal(t, 0, code, errOut)
+	phrase := "training images translated by up to 1 pixels, rotated by up to 10°, scaled by up to 12.5%"
+	require.Contains(t, out, "; "+phrase)
+	require.Contains(t, errOut, phrase)
+	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--rotate", "7.5", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	m = decodeOne(t, out)
+	require.Equal(t, 7.5, m["rotate"])
+	require.NotContains(t, m, "scale")
+}
+
+// TestAugmentPhrase: the phrase names each augmentation in use
+// (translations, rotations, scalings) and is empty without any.
+func TestAugmentPhrase(t *testing.T) {
+	for _, tc := range []struct {
+		shift         int
+		rotate, scale float64
+		want          string
+	}{
+		{0, 0, 0, ""},
+		{-1, 0, 0, ""},
+		{2, 0, 0, "training images translated by up to 2 pixels"},
+		{0, 15, 0, "training images rotated by up to 15°"},
+		{0, 0, 0.1, "training images scaled by up to 10%"},
+		{1, 12.5, 0.05, "training images translated by up to 1 pixels, rotated by up to 12.5°, scaled by up to 5%"},
+	} {
+		require.Equal(t, tc.want, augmentPhrase(tc.shift, tc.rotate, tc.scale), "%+v", tc)
+	}
 }
 
 func TestTrainUsageErrors(t *testing.T) {
@@ -177,6 +212,11 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--train-limit", "-1"), "--train-limit"},
 		{base("--shift", "-1"), "--shift"},
 		{base("--shift", "28", "--hidden", "8", "--batch", "16"), "--shift"},
+		{base("--rotate", "-1"), "--rotate"},
+		{base("--rotate", "NaN"), "--rotate"},
+		{base("--rotate", "180", "--hidden", "8", "--batch", "16"), "--rotate"},
+		{base("--scale", "-0.1"), "--scale"},
+		{base("--scale", "1", "--hidden", "8", "--batch", "16"), "--scale"},
 		{base("--val", "-1"), "--val"},
 		{base("--val", "64"), "--val"},
 		{base("--cell", "wide"), "replaced by \"meanfield\""},
@@ -215,6 +255,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
 		{base("--resume", "--checkpoint", ck, "--hidden", "99"), "--hidden"},
 		{base("--resume", "--checkpoint", ck, "--solver", "anderson"), "--solver"},
+		{base("--resume", "--checkpoint", ck, "--rotate", "5"), "--rotate"},
 		{[]string{"train", "--bogus"}, "--bogus"},
 		{[]string{"eval"}, "--checkpoint"},
 		{[]string{"eval", "--checkpoint", filepath.Join(dir, "missing.ckpt")}, "--checkpoint"},
@@ -557,17 +598,60 @@ func TestShiftFlagSetsConfig(t *testing.T) {
 		{[]string{"--cell", "conv", "--shift", "1"}, datasets.MNIST10k, 1, 1},
 		{[]string{"--cell", "conv", "--shift", "2"}, datasets.FashionMNIST, 2, 2},
 	} {
-		var f trainFlags
-		fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
-		f.bindConfig(fl)
-		require.NoError(t, fl.Parse(tc.args))
-		c, err := f.config(fl.Changed)
+		f, changed, c, err := parseTrainFlags(t, tc.args...)
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, c.Augment.Shift, "%v", tc.args)
 		require.Equal(t, "shift", f.flagOf("Augment.Shift"))
-		d, err := dataDefaults(c, tc.spec, fl.Changed).Defaults()
+		d, err := dataDefaults(c, tc.spec, changed).Defaults()
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.final, max(d.Augment.Shift, 0), "%v on %s", tc.args, tc.spec)
+	}
+}
+
+// parseTrainFlags parses the arguments of deq train into the flags and
+// returns them, whether each flag was given, and their configuration or
+// its error.
+func parseTrainFlags(t *testing.T, args ...string) (*trainFlags, func(string) bool, train.Config, error) {
+	t.Helper()
+	f := new(trainFlags)
+	fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.bindConfig(fl)
+	require.NoError(t, fl.Parse(args))
+	c, err := f.config(fl.Changed)
+	return f, fl.Changed, c, err
+}
+
+// TestRotateScaleFlagsSetConfig: --rotate and --scale set
+// Config.Augment.Rotate and Scale, none without them for every cell and
+// data set, and a negative value is refused naming the flag.
+func TestRotateScaleFlagsSetConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		spec          string
+		rotate, scale float64
+	}{
+		{nil, datasets.MNIST10k, 0, 0},
+		{[]string{"--cell", "conv"}, datasets.MNIST10k, 0, 0},
+		{[]string{"--cell", "conv"}, datasets.FashionMNIST, 0, 0},
+		{[]string{"--rotate", "10"}, datasets.MNIST10k, 10, 0},
+		{[]string{"--scale", "0.1"}, datasets.FashionMNIST, 0, 0.1},
+		{[]string{"--cell", "conv", "--rotate", "12.5", "--scale", "0.15"}, datasets.MNIST10k, 12.5, 0.15},
+		{[]string{"--cell", "conv", "--rotate", "0", "--scale", "0"}, datasets.MNIST10k, 0, 0},
+	} {
+		f, changed, c, err := parseTrainFlags(t, tc.args...)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.rotate, c.Augment.Rotate, "%v", tc.args)
+		require.Equal(t, tc.scale, c.Augment.Scale, "%v", tc.args)
+		require.Equal(t, "rotate", f.flagOf("Augment.Rotate"))
+		require.Equal(t, "scale", f.flagOf("Augment.Scale"))
+		d, err := dataDefaults(c, tc.spec, changed).Defaults()
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.rotate, d.Augment.Rotate, "%v on %s", tc.args, tc.spec)
+		require.Equal(t, tc.scale, d.Augment.Scale, "%v on %s", tc.args, tc.spec)
+	}
+	for _, args := range [][]string{{"--rotate", "-5"}, {"--scale", "-0.2"}, {"--scale", "NaN"}} {
+		_, _, _, err := parseTrainFlags(t, args...)
+		require.ErrorContains(t, err, args[0]+" = ", "%v", args)
 	}
 }
 
