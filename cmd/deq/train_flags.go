@@ -220,10 +220,19 @@ func (f *trainFlags) flagOf(field string) string {
 func (f *trainFlags) checkResume(cfg, stored train.Config, changed func(string) bool) error {
 	for _, d := range cfg.Diff(stored) {
 		if name := f.flagOf(d.Field); name != "" && changed(name) {
-			return usagef("--%s = %v contradicts the checkpoint's %v (--resume continues the saved run)", name, d.A, d.B)
+			return usagef("--%s = %v contradicts the checkpoint's %v (--resume continues the saved run)", name, flagValue(d.Field, d.A), flagValue(d.Field, d.B))
 		}
 	}
 	return nil
+}
+
+// flagValue returns the Config field's value v as its flag spells it:
+// Augment.Shift spells "no translations" as −1 where the flag says 0.
+func flagValue(field string, v any) any {
+	if s, ok := v.(int); ok && field == "Augment.Shift" && s < 0 {
+		return 0
+	}
+	return v
 }
 
 // textVar is a typed value with a text form, such as train.CellKind.

@@ -621,6 +621,18 @@ func parseTrainFlags(t *testing.T, args ...string) (*trainFlags, func(string) bo
 	return f, fl.Changed, c, err
 }
 
+// TestResumeNamesShiftAsFlagged: resuming a conv run with translations
+// with --shift 0 is refused with the flag's 0, not the Config's −1.
+func TestResumeNamesShiftAsFlagged(t *testing.T) {
+	f, changed, cfg, err := parseTrainFlags(t, "--cell", "conv", "--shift", "0")
+	require.NoError(t, err)
+	require.Equal(t, -1, cfg.Augment.Shift)
+	stored := cfg
+	stored.Augment.Shift = 1
+	err = f.checkResume(cfg, stored, changed)
+	require.ErrorContains(t, err, "--shift = 0 contradicts the checkpoint's 1")
+}
+
 // TestRotateScaleFlagsSetConfig: --rotate and --scale set
 // Config.Augment.Rotate and Scale, none without them for every cell and
 // data set, and a negative value is refused naming the flag.
