@@ -46,16 +46,18 @@ type trainSummary struct {
 	Epochs     int    `json:"epochs"`
 	// Normalization is the dense or conv cell's normalisation; Precision
 	// the precision of its matrix products; Shift the largest random
-	// translation of the training images in pixels (0: none), Rotate their
-	// largest random rotation in degrees and Scale their largest random
-	// relative change of scale (both omitted when none); Aids the
+	// translation of the training images in pixels (0: none); Aids the
 	// training aids of the run.
 	Normalization string           `json:"normalization"`
 	Precision     string           `json:"precision"`
 	Shift         int              `json:"shift"`
-	Rotate        float64          `json:"rotate,omitempty"`
-	Scale         float64          `json:"scale,omitempty"`
 	Aids          train.AidsConfig `json:"aids"`
+	// Rotate is the largest random rotation of the training images in
+	// degrees, omitted when none.
+	Rotate float64 `json:"rotate,omitempty"`
+	// Scale is their largest random relative change of scale, omitted
+	// when none.
+	Scale float64 `json:"scale,omitempty"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
 	// WallSeconds is the time of this process's training; SecondsPerEpoch
