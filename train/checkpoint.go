@@ -533,7 +533,14 @@ func (c ModelConfig) minParams(inputDim, classes int) float64 {
 		n = 9*ch + 9*ch*ch*float64(max(c.Kernels, 1)) + float64(classes)
 	}
 	if r := float64(c.ReadoutHidden); r > 0 {
-		n += r * float64(classes)
+		// The hidden layer: L·r + r·classes in place of the L·classes
+		// counted above, L the readout's features: h for the vector cells,
+		// at least 1 for conv.
+		l := h
+		if c.Cell == ConvCell {
+			l = 1
+		}
+		n += l*r + r*float64(classes) - l*float64(classes)
 	}
 	return n
 }

@@ -327,3 +327,20 @@ func TestCheckKilledStateCatchesBadFiles(t *testing.T) {
 	trn.model.outB.data[0]++
 	require.ErrorContains(t, check(state(3, 7), 3, 7), "readout.b[0]")
 }
+
+// TestMinParamsIsALowerBound: ModelConfig.minParams, which Load uses to
+// refuse implausibly small checkpoints, is at most the parameters of the
+// model it describes, with and without a hidden readout layer (narrower
+// than the classes too).
+func TestMinParamsIsALowerBound(t *testing.T) {
+	for _, c := range stepCases() {
+		for _, r := range []int{0, 1, 5} {
+			c.model.ReadoutHidden = r
+			cfg := tightConfig(c, 8)
+			trn, err := New(cfg, c.train, c.test, nil)
+			require.NoError(t, err, "%s, readout %d", c.name, r)
+			m := trn.model
+			require.LessOrEqual(t, trn.cfg.Model.minParams(m.InputDim, m.Classes), float64(m.NumParams()), "%s, readout %d", c.name, r)
+		}
+	}
+}

@@ -181,7 +181,9 @@ type AugmentConfig struct {
 	// (a negative value is refused). Rotate must be less than 180 and
 	// Scale less than 1.
 	Rotate float64 `json:",omitempty"`
-	Scale  float64 `json:",omitempty"`
+	// Scale is the largest random relative change of scale of a training
+	// image (see Rotate).
+	Scale float64 `json:",omitempty"`
 }
 
 // defaults fills the defaults of a from the cell's, base (the shift's

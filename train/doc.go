@@ -8,7 +8,8 @@
 // Lipschitz-constrained cell of package layers (dense, or the stochastic
 // meanfield and experts cells, whose injection of the encoder's features is
 // computed once per batch and whose average of M terms a stochastic solver
-// samples) with a deq.Layer, and classifies z* with a linear readout under
+// samples) with a deq.Layer, and classifies z* with a readout (linear, or
+// with ModelConfig.ReadoutHidden one hidden ReLU layer) under
 // the softmax cross-entropy loss (see ModelConfig). The conv model (ConvCell) encodes
 // an image with a stride-2 convolution (layers.ConvEncoder) into a
 // C×⌈H/2⌉×⌈W/2⌉ state of the convolutional cell layers.Conv, and reads z*

@@ -158,8 +158,9 @@ func (m *Model) work(n int) *work {
 }
 
 // newModel builds a model for rows×cols images with parameters drawn from
-// seed: the dense encoder and the readout weights have independent
-// N(0, 2/fan-in) and N(0, 1/fan-in) entries, biases are zero, and the conv
+// seed: the dense encoder and the readout's hidden layer have independent
+// N(0, 2/fan-in) entries and the readout's last layer N(0, 1/fan-in),
+// biases are zero, and the conv
 // encoder and the cell initialise themselves from seeds derived from seed.
 func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalizer, seed uint64) (*Model, error) {
 	if rows < 1 || cols < 1 || classes < 2 {
