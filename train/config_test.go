@@ -300,3 +300,23 @@ func TestAugmentDefaults(t *testing.T) {
 	require.Equal(t, DefaultConvShift, DefaultsFor(ConvCell).Augment.Shift)
 	require.Zero(t, DefaultsFor(DenseCell).Augment.Shift)
 }
+
+// TestNewFieldsJSON pins the JSON spelling of the fields added after the
+// golden file (the hidden readout, the rotations and scalings), which
+// checkpoints store, and that they are omitted when zero.
+func TestNewFieldsJSON(t *testing.T) {
+	c := Config{Model: ModelConfig{ReadoutHidden: 16}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	for _, want := range []string{`"ReadoutHidden":16`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
+		require.Contains(t, string(b), want)
+	}
+	var back Config
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, c, back)
+	b, err = json.Marshal(Config{})
+	require.NoError(t, err)
+	for _, absent := range []string{`"ReadoutHidden"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
+		require.NotContains(t, string(b), absent)
+	}
+}
