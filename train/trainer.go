@@ -725,9 +725,8 @@ const (
 	streamEncoder  = 0x1a2b_3c4d_0000_0007
 	streamJacobian = 0x1a2b_3c4d_0000_0008
 	streamAugment  = 0x1a2b_3c4d_0000_0009
-	// streamWarp (the rotations and scalings of Augment) lies apart from
-	// the sequence, so that a stream added after streamAugment on another
-	// branch cannot silently take its value.
+	// streamWarp draws the rotations and scalings of Augment; its value
+	// lies apart from the sequence above, which grows by one per stream.
 	streamWarp = 0x1a2b_3c4d_0000_0109
 )
 

@@ -53,9 +53,7 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 			size += ", Lipschitz bound not proven"
 		}
 	}
-	if r := c.Model.ReadoutHidden; r > 0 {
-		size += fmt.Sprintf(", a readout of %d hidden units", r)
-	}
+	size += readoutPhrase(c.Model.ReadoutHidden)
 	if s := augmentPhrase(c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale); s != "" {
 		size += ", " + s
 	}

@@ -86,6 +86,15 @@ func augmentPhrase(shift int, rotate, scale float64) string {
 	return "training images " + strings.Join(parts, ", ")
 }
 
+// readoutPhrase describes a readout of n hidden units as ", a readout of
+// n hidden units", and the linear readout (n = 0) as "".
+func readoutPhrase(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", a readout of %d hidden units", n)
+}
+
 // aids describes the training aids in use, "" for none.
 func (s *trainSummary) aids() string {
 	a, e := s.Aids, s.Final
@@ -177,10 +186,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	if shift != "" {
 		shift = "; " + shift
 	}
-	if s.ReadoutHidden > 0 {
-		prec += fmt.Sprintf(", a readout of %d hidden units", s.ReadoutHidden)
-	}
-	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, bound, s.Norm, proof, s.Params, shift)
+	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, readoutPhrase(s.ReadoutHidden), bound, s.Norm, proof, s.Params, shift)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
 		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
