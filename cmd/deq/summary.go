@@ -72,7 +72,11 @@ type trainSummary struct {
 func augmentPhrase(shift int, rotate, scale float64) string {
 	var parts []string
 	if shift > 0 {
-		parts = append(parts, fmt.Sprintf("translated by up to %d pixels", shift))
+		unit := "pixels"
+		if shift == 1 {
+			unit = "pixel"
+		}
+		parts = append(parts, fmt.Sprintf("translated by up to %d %s", shift, unit))
 	}
 	if rotate > 0 {
 		parts = append(parts, fmt.Sprintf("rotated by up to %.4g°", rotate))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -129,21 +128,28 @@ func (f *trainFlags) openData(ctx context.Context, spec string) (*datasets.Data,
 	return data, nil
 }
 
-// resumeFlags returns the flags that continue an interrupted run: --resume
-// and the data flags set on its command line, --val among them (the
-// checkpoint stores the configuration, not which images the run used).
+// resumeFlags returns the command line that continues an interrupted run,
+// quoted for a POSIX shell: deq train with --checkpoint, --resume and the
+// data flags set on its command line, --val among them (the checkpoint
+// stores the configuration, not which images the run used).
 func resumeFlags(fl *pflag.FlagSet) string {
-	args := []string{"--resume"}
+	args := []string{"deq", "train", "--checkpoint", shellQuote(fl.Lookup("checkpoint").Value.String()), "--resume"}
 	for _, name := range []string{"data", "data-seed", "train-limit", "test-limit", "val"} {
 		if fl.Changed(name) {
-			v := fl.Lookup(name).Value.String()
-			if strings.ContainsAny(v, " \t'\"") {
-				v = strconv.Quote(v)
-			}
-			args = append(args, "--"+name, v)
+			args = append(args, "--"+name, shellQuote(fl.Lookup(name).Value.String()))
 		}
 	}
 	return strings.Join(args, " ")
+}
+
+// shellQuote returns s as one word of a POSIX shell: unchanged when it
+// holds only characters no shell treats specially, otherwise in single
+// quotes, each single quote inside written as '\''.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // interruptedError reports a run stopped by a signal after saving its
@@ -255,7 +261,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	if err != nil && res != nil && res.Interrupted {
 		where := ""
 		if f.checkpoint != "" {
-			where = "; checkpoint saved to " + f.checkpoint + " (continue with " + resumeFlags(cmd.Flags()) + ")"
+			where = "; checkpoint saved to " + f.checkpoint + " (continue with: " + resumeFlags(cmd.Flags()) + ")"
 		}
 		return interruptedError{fmt.Errorf("train: interrupted at epoch %d batch %d%s", res.Epoch+1, res.Batch, where)}
 	}

@@ -134,8 +134,8 @@ func TestTrainSummary(t *testing.T) {
 	quietless = slices.DeleteFunc(quietless, func(a string) bool { return a == "--quiet" })
 	code, out, errOut = runCmd(quietless...)
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "; training images translated by up to 1 pixels")
-	require.Contains(t, errOut, "training images translated by up to 1 pixels")
+	require.Contains(t, out, "; training images translated by up to 1 pixel")
+	require.Contains(t, errOut, "training images translated by up to 1 pixel")
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--shift", "1", "--json")...)
 	require.Equal(t, 0, code, errOut)
 	m := decodeOne(t, out)
@@ -147,7 +147,7 @@ func TestTrainSummary(t *testing.T) {
 	quietless = append(quietless, "--rotate", "10", "--scale", "0.125")
 	code, out, errOut = runCmd(quietless...)
 	require.Equal(t, 0, code, errOut)
-	phrase := "training images translated by up to 1 pixels, rotated by up to 10°, scaled by up to 12.5%"
+	phrase := "training images translated by up to 1 pixel, rotated by up to 10°, scaled by up to 12.5%"
 	require.Contains(t, out, "; "+phrase)
 	require.Contains(t, errOut, phrase)
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--rotate", "7.5", "--json")...)
@@ -170,7 +170,7 @@ func TestAugmentPhrase(t *testing.T) {
 		{2, 0, 0, "training images translated by up to 2 pixels"},
 		{0, 15, 0, "training images rotated by up to 15°"},
 		{0, 0, 0.1, "training images scaled by up to 10%"},
-		{1, 12.5, 0.05, "training images translated by up to 1 pixels, rotated by up to 12.5°, scaled by up to 5%"},
+		{1, 12.5, 0.05, "training images translated by up to 1 pixel, rotated by up to 12.5°, scaled by up to 5%"},
 	} {
 		require.Equal(t, tc.want, augmentPhrase(tc.shift, tc.rotate, tc.scale), "%+v", tc)
 	}
@@ -356,7 +356,7 @@ func TestTrainSignalSavesAndResumes(t *testing.T) {
 			require.Equal(t, exitInterrupted, ee.ExitCode(), strings.Join(errLines, "\n"))
 			last := errLines[len(errLines)-1]
 			require.Contains(t, last, "interrupted at epoch")
-			require.Contains(t, last, "checkpoint saved to "+ck+" (continue with --resume --data synthetic --train-limit 384 --test-limit 150)")
+			require.Contains(t, last, "checkpoint saved to "+ck+" (continue with: deq train --checkpoint "+shellQuote(ck)+" --resume --data synthetic --train-limit 384 --test-limit 150)")
 			saved, err := train.Load(ck)
 			require.NoError(t, err)
 			require.Equal(t, 1, saved.Epoch, "stopped after the first epoch, where the gate held it")
@@ -713,20 +713,36 @@ func TestValHoldsOutTheDataSeedsSplit(t *testing.T) {
 	require.NotErrorAs(t, err, new(runtimeError))
 }
 
-// TestResumeFlags: the hint after an interrupted run names --resume and
-// the data flags set on the command line, --val among them, and no others.
+// TestResumeFlags: the hint after an interrupted run is a shell command
+// naming --checkpoint, --resume and the data flags set on the command line,
+// --val among them, and no others, each value one shell word.
 func TestResumeFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "--resume"},
-		{[]string{"--hidden", "8", "--epochs", "3"}, "--resume"},
-		{[]string{"--data", "synthetic", "--train-limit", "80", "--val", "30", "--hidden", "8"}, "--resume --data synthetic --train-limit 80 --val 30"},
-		{[]string{"--data", "my digits", "--data-seed", "4", "--test-limit", "10"}, `--resume --data "my digits" --data-seed 4 --test-limit 10`},
+		{[]string{"--checkpoint", "run.ckpt"}, "deq train --checkpoint run.ckpt --resume"},
+		{[]string{"--checkpoint", "c", "--hidden", "8", "--epochs", "3"}, "deq train --checkpoint c --resume"},
+		{[]string{"--checkpoint", "c", "--data", "synthetic", "--train-limit", "80", "--val", "30", "--hidden", "8"}, "deq train --checkpoint c --resume --data synthetic --train-limit 80 --val 30"},
+		{[]string{"--checkpoint", "my run.ckpt", "--data", "my digits", "--data-seed", "4", "--test-limit", "10"}, "deq train --checkpoint 'my run.ckpt' --resume --data 'my digits' --data-seed 4 --test-limit 10"},
+		{[]string{"--checkpoint", "c", "--data", `it's $HOME\`}, `deq train --checkpoint c --resume --data 'it'\''s $HOME\'`},
 	} {
 		cmd := newTrainCmd()
 		require.NoError(t, cmd.Flags().Parse(tc.args))
 		require.Equal(t, tc.want, resumeFlags(cmd.Flags()), "%v", tc.args)
+	}
+}
+
+// TestShellQuote: a word quoted by shellQuote and read back by sh is the
+// original string.
+func TestShellQuote(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh on PATH")
+	}
+	for _, s := range []string{"", "plain", "a b", "it's", "$HOME", "`x`", `back\slash`, "tab\there", "new\nline", "*?[", "'''", "~user"} {
+		out, err := exec.Command(sh, "-c", "printf %s "+shellQuote(s)).Output()
+		require.NoError(t, err, "%q", s)
+		require.Equal(t, s, string(out), "%q quoted as %s", s, shellQuote(s))
 	}
 }
