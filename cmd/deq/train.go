@@ -144,7 +144,8 @@ func resumeFlags(fl *pflag.FlagSet) string {
 
 // shellQuote returns s as one word of a POSIX shell: unchanged when it
 // holds only characters no shell treats specially, otherwise in single
-// quotes, each single quote inside written as '\''.
+// quotes, each single quote inside closed, escaped with a backslash and
+// reopened.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+,@%") == "" {
 		return s
