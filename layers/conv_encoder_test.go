@@ -23,9 +23,9 @@ func (e *ConvEncoder) newGraph(n int) (*encoderGraph, error) {
 	eg := &encoderGraph{g: G.NewGraph(), x: make([]float64, n*e.InputLen())}
 	gr := graph{eg.g}
 	err := build("ConvEncoder", func() {
-		x := gr.bound("x", tensorOver(eg.x, n, e.geom.In, e.geom.H, e.geom.W))
-		w := gr.bound("W", tensorOver(e.w.Data(), e.c, e.geom.In, ConvKernel, ConvKernel))
-		b := gr.bound("b", tensorOver(e.b.Data(), 1, e.c, 1, 1))
+		x := gr.bound("x", tensorOver(eg.x, n, e.blocks[0].geom.In, e.blocks[0].geom.H, e.blocks[0].geom.W))
+		w := gr.bound("W", tensorOver(e.blocks[0].w.Data(), e.c, e.blocks[0].geom.In, ConvKernel, ConvKernel))
+		b := gr.bound("b", tensorOver(e.blocks[0].b.Data(), 1, e.c, 1, 1))
 		eg.ps = G.Nodes{w, b}
 		y := G.Must(G.Conv2d(x, w, tensor.Shape{ConvKernel, ConvKernel}, []int{1, 1}, []int{2, 2}, []int{1, 1}))
 		y = G.Must(G.BroadcastAdd(y, b, nil, []byte{0, 2, 3}))
@@ -33,10 +33,10 @@ func (e *ConvEncoder) newGraph(n int) (*encoderGraph, error) {
 			y = e.act.node(y)
 		} else {
 			// The GroupNorm replaces σ.
-			sc := gr.bound("gn.scale", tensorOver(e.nscale.Data(), 1, e.c, 1, 1))
-			sh := gr.bound("gn.shift", tensorOver(e.nshift.Data(), 1, e.c, 1, 1))
+			sc := gr.bound("gn.scale", tensorOver(e.blocks[0].nscale.Data(), 1, e.c, 1, 1))
+			sh := gr.bound("gn.shift", tensorOver(e.blocks[0].nshift.Data(), 1, e.c, 1, 1))
 			eg.ps = append(eg.ps, sc, sh)
-			y = groupNormNode(y, n, e.c, e.geom.OutH(), e.geom.OutW(), e.groups, sc, sh)
+			y = groupNormNode(y, n, e.c, e.blocks[0].geom.OutH(), e.blocks[0].geom.OutW(), e.groups, sc, sh)
 		}
 		eg.out = y
 	})
@@ -61,11 +61,11 @@ func TestConvEncoderMatchesGorgonia(t *testing.T) {
 			enc, err := NewConvEncoder(tc.cfg)
 			require.NoError(t, err)
 			rng := rand.New(rand.NewPCG(5, 5))
-			copy(enc.b.Data(), randVec(rng, len(enc.b.Data()), 0.3))
-			if enc.nscale != nil {
-				copy(enc.nshift.Data(), randVec(rng, len(enc.nshift.Data()), 0.3))
-				for i := range enc.nscale.Data() {
-					enc.nscale.Data()[i] = 1 + 0.3*rng.NormFloat64()
+			copy(enc.blocks[0].b.Data(), randVec(rng, len(enc.blocks[0].b.Data()), 0.3))
+			if enc.blocks[0].nscale != nil {
+				copy(enc.blocks[0].nshift.Data(), randVec(rng, len(enc.blocks[0].nshift.Data()), 0.3))
+				for i := range enc.blocks[0].nscale.Data() {
+					enc.blocks[0].nscale.Data()[i] = 1 + 0.3*rng.NormFloat64()
 				}
 			}
 			const n = 2

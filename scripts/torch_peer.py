@@ -29,6 +29,13 @@ Models (--model):
          l2 residual, backward tolerance relative to the adjoint's first
          residual, evaluation at a tenth of the forward tolerance with twice
          its iterations.
+         --encoder-layers N (both styles; default 1) deepens the encoder as
+         `deq train --encoder-layers N` does: after the stride-2 conv, N - 1
+         3x3 stride-1 C->C convs at 14 x 14; every block but the last is
+         conv -> GroupNorm -> relu (conv -> relu without GroupNorm), the last
+         is the one-block encoder's conv -> GroupNorm (deq style without
+         GroupNorm: conv -> relu). deq style initialises the further convs'
+         weights N(0, 2/(9C)) and their biases zero.
 
 Data (--data DIR) are the files a benchmark writes: train-x.f32 and
 test-x.f32 (row-major float32 images, already standardised), train-y.u8 and
@@ -245,7 +252,7 @@ class DenseDEQ(nn.Module):
 
 
 class ConvDEQ(nn.Module):
-    def __init__(self, side, channels, classes, groups, style="torchdeq", gamma=0.9, power_iters=4):
+    def __init__(self, side, channels, classes, groups, style="torchdeq", gamma=0.9, power_iters=4, encoder_layers=1):
         super().__init__()
         c = channels
         norm = lambda: nn.GroupNorm(groups, c) if groups > 0 else nn.Identity()
@@ -269,18 +276,35 @@ class ConvDEQ(nn.Module):
             half = (side + 1) // 2
             self.register_buffer("v", torch.randn(1, c, half, half))
             self.project(iters=60)
+        # The encoder's further stride-1 blocks, made last so that a
+        # one-block encoder draws what it always has.
+        self.stem = nn.ModuleList(nn.Conv2d(c, c, 3, padding=1) for _ in range(encoder_layers - 1))
+        self.stem_norms = nn.ModuleList(norm() for _ in range(encoder_layers - 1))
+        if style == "deq":
+            with torch.no_grad():
+                for conv in self.stem:
+                    nn.init.normal_(conv.weight, std=math.sqrt(2 / (9 * c)))
+                    nn.init.zeros_(conv.bias)
 
     def cell(self, z, inj):
         return self.norm(F.relu(self.conv(z) + inj))
 
     def injection(self, x):
-        x = x.view(-1, 1, self.side, self.side)
-        h = self.enc(x)
-        if self.style == "deq" and isinstance(self.enc_norm, nn.Identity):
-            # deq's encoder: relu(We*x + be) without GroupNorm, and
-            # GroupNorm in place of the activation with it.
-            h = F.relu(h)
-        return self.enc_norm(h)
+        h = x.view(-1, 1, self.side, self.side)
+        blocks = [(self.enc, self.enc_norm)] + list(zip(self.stem, self.stem_norms))
+        for i, (conv, norm) in enumerate(blocks):
+            h = conv(h)
+            if i < len(blocks) - 1:
+                # Every block but the last: GroupNorm then relu (relu
+                # alone without GroupNorm).
+                h = F.relu(norm(h))
+                continue
+            if self.style == "deq" and isinstance(norm, nn.Identity):
+                # deq's encoder: relu(We*x + be) without GroupNorm, and
+                # GroupNorm in place of the activation with it.
+                h = F.relu(h)
+            h = norm(h)
+        return h
 
     def project(self, iters=0):
         """deq style: power iteration on the convolution operator (its
@@ -351,12 +375,12 @@ def run(args):
         bwd = lambda f, g0: broyden(f, g0, args.backward_tol, args.backward_iter, relative=True)
         efwd = lambda f, z0: broyden(f, z0, args.tol / 10, 2 * args.max_iter)
     elif args.conv_style == "deq":
-        model = ConvDEQ(rows, args.channels, classes, args.groups, "deq", args.gamma)
+        model = ConvDEQ(rows, args.channels, classes, args.groups, "deq", args.gamma, encoder_layers=args.encoder_layers)
         fwd = lambda f, z0: anderson(f, z0, args.tol, args.max_iter, mode="abs")
         bwd = lambda f, g0: anderson(f, g0, args.backward_tol, args.backward_iter, mode="first")
         efwd = lambda f, z0: anderson(f, z0, args.tol / 10, 2 * args.max_iter, mode="abs")
     else:
-        model = ConvDEQ(rows, args.channels, classes, args.groups)
+        model = ConvDEQ(rows, args.channels, classes, args.groups, encoder_layers=args.encoder_layers)
         fwd = lambda f, z0: anderson(f, z0, args.tol, args.max_iter)
         bwd = lambda f, g0: anderson(f, g0, args.backward_tol, args.backward_iter)
         efwd = fwd
@@ -417,6 +441,7 @@ def run(args):
         "final": True,
         "model": args.model,
         "conv_style": args.conv_style if args.model == "conv" else "",
+        "encoder_layers": args.encoder_layers if args.model == "conv" else 0,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "blas": blas_name(),
@@ -459,6 +484,8 @@ def main(argv=None):
     p.add_argument("--groups", type=int, default=8, help="conv: GroupNorm groups (0: no GroupNorm)")
     p.add_argument("--conv-style", choices=["torchdeq", "deq"], default="torchdeq",
                    help="conv: the TorchDEQ-style model or a mirror of deq's (see the module documentation)")
+    p.add_argument("--encoder-layers", type=int, default=1,
+                   help="conv: convolution blocks of the encoder, the stride-2 one then 3x3 stride-1 ones (0 or 1: one)")
     p.add_argument("--gamma", type=float, default=0.9)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch", type=int, default=128)
@@ -475,6 +502,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--float64", action="store_true", help="compute in float64, as deq does (default float32)")
     args = p.parse_args(argv)
+    if args.encoder_layers < 0:
+        p.error("--encoder-layers must not be negative")
+    args.encoder_layers = max(args.encoder_layers, 1)
     run(args)
 
 

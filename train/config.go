@@ -291,7 +291,8 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 //
 // whose states are C×(H'·W') matrices; N is the GroupNorm of Groups (by
 // default), or without it relu, and the cell is N(relu(W∗z + e + b)) or
-// relu(W∗z + e + b).
+// relu(W∗z + e + b). With EncoderLayers > 1 the encoder is a stem of
+// convolution blocks instead (see EncoderLayers).
 type ModelConfig struct {
 	// Cell is DenseCell (the zero value, deterministic), MeanFieldCell (a
 	// stochastic cell: the injection of the encoder's features plus the
@@ -346,6 +347,16 @@ type ModelConfig struct {
 	// makes the cell stochastic (its oracle samples kernels). Zero means 1,
 	// the deterministic cell. Only for ConvCell.
 	Kernels int `json:",omitempty"`
+	// EncoderLayers is the number of convolution blocks of the conv
+	// model's encoder (layers.ConvEncoderConfig.Layers): the stride-2
+	// convolution, then EncoderLayers − 1 3×3 C→C convolutions of stride 1
+	// at the downsampled size, each but the last followed by the GroupNorm
+	// and a ReLU (relu without groups), the last by the GroupNorm (relu).
+	// Zero means 1, the single stride-2 convolution (1 is stored as 0, so
+	// that checkpoints of one-layer encoders are unchanged). The encoder
+	// lies outside the DEQ layer: the cell, its solves and their
+	// certificates are the same either way. Only for ConvCell.
+	EncoderLayers int `json:",omitempty"`
 	// Normalization is how the dense or conv cell keeps its recurrent
 	// weight in check (layers.DenseConfig.Normalization,
 	// layers.ConvConfig.Normalization): the zero value
@@ -527,7 +538,8 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	}
 	if err := nonNegative(intField{"Model.Hidden", m.Hidden}, intField{"Model.Encoder", m.Encoder}, intField{"Model.Units", m.Units},
 		intField{"Model.Terms", m.Terms}, intField{"Model.ExactEvery", m.ExactEvery}, intField{"Model.Channels", m.Channels},
-		intField{"Model.Kernels", m.Kernels}, intField{"Model.ReadoutHidden", m.ReadoutHidden}); err != nil {
+		intField{"Model.Kernels", m.Kernels}, intField{"Model.ReadoutHidden", m.ReadoutHidden},
+		intField{"Model.EncoderLayers", m.EncoderLayers}); err != nil {
 		return d, err
 	}
 	switch {
@@ -543,6 +555,8 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Precision", m.Precision, "is not a precision")
 	case m.Precision != layers.Float64 && m.Cell != DenseCell && m.Cell != ConvCell:
 		return d, fieldErr("Model.Precision", m.Precision, fmt.Sprintf("does not apply to the %v cell (only the dense and conv cells compute in float32)", m.Cell))
+	case m.EncoderLayers != 0 && m.Cell != ConvCell:
+		return d, fieldErr("Model.EncoderLayers", m.EncoderLayers, fmt.Sprintf("does not apply to the %v cell (only the conv model has a convolutional encoder)", m.Cell))
 	}
 	if m.Cell == ConvCell {
 		return m.convDefaults()
@@ -580,6 +594,9 @@ func (m ModelConfig) convDefaults() (ModelConfig, error) {
 	d.Units, d.Terms = 0, 0
 	d.Channels = cmp.Or(m.Channels, DefaultConvChannels)
 	d.Kernels = cmp.Or(m.Kernels, 1)
+	if m.EncoderLayers == 1 {
+		d.EncoderLayers = 0
+	}
 	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
 	d.ExactEvery = cmp.Or(m.ExactEvery, DefaultConvCertifyEvery)
 	switch {

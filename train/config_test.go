@@ -64,6 +64,13 @@ func TestConfigDefaults(t *testing.T) {
 	d, err := Config{Model: ModelConfig{Channels: 4, Groups: 2, Kernels: 3}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, c, d)
+	// A one-layer conv encoder is stored as the default, zero; deeper
+	// ones are kept.
+	for _, tc := range []struct{ layers, want int }{{0, 0}, {1, 0}, {2, 2}, {3, 3}} {
+		d, err := Config{Model: ModelConfig{Cell: ConvCell, EncoderLayers: tc.layers}}.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, tc.want, d.Model.EncoderLayers, "EncoderLayers = %d", tc.layers)
+	}
 	// The evaluation solver inherits the forward one.
 	e, err := Config{Forward: SolverConfig{Method: methodNamed("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
 	require.NoError(t, err)
@@ -100,6 +107,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Model: ModelConfig{Cell: ConvCell, Encoder: 8}}, "Model.Encoder"},
 		{Config{Model: ModelConfig{Cell: ConvCell, Channels: 6, Groups: 4}}, "Model.Groups"},
 		{Config{Model: ModelConfig{Cell: ConvCell, Kernels: -1}}, "Model.Kernels"},
+		{Config{Model: ModelConfig{Cell: ConvCell, EncoderLayers: -1}}, "Model.EncoderLayers"},
+		{Config{Model: ModelConfig{EncoderLayers: 2}}, "Model.EncoderLayers"},
+		{Config{Model: ModelConfig{Cell: MeanFieldCell, EncoderLayers: 1}}, "Model.EncoderLayers"},
 		{Config{Model: ModelConfig{Channels: -1}}, "Model.Channels"},
 		{Config{Model: ModelConfig{Gamma: 1}}, "Model.Gamma"},
 		{Config{Model: ModelConfig{Hidden: -4}}, "Model.Hidden"},
@@ -302,13 +312,14 @@ func TestAugmentDefaults(t *testing.T) {
 }
 
 // TestNewFieldsJSON pins the JSON spelling of the fields added after the
-// golden file (the hidden readout, the rotations and scalings), which
-// checkpoints store, and that they are omitted when zero.
+// golden file (the hidden readout, the conv encoder's layers, the
+// rotations and scalings), which checkpoints store, and that they are
+// omitted when zero.
 func TestNewFieldsJSON(t *testing.T) {
-	c := Config{Model: ModelConfig{ReadoutHidden: 16}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
+	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
-	for _, want := range []string{`"ReadoutHidden":16`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
+	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
 		require.Contains(t, string(b), want)
 	}
 	var back Config
@@ -316,7 +327,7 @@ func TestNewFieldsJSON(t *testing.T) {
 	require.Equal(t, c, back)
 	b, err = json.Marshal(Config{})
 	require.NoError(t, err)
-	for _, absent := range []string{`"ReadoutHidden"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
+	for _, absent := range []string{`"ReadoutHidden"`, `"EncoderLayers"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
 		require.NotContains(t, string(b), absent)
 	}
 }

@@ -33,12 +33,16 @@ func newParam(name string, rows, cols int, decay bool) *param {
 }
 
 // viewParam returns a param over a layers.Param's storage, named prefix +
-// its name. Weight decay applies to its matrices: not to biases ("b"),
-// GroupNorm scales and shifts ("gn.*") or weight normalisation's norms
-// ("g").
+// its name. Weight decay applies to its matrices: not to biases ("b",
+// and the deeper conv encoder's "b2", …), GroupNorm scales and shifts
+// ("gn.*", "gn2.*", …) or weight normalisation's norms ("g").
 func viewParam(prefix string, p *layers.Param) *param {
 	r, c := p.Dims()
-	decay := p.Name() != "b" && p.Name() != "g" && !strings.HasPrefix(p.Name(), "gn.")
+	// Biases, gains and GroupNorm parameters are not decayed; the conv
+	// encoder numbers those of its blocks after the first (b2, gn2.scale).
+	name := p.Name()
+	base := strings.TrimRight(name[:strings.IndexByte(name+".", '.')], "0123456789")
+	decay := base != "b" && base != "g" && base != "gn"
 	return &param{name: prefix + p.Name(), rows: r, cols: c, data: p.Data(), grad: p.GradData(), decay: decay}
 }
 
@@ -244,7 +248,7 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 
 // newConv builds the conv model's encoder and cell.
 func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
-	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0), Seed: encSeed})
+	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0), Layers: cfg.EncoderLayers, Seed: encSeed})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)
 	}

@@ -68,8 +68,13 @@ func stepCases() []stepCase {
 	dh.name, dh.model.ReadoutHidden = "dense-readout-hidden", 4
 	ch := conv("conv-groupnorm-readout-hidden", 2, 0)
 	ch.model.ReadoutHidden = 5
+	// Deeper conv encoders, with and without GroupNorm.
+	ge := conv("conv-groupnorm-encoder-layers", 2, 0)
+	ge.model.EncoderLayers = 2
+	ce := conv("conv-encoder-layers", 0, 0)
+	ce.model.EncoderLayers = 3
 	return []stepCase{vec(DenseCell), vec(MeanFieldCell), vec(ExpertsCell),
-		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3), wn, dh, ch}
+		conv("conv", 0, 0), conv("conv-groupnorm", 2, 0), conv("conv-kernels", 0, 3), ge, ce, wn, dh, ch}
 }
 
 // tightConfig is the configuration of c's model with batches of n and
@@ -198,7 +203,7 @@ func TestStepMatchesGorgoniaGraph(t *testing.T) {
 // products run on one goroutine.
 func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 	cases := stepCases()
-	for _, c := range []stepCase{cases[0], cases[4], cases[len(cases)-1]} {
+	for _, c := range []stepCase{cases[0], cases[4], cases[6], cases[len(cases)-1]} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := tinyConfig()
 			cfg.BatchSize = 8
@@ -310,7 +315,8 @@ func TestResumesCheckpointOfGorgoniaStep(t *testing.T) {
 
 // TestConvModelTrainsAndResumes trains the conv model (8×8 images: a 4×4
 // state, deterministic, with translated training images, with rotated,
-// scaled and translated ones, with a hidden readout layer and with
+// scaled and translated ones, with a hidden readout layer, with a
+// two-layer encoder and with
 // sampled kernels under VR-GHAL), checks that it learns, and that a run
 // interrupted mid-epoch and resumed ends
 // with the uninterrupted run's metrics and checkpoint bytes.
@@ -323,6 +329,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"weightnorm", func(c *Config) { c.Model.Normalization = layers.WeightNorm }},
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
 		{"readout-hidden", func(c *Config) { c.Model.ReadoutHidden = 8 }},
+		{"encoder-layers", func(c *Config) { c.Model.EncoderLayers = 2 }},
 		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm

@@ -23,10 +23,12 @@ type trainSummary struct {
 	BLAS      string `json:"blas"`
 	Cell      string `json:"cell"`
 	Hidden    int    `json:"hidden"`
-	// Channels, Groups and Kernels describe the conv cell.
-	Channels int `json:"channels,omitempty"`
-	Groups   int `json:"groups,omitempty"`
-	Kernels  int `json:"kernels,omitempty"`
+	// Channels, Groups and Kernels describe the conv cell, EncoderLayers
+	// the convolution blocks of its encoder (omitted for one).
+	Channels      int `json:"channels,omitempty"`
+	Groups        int `json:"groups,omitempty"`
+	Kernels       int `json:"kernels,omitempty"`
+	EncoderLayers int `json:"encoder_layers,omitempty"`
 	// ReadoutHidden is the number of hidden units of the readout (0: a
 	// linear readout).
 	ReadoutHidden int `json:"readout_hidden,omitempty"`
@@ -99,6 +101,15 @@ func readoutPhrase(n int) string {
 	return fmt.Sprintf(", a readout of %d hidden units", n)
 }
 
+// encoderPhrase describes a conv encoder of n convolution blocks, "" for
+// one (or none).
+func encoderPhrase(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", a %d-layer encoder", n)
+}
+
 // aids describes the training aids in use, "" for none.
 func (s *trainSummary) aids() string {
 	a, e := s.Aids, s.Final
@@ -142,6 +153,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
 		s.Channels, s.Groups, s.Kernels = c.Model.Channels, c.Model.Groups, c.Model.Kernels
+		s.EncoderLayers = c.Model.EncoderLayers // 0 for one block
 	}
 	if c.Backward.Mode == deq.Implicit {
 		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"
@@ -176,7 +188,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	}
 	conv := ""
 	if s.Channels > 0 {
-		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels)", s.Channels, max(s.Groups, 0), s.Kernels)
+		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels%s)", s.Channels, max(s.Groups, 0), s.Kernels, encoderPhrase(s.EncoderLayers))
 	}
 	bound := fmt.Sprintf("γ̄ %g", float64(s.Gamma))
 	if math.IsInf(float64(s.Gamma), 1) {
