@@ -31,7 +31,7 @@ func TestTrainEncoderLayers(t *testing.T) {
 	require.Equal(t, params["1"]+9*2*2+3*2, params["2"])
 	code, out, errOut := runCmd(args("--encoder-layers", "3")...)
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "1 kernels, a 3-layer encoder)")
+	require.Contains(t, out, "2 GroupNorm groups, a 3-layer encoder)")
 	for _, bad := range [][]string{
 		{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "10", "--quiet", "--encoder-layers", "2"},
 		args("--encoder-layers", "-1"),

@@ -167,7 +167,7 @@ func (r *evalReport) write(w io.Writer) error {
 	s := r.Stats
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d/%d), loss %.4f\n", 100*float64(r.TestAcc), r.Correct, r.Examples, float64(r.TestLoss))
-	fmt.Fprintf(tw, "model\t%s cell in %s after %d epochs, from %s\n", r.Cell, r.Norm, r.Epochs, r.Checkpoint)
+	fmt.Fprintf(tw, "model\t%s cell in %s after %s, from %s\n", r.Cell, r.Norm, plural(r.Epochs, "epoch"), r.Checkpoint)
 	fmt.Fprintf(tw, "solver\t%s, tol %g, max %d iterations: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged\n",
 		r.Solver, float64(r.Tol), r.MaxIter, s.CallsMean, s.ItersMean, s.Unconverged, s.Solves)
 	fmt.Fprintf(tw, "certificates\t‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n", s.CertBoundMax, s.CertBoundMean, 100*s.CertMetFrac)

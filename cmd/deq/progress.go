@@ -53,7 +53,7 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 			size += ", Lipschitz bound not proven"
 		}
 	}
-	size += readoutPhrase(c.Model.ReadoutHidden)
+	size += encoderPhrase(c.Model.EncoderLayers) + readoutPhrase(c.Model.ReadoutHidden)
 	if s := augmentPhrase(c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale); s != "" {
 		size += ", " + s
 	}

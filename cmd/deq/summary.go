@@ -74,11 +74,7 @@ type trainSummary struct {
 func augmentPhrase(shift int, rotate, scale float64) string {
 	var parts []string
 	if shift > 0 {
-		unit := "pixels"
-		if shift == 1 {
-			unit = "pixel"
-		}
-		parts = append(parts, fmt.Sprintf("translated by up to %d %s", shift, unit))
+		parts = append(parts, "translated by up to "+plural(shift, "pixel"))
 	}
 	if rotate > 0 {
 		parts = append(parts, fmt.Sprintf("rotated by up to %.4g°", rotate))
@@ -108,6 +104,23 @@ func encoderPhrase(n int) string {
 		return ""
 	}
 	return fmt.Sprintf(", a %d-layer encoder", n)
+}
+
+// kernelsPhrase describes a conv cell that averages n sampled kernels as
+// ", n sampled kernels", and the deterministic cell (n ≤ 1) as "".
+func kernelsPhrase(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", %d sampled kernels", n)
+}
+
+// plural returns "n unit", with an s after unit unless n is 1.
+func plural(n int, unit string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // aids describes the training aids in use, "" for none.
@@ -176,8 +189,8 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 func (s *trainSummary) write(w io.Writer) error {
 	e := s.Final
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d test images) after %d epochs; train accuracy %.2f%%, loss %.4f\n",
-		100*e.TestAcc, s.TestSize, s.Epochs, 100*e.TrainAcc, e.TrainLoss)
+	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d test images) after %s; train accuracy %.2f%%, loss %.4f\n",
+		100*e.TestAcc, s.TestSize, plural(s.Epochs, "epoch"), 100*e.TrainAcc, e.TrainLoss)
 	fmt.Fprintf(tw, "data\t%s: %d training, %d test images; BLAS %s\n", s.Data, s.TrainSize, s.TestSize, s.BLAS)
 	proof := "proven"
 	if !s.Proven {
@@ -188,7 +201,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	}
 	conv := ""
 	if s.Channels > 0 {
-		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups, %d kernels%s)", s.Channels, max(s.Groups, 0), s.Kernels, encoderPhrase(s.EncoderLayers))
+		conv = fmt.Sprintf(" (%d channels, %d GroupNorm groups%s%s)", s.Channels, max(s.Groups, 0), kernelsPhrase(s.Kernels), encoderPhrase(s.EncoderLayers))
 	}
 	bound := fmt.Sprintf("γ̄ %g", float64(s.Gamma))
 	if math.IsInf(float64(s.Gamma), 1) {
