@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -20,6 +21,9 @@ type encoderGraph struct {
 }
 
 func (e *ConvEncoder) newGraph(n int) (*encoderGraph, error) {
+	if e.Layers() != 1 {
+		return nil, fmt.Errorf("newGraph builds the first block only; the encoder has %d", e.Layers())
+	}
 	eg := &encoderGraph{g: G.NewGraph(), x: make([]float64, n*e.InputLen())}
 	gr := graph{eg.g}
 	err := build("ConvEncoder", func() {

@@ -531,7 +531,7 @@ func (c ModelConfig) minParams(inputDim, classes int) float64 {
 		// The encoder's and the cell's kernels: 9·C per channel each, and
 		// 9·C² per further encoder block.
 		ch := float64(c.Channels)
-		n = 9*ch + 9*ch*ch*float64(max(c.Kernels, 1)+max(c.EncoderLayers, 1)-1) + float64(classes)
+		n = 9*ch + 9*ch*ch*(float64(max(c.Kernels, 1))+float64(max(c.EncoderLayers, 1))-1) + float64(classes)
 	}
 	if r := float64(c.ReadoutHidden); r > 0 {
 		// The hidden layer: L·r + r·classes in place of the L·classes

@@ -344,3 +344,11 @@ func TestMinParamsIsALowerBound(t *testing.T) {
 		}
 	}
 }
+
+// TestMinParamsDoesNotOverflow: the bound is computed in float64 from the
+// start, so that a damaged checkpoint's huge counts give a huge bound (and
+// are refused as too small a file) instead of a wrapped, negative one.
+func TestMinParamsDoesNotOverflow(t *testing.T) {
+	c := ModelConfig{Cell: ConvCell, Channels: 2, Kernels: 2, EncoderLayers: math.MaxInt}
+	require.Greater(t, c.minParams(784, 10), 1e19)
+}

@@ -97,8 +97,8 @@ func readoutPhrase(n int) string {
 	return fmt.Sprintf(", a readout of %d hidden units", n)
 }
 
-// encoderPhrase describes a conv encoder of n convolution blocks, "" for
-// one (or none).
+// encoderPhrase describes a conv encoder of n > 1 convolution blocks as
+// ", a n-layer encoder", and one (n ≤ 1) as "".
 func encoderPhrase(n int) string {
 	if n <= 1 {
 		return ""

@@ -23,8 +23,9 @@ func newTrainCmd() *cobra.Command {
 		Use:   "train [flags]",
 		Short: "Train an encoder → DEQ → readout classifier and report test accuracy and certificates",
 		Long: `Train builds a classifier whose hidden layer is a deep equilibrium (DEQ) layer:
-images are standardised, encoded by a ReLU layer (a convolution for --cell
-conv, --encoder-layers deep), mapped to the fixed point
+images are standardised, encoded (by a ReLU layer; for --cell conv by
+--encoder-layers convolution blocks, the first of stride 2, ending in
+GroupNorm or, without groups, ReLU), mapped to the fixed point
 z* = f(z*, e) of a Lipschitz-constrained cell found by --solver, and
 classified by a readout (linear, or with --readout-hidden one hidden ReLU
 layer). Gradients pass through z* in --backward mode.

@@ -164,6 +164,8 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		return c, usagef("--groups applies to --cell conv only")
 	case !conv && c.Model.Kernels != 0:
 		return c, usagef("--kernels applies to --cell conv only")
+	case !conv && c.Model.EncoderLayers != 0:
+		return c, usagef("--encoder-layers applies to --cell conv only")
 	case c.Model.Normalization == layers.WeightNorm && c.Model.Cell != train.DenseCell && !conv:
 		return c, usagef("--normalization weight applies to --cell dense and conv only (the %v cell keeps its bound by projection)", c.Model.Cell)
 	case c.Model.Normalization == layers.SpectralNorm && c.Model.Cell != train.DenseCell:

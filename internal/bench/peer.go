@@ -244,7 +244,8 @@ func peerArgs(model string, cfg train.Config, threads int) []string {
 		"--threads", i(threads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
 	if model == peerConv {
-		return append(args, "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups))
+		return append(args, "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups),
+			"--encoder-layers", i(max(cfg.Model.EncoderLayers, 1)))
 	}
 	return append(args, "--hidden", i(cfg.Model.Hidden), "--encoder", i(cfg.Model.Encoder))
 }

@@ -125,10 +125,12 @@ func TestPeerArgs(t *testing.T) {
 	args := strings.Join(peerArgs("conv", cfg, 3), " ")
 	for _, want := range []string{
 		"--batch 64", "--lr 0.002", "--conv-style deq", "--channels 48", "--groups 8",
-		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 3",
+		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 3", "--encoder-layers 1",
 	} {
 		require.Contains(t, args, want)
 	}
+	cfg.Model.EncoderLayers = 3
+	require.Contains(t, strings.Join(peerArgs("conv", cfg, 3), " "), "--encoder-layers 3")
 }
 
 // TestPeerQuick runs the quick section: our side always, the peer when
