@@ -138,6 +138,12 @@ func BenchmarkConvEncoder3LayersForward(b *testing.B) {
 func BenchmarkConvEncoder3LayersBackward(b *testing.B) {
 	benchConvEncoder(b, ConvEncoderConfig{Layers: 3}, true)
 }
+func BenchmarkConvEncoder3LayersForwardFloat32(b *testing.B) {
+	benchConvEncoder(b, ConvEncoderConfig{Layers: 3, Precision: Float32}, false)
+}
+func BenchmarkConvEncoder3LayersBackwardFloat32(b *testing.B) {
+	benchConvEncoder(b, ConvEncoderConfig{Layers: 3, Precision: Float32}, true)
+}
 
 // benchConvEncoder times the 1×28×28 → 48×14×14 encoder of cfg (its
 // Layers and Precision) with GroupNorm on the benchmark batch.
