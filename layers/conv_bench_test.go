@@ -126,14 +126,31 @@ func BenchmarkConvGemmReference(b *testing.B) {
 	b.ReportMetric(benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
-func BenchmarkConvEncoderForward(b *testing.B)  { benchConvEncoder(b, false) }
-func BenchmarkConvEncoderBackward(b *testing.B) { benchConvEncoder(b, true) }
+func BenchmarkConvEncoderForward(b *testing.B)  { benchConvEncoder(b, ConvEncoderConfig{}, false) }
+func BenchmarkConvEncoderBackward(b *testing.B) { benchConvEncoder(b, ConvEncoderConfig{}, true) }
 
-// benchConvEncoder times the 1×28×28 → 48×14×14 encoder with GroupNorm on
-// the benchmark batch.
-func benchConvEncoder(b *testing.B, backward bool) {
+// BenchmarkConvEncoder3LayersForward and BenchmarkConvEncoder3LayersBackward
+// time the encoder of --encoder-layers 3: the stride-2 block, then two
+// 3×3 48→48 blocks at 14×14.
+func BenchmarkConvEncoder3LayersForward(b *testing.B) {
+	benchConvEncoder(b, ConvEncoderConfig{Layers: 3}, false)
+}
+func BenchmarkConvEncoder3LayersBackward(b *testing.B) {
+	benchConvEncoder(b, ConvEncoderConfig{Layers: 3}, true)
+}
+func BenchmarkConvEncoder3LayersForwardFloat32(b *testing.B) {
+	benchConvEncoder(b, ConvEncoderConfig{Layers: 3, Precision: Float32}, false)
+}
+func BenchmarkConvEncoder3LayersBackwardFloat32(b *testing.B) {
+	benchConvEncoder(b, ConvEncoderConfig{Layers: 3, Precision: Float32}, true)
+}
+
+// benchConvEncoder times the 1×28×28 → 48×14×14 encoder of cfg (its
+// Layers and Precision) with GroupNorm on the benchmark batch.
+func benchConvEncoder(b *testing.B, cfg ConvEncoderConfig, backward bool) {
 	blasimpl.Use()
-	enc, err := NewConvEncoder(ConvEncoderConfig{Channels: benchConvChannels, Groups: 4, Seed: 1})
+	cfg.Channels, cfg.Groups, cfg.Seed = benchConvChannels, 4, 1
+	enc, err := NewConvEncoder(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,6 +159,11 @@ func benchConvEncoder(b *testing.B, backward bool) {
 	y := make([]float64, benchConvBatch*enc.OutputLen())
 	if err := enc.Forward(y, x); err != nil {
 		b.Fatal(err)
+	}
+	if backward { // the scratch of the first Backward
+		if err := enc.Backward(y); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {

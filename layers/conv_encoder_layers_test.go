@@ -74,11 +74,13 @@ func TestConvEncoderOneLayerUnchanged(t *testing.T) {
 	}
 }
 
-// TestConvEncoderLayersFiniteDifferences checks the gradient of ⟨g, y⟩ with
-// respect to every parameter of deeper encoders against central finite
-// differences.
-func TestConvEncoderLayersFiniteDifferences(t *testing.T) {
-	for _, tc := range []struct {
+// encoderFDCases are the deeper encoders whose gradients are checked
+// against finite differences.
+func encoderFDCases() []struct {
+	name string
+	cfg  ConvEncoderConfig
+} {
+	return []struct {
 		name string
 		cfg  ConvEncoderConfig
 	}{
@@ -87,38 +89,76 @@ func TestConvEncoderLayersFiniteDifferences(t *testing.T) {
 		{"2-relu", ConvEncoderConfig{Height: 8, Width: 8, Channels: 4, Layers: 2, Seed: 33}},
 		{"3-relu", ConvEncoderConfig{Height: 8, Width: 8, Channels: 4, Layers: 3, Seed: 34}},
 		{"3-tanh", ConvEncoderConfig{InChannels: 2, Height: 7, Width: 8, Channels: 4, Layers: 3, Activation: Tanh, Seed: 35}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			enc, err := NewConvEncoder(tc.cfg)
-			require.NoError(t, err)
-			require.Equal(t, tc.cfg.Layers, enc.Layers())
-			rng := rand.New(rand.NewPCG(36, 37))
-			for _, p := range enc.Params() {
-				d := p.Data()
-				switch {
-				case strings.HasPrefix(p.Name(), "b") || strings.HasSuffix(p.Name(), ".shift"):
-					copy(d, randVec(rng, len(d), 0.3))
-				case strings.HasSuffix(p.Name(), ".scale"):
-					for i := range d {
-						d[i] = 1 + 0.3*rng.NormFloat64()
-					}
-				}
+	}
+}
+
+// randomEncoder returns an encoder of cfg whose biases, GroupNorm scales
+// and shifts are random (so that none is at its initial value), a batch
+// of n inputs and an output cotangent, all from a fixed seed (the same for
+// every precision).
+func randomEncoder(t *testing.T, cfg ConvEncoderConfig, n int) (enc *ConvEncoder, x, g []float64) {
+	t.Helper()
+	enc, err := NewConvEncoder(cfg)
+	require.NoError(t, err)
+	require.Equal(t, cmp0(cfg.Layers, 1), enc.Layers())
+	rng := rand.New(rand.NewPCG(36, 37))
+	for _, p := range enc.Params() {
+		d := p.Data()
+		switch {
+		case strings.HasPrefix(p.Name(), "b") || strings.HasSuffix(p.Name(), ".shift"):
+			copy(d, randVec(rng, len(d), 0.3))
+		case strings.HasSuffix(p.Name(), ".scale"):
+			for i := range d {
+				d[i] = 1 + 0.3*rng.NormFloat64()
 			}
-			const n = 2
-			x := randVec(rng, n*enc.InputLen(), 1)
-			g := randVec(rng, n*enc.OutputLen(), 1)
-			y := make([]float64, n*enc.OutputLen())
+		}
+	}
+	x = randVec(rng, n*enc.InputLen(), 1)
+	g = randVec(rng, n*enc.OutputLen(), 1)
+	return enc, x, g
+}
+
+// encoderGrads runs Forward on x and Backward on g from zero gradients and
+// returns the output and the gradients, in Params order.
+func encoderGrads(t *testing.T, enc *ConvEncoder, x, g []float64) (y []float64, grads [][]float64) {
+	t.Helper()
+	y = make([]float64, len(g))
+	require.NoError(t, enc.Forward(y, x))
+	ZeroGrads(enc.Params())
+	require.NoError(t, enc.Backward(g))
+	for _, p := range enc.Params() {
+		grads = append(grads, slices.Clone(p.GradData()))
+	}
+	return y, grads
+}
+
+// encoderFD returns the central finite differences of ⟨g, y(x)⟩ with
+// respect to every parameter of enc, in Params order.
+func encoderFD(t *testing.T, enc *ConvEncoder, x, g []float64) [][]float64 {
+	t.Helper()
+	y := make([]float64, len(g))
+	var fds [][]float64
+	for _, p := range enc.Params() {
+		d := p.Data()
+		fds = append(fds, fdGrad(func(v []float64) float64 {
+			copy(d, v)
 			require.NoError(t, enc.Forward(y, x))
-			ZeroGrads(enc.Params())
-			require.NoError(t, enc.Backward(g))
-			for _, p := range enc.Params() {
-				d := p.Data()
-				want := fdGrad(func(v []float64) float64 {
-					copy(d, v)
-					require.NoError(t, enc.Forward(y, x))
-					return dot(g, y)
-				}, slices.Clone(d))
-				require.InDeltaSlice(t, want, p.GradData(), 1e-6, p.Name())
+			return dot(g, y)
+		}, slices.Clone(d)))
+	}
+	return fds
+}
+
+// TestConvEncoderLayersFiniteDifferences checks the gradient of ⟨g, y⟩ with
+// respect to every parameter of deeper encoders against central finite
+// differences.
+func TestConvEncoderLayersFiniteDifferences(t *testing.T) {
+	for _, tc := range encoderFDCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			enc, x, g := randomEncoder(t, tc.cfg, 2)
+			_, grads := encoderGrads(t, enc, x, g)
+			for i, want := range encoderFD(t, enc, x, g) {
+				require.InDeltaSlice(t, want, grads[i], 1e-6, enc.Params()[i].Name())
 			}
 		})
 	}

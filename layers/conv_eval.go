@@ -348,13 +348,19 @@ func (e *convEval) run(call convCall) {
 		return
 	}
 	for p := 1; p < parts; p++ {
-		for i, q := range e.c.direct {
-			g := e.works[p].grads[i]
-			addTo(q.GradData(), g)
-			clear(g)
-		}
+		addPartGrads(e.c.direct, e.works[p].grads)
 	}
 	e.c.chainW()
+}
+
+// addPartGrads adds the gradients grads that a part of a conv.Team
+// accumulated (one per parameter of ps, in its order) into ps's and clears
+// them.
+func addPartGrads(ps []*Param, grads [][]float64) {
+	for i, q := range ps {
+		addTo(q.GradData(), grads[i])
+		clear(grads[i])
+	}
 }
 
 // runPart runs e.call on the examples [lo, hi) with the scratch of part p.

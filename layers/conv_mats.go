@@ -2,24 +2,26 @@ package layers
 
 import "github.com/deqgo/deq/internal/conv"
 
-// convProducts are the whole-batch matrices of a Conv evaluator and the
-// shifted products on them (see conv.Shifted), in the precision of the
-// cell's products: *convMats[float64] under Float64, *convMats[float32]
-// under Float32. The images, the parameters and their gradients stay
+// shiftedProducts are whole-batch matrices of stride-1 3×3 convolutions
+// of padding 1 and the shifted products on them (see conv.Shifted), in the
+// precision of the products: *shiftedMats[float64] or
+// *shiftedMats[float32]. The images, the weights and their gradients stay
 // float64; the methods round them into the matrices and widen the results.
 // Methods given a range of examples [lo, hi) touch only their columns, so
 // that the parts of a conv.Team may call them concurrently.
-type convProducts interface {
-	// repack writes the kernels of the terms idx (all M when idx is nil)
-	// into the offset-major weights and returns their number.
-	repack(c *Conv, idx []int) int
+type shiftedProducts interface {
+	// setWeights writes the rows×9·In OIHW kernels w into the offset-major
+	// weights.
+	setWeights(w []float64, rows int)
+	// pack packs the examples [lo, hi) of the batch z (ch channels each)
+	// as the input of the products.
+	pack(z []float64, ch, lo, hi int)
 	// forward packs the examples [lo, hi) of the batch z (ch channels
-	// each) and computes their convolutions with the rows repacked
-	// kernels.
+	// each) and computes their convolutions with the rows kernels.
 	forward(z []float64, ch, rows, lo, hi int)
-	// activate writes σ(W_j∗z + u + b_j) of example b for its k terms
-	// (idx as for repack) into act (k·C×HW), u the example's injection.
-	activate(c *Conv, act, u []float64, b int, idx []int, k int)
+	// output writes the convolutions of example b (rows channels) into
+	// dst.
+	output(dst []float64, rows, b int)
 	// packDelta packs the pre-activation cotangents of example b (rows
 	// channels).
 	packDelta(delta []float64, rows, b int)
@@ -38,51 +40,89 @@ type convProducts interface {
 	hasGradScratch() bool
 }
 
-// convMats implements convProducts in precision T.
-type convMats[T conv.Float] struct {
+// convProducts are the shifted products of a Conv evaluator: those of
+// shiftedProducts on its batch matrices (the state, In = C channels, and
+// the convolutions of its M kernels), and the Conv's own repacking and
+// activation.
+type convProducts interface {
+	shiftedProducts
+	// repack writes the kernels of the terms idx (all M when idx is nil)
+	// into the offset-major weights and returns their number.
+	repack(c *Conv, idx []int) int
+	// activate writes σ(W_j∗z + u + b_j) of example b for its k terms
+	// (idx as for repack) into act (k·C×HW), u the example's injection.
+	activate(c *Conv, act, u []float64, b int, idx []int, k int)
+}
+
+// shiftedMats implements shiftedProducts in precision T.
+type shiftedMats[T conv.Float] struct {
 	sh   conv.Shifted[T]
 	ld   int   // columns of the batch matrices
-	wr   []T   // M·C×9C: the kernels of the terms, offset-major
-	zp   []T   // C×ld: the state
-	outp []T   // M·C×ld: the convolutions W_m∗z
-	dp   []T   // M·C×ld: the pre-activation cotangents (VJPs only)
-	dzp  []T   // C×ld: the transposed convolution (VJPs only)
-	dwr  [][]T // per part, M·C×9C: offset-major gradient of W (VJP only)
+	wr   []T   // rows×9In: the kernels, offset-major
+	zp   []T   // In×ld: the input
+	outp []T   // rows×ld: the convolutions
+	dp   []T   // rows×ld: the pre-activation cotangents (VJPs only)
+	dzp  []T   // In×ld: the transposed convolution (VJPs only)
+	dwr  [][]T // per part, rows×9In: offset-major gradient of the kernels (VJP only)
+}
+
+// convMats implements convProducts in precision T.
+type convMats[T conv.Float] struct {
+	shiftedMats[T]
 }
 
 var (
-	_ convProducts = (*convMats[float64])(nil)
-	_ convProducts = (*convMats[float32])(nil)
+	_ shiftedProducts = (*shiftedMats[float64])(nil)
+	_ shiftedProducts = (*shiftedMats[float32])(nil)
+	_ convProducts    = (*convMats[float64])(nil)
+	_ convProducts    = (*convMats[float32])(nil)
 )
 
-func newConvMats[T conv.Float](c *Conv, n int) *convMats[T] {
-	sh := conv.Shifted[T]{In: c.c, H: c.geom.H, W: c.geom.W}
+// newShiftedMats returns the matrices of a batch of n in×h×w images and of
+// their convolutions with rows kernels.
+func newShiftedMats[T conv.Float](in, h, w, rows, n int) *shiftedMats[T] {
+	sh := conv.Shifted[T]{In: in, H: h, W: w}
 	ld := sh.Ld(n)
-	return &convMats[T]{
+	return &shiftedMats[T]{
 		sh:   sh,
 		ld:   ld,
-		wr:   make([]T, len(c.w.Data())),
-		zp:   make([]T, c.c*ld),
-		outp: make([]T, c.m*c.c*ld),
+		wr:   make([]T, rows*9*in),
+		zp:   make([]T, in*ld),
+		outp: make([]T, rows*ld),
 	}
 }
 
-func (m *convMats[T]) vjpScratch() {
+// newShiftedProducts returns the shiftedMats of newShiftedMats in the
+// precision prec.
+func newShiftedProducts(prec Precision, in, h, w, rows, n int) shiftedProducts {
+	if prec == Float32 {
+		return newShiftedMats[float32](in, h, w, rows, n)
+	}
+	return newShiftedMats[float64](in, h, w, rows, n)
+}
+
+func newConvMats[T conv.Float](c *Conv, n int) *convMats[T] {
+	return &convMats[T]{*newShiftedMats[T](c.c, c.geom.H, c.geom.W, c.m*c.c, n)}
+}
+
+func (m *shiftedMats[T]) vjpScratch() {
 	m.dp = make([]T, len(m.outp))
 	m.dzp = make([]T, len(m.zp))
 }
 
-func (m *convMats[T]) gradScratch(parts int) {
+func (m *shiftedMats[T]) gradScratch(parts int) {
 	for range parts {
 		m.dwr = append(m.dwr, make([]T, len(m.wr)))
 	}
 }
 
-func (m *convMats[T]) hasGradScratch() bool { return m.dwr != nil }
+func (m *shiftedMats[T]) hasGradScratch() bool { return m.dwr != nil }
+
+func (m *shiftedMats[T]) setWeights(w []float64, rows int) { m.sh.Repack(m.wr, w, rows) }
 
 func (m *convMats[T]) repack(c *Conv, idx []int) int {
 	if idx == nil {
-		m.sh.Repack(m.wr, c.w.Data(), c.m*c.c)
+		m.setWeights(c.w.Data(), c.m*c.c)
 		return c.m
 	}
 	sz := c.c * c.geom.ColRows()
@@ -92,11 +132,15 @@ func (m *convMats[T]) repack(c *Conv, idx []int) int {
 	return len(idx)
 }
 
-func (m *convMats[T]) forward(z []float64, ch, rows, lo, hi int) {
+func (m *shiftedMats[T]) pack(z []float64, ch, lo, hi int) {
 	img := ch * m.sh.H * m.sh.W
 	for b := lo; b < hi; b++ {
 		m.sh.Pack(m.zp, m.ld, ch, z[b*img:(b+1)*img], b)
 	}
+}
+
+func (m *shiftedMats[T]) forward(z []float64, ch, rows, lo, hi int) {
+	m.pack(z, ch, lo, hi)
 	m.sh.Forward(m.outp, rows, m.wr, m.zp, m.ld, lo, hi)
 }
 
@@ -122,18 +166,22 @@ func (m *convMats[T]) activate(c *Conv, act, u []float64, b int, idx []int, k in
 	}
 }
 
-func (m *convMats[T]) packDelta(delta []float64, rows, b int) {
+func (m *shiftedMats[T]) output(dst []float64, rows, b int) {
+	m.sh.Unpack(dst, m.outp, m.ld, rows, b)
+}
+
+func (m *shiftedMats[T]) packDelta(delta []float64, rows, b int) {
 	m.sh.Pack(m.dp, m.ld, rows, delta, b)
 }
 
-func (m *convMats[T]) weightGrad(dw []float64, p, rows, lo, hi int) {
+func (m *shiftedMats[T]) weightGrad(dw []float64, p, rows, lo, hi int) {
 	g := m.dwr[p]
 	clear(g)
 	m.sh.WeightGrad(g, rows, m.dp, m.zp, m.ld, lo, hi)
 	m.sh.UnrepackAdd(dw, g, rows)
 }
 
-func (m *convMats[T]) adjoint(dst []float64, ch, rows, lo, hi int) {
+func (m *shiftedMats[T]) adjoint(dst []float64, ch, rows, lo, hi int) {
 	m.sh.Adjoint(m.dzp, rows, m.wr, m.dp, m.ld, lo, hi)
 	img := ch * m.sh.H * m.sh.W
 	for b := lo; b < hi; b++ {

@@ -11,15 +11,18 @@ import (
 )
 
 // Precision selects the floating-point precision of the matrix products of
-// a Dense or Conv cell (DenseConfig.Precision, ConvConfig.Precision).
+// a Dense or Conv cell (DenseConfig.Precision, ConvConfig.Precision), or of
+// a ConvEncoder's blocks after the first (ConvEncoderConfig.Precision: the
+// same shifted products as Conv's, forward, for the kernels' gradients and
+// transposed).
 //
 // With Float32 the cell's products (the evaluation, the oracle's calls,
 // the vector–Jacobian products in z and x and the parameter gradients; for
 // Conv the nine shifted products of the recurrent convolution, while the
-// injection U∗x, the power iteration of Project and the encoder stay in
-// float64) run in single precision through gonum's blas32 (OpenBLAS's
-// sgemm in a build with the netlib tag, gonum's pure-Go Sgemm otherwise):
-// their operands are rounded to float32 and the products accumulated in
+// injection U∗x, the power iteration of Project and the encoder's first
+// block stay in float64) run in single precision through gonum's blas32
+// (OpenBLAS's sgemm in a build with the netlib tag, gonum's pure-Go Sgemm
+// otherwise): their operands are rounded to float32 and the products accumulated in
 // float32, then widened back to float64. Everything else stays float64:
 // the state z, the input, the bias and activation, the gradients, the
 // solver and the optimiser. The cell keeps float32 copies of its weights,

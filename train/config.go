@@ -378,7 +378,9 @@ type ModelConfig struct {
 	// products (layers.DenseConfig.Precision, layers.ConvConfig.Precision):
 	// the zero value layers.Float64, or layers.Float32, single-precision
 	// products (a different map, within float32 rounding; see
-	// layers.Precision). Only for DenseCell and ConvCell.
+	// layers.Precision). Only for DenseCell and ConvCell. For ConvCell with
+	// EncoderLayers > 1 it is also the precision of the encoder's blocks
+	// after the first (layers.ConvEncoderConfig.Precision).
 	Precision layers.Precision `json:",omitzero"`
 	// ReadoutHidden, if positive, puts a hidden layer of ReadoutHidden
 	// ReLU units between the fixed point's features (z*, or for the conv

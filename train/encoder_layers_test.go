@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/layers"
 )
 
 // TestEncoderLayersParams checks the parameters a two-layer conv encoder
@@ -27,4 +29,16 @@ func TestEncoderLayersParams(t *testing.T) {
 	}
 	require.Equal(t, "readout.W", trn.model.params[8].name)
 	require.Equal(t, 2, trn.model.conv.Layers())
+	require.Equal(t, layers.Float64, trn.model.conv.Precision())
+}
+
+// TestEncoderLayersPrecision checks that the conv model's encoder runs its
+// further blocks in the model's precision.
+func TestEncoderLayersPrecision(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.Model = ModelConfig{Cell: ConvCell, Channels: 4, Groups: 2, EncoderLayers: 3, Precision: layers.Float32}
+	trn, err := New(cfg, squares("squares/train", 32, 6, 1), squares("squares/test", 8, 6, 2), nil)
+	require.NoError(t, err)
+	require.Equal(t, 3, trn.model.conv.Layers())
+	require.Equal(t, layers.Float32, trn.model.conv.Precision())
 }

@@ -248,7 +248,12 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 
 // newConv builds the conv model's encoder and cell.
 func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
-	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0), Layers: cfg.EncoderLayers, Seed: encSeed})
+	// The encoder's blocks after the first run their products in the
+	// cell's precision (the first block is always float64).
+	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{
+		Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0),
+		Layers: cfg.EncoderLayers, Precision: cfg.Precision, Seed: encSeed,
+	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)
 	}

@@ -125,7 +125,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	floats(&c.Augment.Rotate, "rotate", "data augmentation: rotate every training image about its centre by a random angle of at most `DEG` degrees either way, bilinear interpolation, zero fill, before any --shift, never the test images (0: none, the default for every cell; below 180)", false, "Augment.Rotate")
 	floats(&c.Augment.Scale, "scale", "data augmentation: scale every training image about its centre by a random factor in [1 − `FRAC`, 1 + FRAC], with --rotate's interpolation (0: none, the default for every cell; below 1)", false, "Augment.Scale")
 	text(&c.Model.Normalization, "normalization", "dense and conv cells: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2; dense cell only)", "Model.Normalization")
-	text(&c.Model.Precision, "precision", "dense and conv cells: precision of the cell's matrix products, float64 or float32 (single precision: a different map, within float32 rounding)", "Model.Precision")
+	text(&c.Model.Precision, "precision", "dense and conv cells: precision of the cell's matrix products (and of the conv encoder's blocks after the first), float64 or float32 (single precision: a different map, within float32 rounding)", "Model.Precision")
 }
 
 // config returns the validated train.Config of the flags; errors name the
