@@ -372,6 +372,11 @@ func (ck *Checkpoint) build() error {
 		// conv checkpoint never stores 0, so this changes no other.
 		c.Augment.Shift = -1
 	}
+	if c := &ck.meta.Config; c.Model.Cell == ConvCell && c.Model.EncoderLayers == 0 {
+		// Written before DefaultConvEncoderLayers: a one-layer encoder
+		// stored 0. A current conv checkpoint stores the number.
+		c.Model.EncoderLayers = 1
+	}
 	m := ck.meta
 	cfg, err := m.Config.Defaults()
 	if err != nil {

@@ -147,6 +147,31 @@ func TestLoadConvWithoutShiftField(t *testing.T) {
 	require.Equal(t, ck.Config, d, "canonical after loading")
 }
 
+// TestLoadConvWithoutEncoderLayersField: a conv checkpoint written before
+// DefaultConvEncoderLayers stored its one-block encoder as EncoderLayers 0
+// (omitted from its metadata); it loads as one block, with its tensors.
+func TestLoadConvWithoutEncoderLayersField(t *testing.T) {
+	tr, te := squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
+	cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1}, Augment: AugmentConfig{Shift: -1}}
+	_, b := run(t, cfg, tr, te, tempPath(t, "conv.ckpt"))
+	ml := int(binary.LittleEndian.Uint64(b[16:]))
+	i := strings.Index(string(b[:headerLen+ml]), `"EncoderLayers":1`)
+	require.Positive(t, i)
+	old := append([]byte(nil), b...)
+	copy(old[i:], `"EncoderLayers":0`) // the same length; 0 as an older release stored it
+	path := filepath.Join(t.TempDir(), "old.ckpt")
+	require.NoError(t, os.WriteFile(path, resum(old), 0o644))
+	ck, err := Load(path)
+	require.NoError(t, err)
+	require.Equal(t, 1, ck.Config.Model.EncoderLayers)
+	d, err := ck.Config.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, ck.Config, d, "canonical after loading")
+	trn, err := ck.Resume(tr, te, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, trn.Model().conv.Layers())
+}
+
 func TestCheckpointRoundTrip(t *testing.T) {
 	path, b := savedCheckpoint(t)
 	ck, err := Load(path)

@@ -45,7 +45,7 @@ func TestConfigDefaults(t *testing.T) {
 	cv, err := Config{Model: ModelConfig{Cell: ConvCell}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, ModelConfig{Cell: ConvCell, Channels: DefaultConvChannels, Kernels: 1, Activation: layers.ReLU, Gamma: DefaultGamma,
-		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery, Groups: DefaultConvGroups}, cv.Model)
+		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery, Groups: DefaultConvGroups, EncoderLayers: DefaultConvEncoderLayers}, cv.Model)
 	for _, g := range []struct{ channels, groups, want int }{{20, 0, 4}, {7, 0, 1}, {16, 0, 8}, {16, -3, -1}, {16, 2, 2}} {
 		c, err := Config{Model: ModelConfig{Cell: ConvCell, Channels: g.channels, Groups: g.groups}}.Defaults()
 		require.NoError(t, err)
@@ -64,9 +64,9 @@ func TestConfigDefaults(t *testing.T) {
 	d, err := Config{Model: ModelConfig{Channels: 4, Groups: 2, Kernels: 3}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, c, d)
-	// A one-layer conv encoder is stored as the default, zero; deeper
-	// ones are kept.
-	for _, tc := range []struct{ layers, want int }{{0, 0}, {1, 0}, {2, 2}, {3, 3}} {
+	// The conv encoder's blocks are stored as a number: zero is the
+	// default.
+	for _, tc := range []struct{ layers, want int }{{0, DefaultConvEncoderLayers}, {1, 1}, {2, 2}, {3, 3}} {
 		d, err := Config{Model: ModelConfig{Cell: ConvCell, EncoderLayers: tc.layers}}.Defaults()
 		require.NoError(t, err)
 		require.Equal(t, tc.want, d.Model.EncoderLayers, "EncoderLayers = %d", tc.layers)

@@ -11,9 +11,10 @@
 // samples) with a deq.Layer, and classifies z* with a readout (linear, or
 // with ModelConfig.ReadoutHidden one hidden ReLU layer) under
 // the softmax cross-entropy loss (see ModelConfig). The conv model (ConvCell) encodes
-// an image with a stride-2 convolution (layers.ConvEncoder; with
-// ModelConfig.EncoderLayers, followed by further stride-1 convolution
-// blocks) into a C×⌈H/2⌉×⌈W/2⌉ state of the convolutional cell layers.Conv,
+// an image with a stride-2 convolution followed by further stride-1
+// convolution blocks (layers.ConvEncoder; ModelConfig.EncoderLayers blocks
+// in all, DefaultConvEncoderLayers by default) into a C×⌈H/2⌉×⌈W/2⌉ state
+// of the convolutional cell layers.Conv,
 // and reads z* out after 2×2 average pooling; its defaults (DefaultsFor)
 // are chosen for 28×28 digits.
 //

@@ -24,7 +24,7 @@ type trainSummary struct {
 	Cell      string `json:"cell"`
 	Hidden    int    `json:"hidden"`
 	// Channels, Groups and Kernels describe the conv cell, EncoderLayers
-	// the convolution blocks of its encoder (omitted for one).
+	// the convolution blocks of its encoder (conv only).
 	Channels      int `json:"channels,omitempty"`
 	Groups        int `json:"groups,omitempty"`
 	Kernels       int `json:"kernels,omitempty"`
@@ -166,7 +166,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()
 		s.Channels, s.Groups, s.Kernels = c.Model.Channels, c.Model.Groups, c.Model.Kernels
-		s.EncoderLayers = c.Model.EncoderLayers // 0 for one block
+		s.EncoderLayers = c.Model.EncoderLayers
 	}
 	if c.Backward.Mode == deq.Implicit {
 		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"

@@ -84,7 +84,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.Channels, "channels", fmt.Sprintf("conv: channels C of the encoder and the cell (0: %d)", train.DefaultConvChannels), false, "Model.Channels")
 	ints(&c.Model.Groups, "groups", fmt.Sprintf("conv: GroupNorm groups of the encoder and the cell, dividing --channels (0: gcd(--channels, %d); -1: none, the only setting whose Lipschitz bound is proven)", train.DefaultConvGroups), false, "Model.Groups")
 	ints(&c.Model.Kernels, "kernels", "conv: kernels M the cell averages (0 or 1: deterministic; M > 1: sampled by the stochastic solver)", false, "Model.Kernels")
-	ints(&c.Model.EncoderLayers, "encoder-layers", "conv: convolution blocks of the encoder: the stride-2 one, then 3×3 stride-1 ones at the downsampled size (0: 1)", false, "Model.EncoderLayers")
+	ints(&c.Model.EncoderLayers, "encoder-layers", fmt.Sprintf("conv: convolution blocks of the encoder: the stride-2 one, then 3×3 stride-1 ones at the downsampled size (0: %d)", train.DefaultConvEncoderLayers), false, "Model.EncoderLayers")
 	ints(&c.Model.ReadoutHidden, "readout-hidden", "hidden ReLU units of the readout between the fixed point's features and the logits (0: none, a linear readout)", false, "Model.ReadoutHidden")
 	text(&c.Model.Activation, "activation", "cell activation: relu or tanh", "Model.Activation")
 	floats(&c.Model.Gamma, "gamma", "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z", true, "Model.Gamma")
