@@ -217,8 +217,12 @@ func peerSummary(cfg train.Config) string {
 		if m.Groups > 0 {
 			norm = fmt.Sprintf("GroupNorm (%d groups)", m.Groups)
 		}
-		arch = fmt.Sprintf("Conv DEQ (`deq train --cell conv` defaults): stride-2 3×3 conv encoder to %d×14×14 with ReLU, cell relu(W∗z + u + b), %s, the ℓ2 operator norm of W's convolution projected onto %g by power iteration after every step (ours also enforces a Fourier bound every %d steps), 2×2 average pooling and a linear readout.",
-			m.Channels, norm, m.Gamma, m.ExactEvery)
+		enc := "a stride-2 3×3 conv encoder"
+		if m.EncoderLayers > 1 {
+			enc = fmt.Sprintf("a conv encoder of %d blocks (stride-2 3×3, then %d stride-1 3×3)", m.EncoderLayers, m.EncoderLayers-1)
+		}
+		arch = fmt.Sprintf("Conv DEQ (`deq train --cell conv` defaults): %s to %d×14×14, cell relu(W∗z + u + b), %s, the ℓ2 operator norm of W's convolution projected onto %g by power iteration after every step (ours also enforces a Fourier bound every %d steps), 2×2 average pooling and a linear readout.",
+			enc, m.Channels, norm, m.Gamma, m.ExactEvery)
 	} else {
 		arch = fmt.Sprintf("Dense DEQ: encoder relu(x·We + be) of %d features, cell relu(z·W + e·U + b) of %d hidden units, the spectral norm of W projected onto %g after every step, a linear readout.",
 			m.Encoder, m.Hidden, m.Gamma)

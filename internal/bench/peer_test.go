@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -125,12 +126,12 @@ func TestPeerArgs(t *testing.T) {
 	args := strings.Join(peerArgs("conv", cfg, 3), " ")
 	for _, want := range []string{
 		"--batch 64", "--lr 0.002", "--conv-style deq", "--channels 48", "--groups 8",
-		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 3", "--encoder-layers 1",
+		"--tol 0.01", "--max-iter 30", "--backward-tol 0.001", "--backward-iter 20", "--threads 3", fmt.Sprintf("--encoder-layers %d", train.DefaultConvEncoderLayers),
 	} {
 		require.Contains(t, args, want)
 	}
-	cfg.Model.EncoderLayers = 3
-	require.Contains(t, strings.Join(peerArgs("conv", cfg, 3), " "), "--encoder-layers 3")
+	cfg.Model.EncoderLayers = 1
+	require.Contains(t, strings.Join(peerArgs("conv", cfg, 3), " "), "--encoder-layers 1")
 }
 
 // TestPeerQuick runs the quick section: our side always, the peer when
