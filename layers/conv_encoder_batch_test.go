@@ -151,14 +151,8 @@ func atLeastTwoProcs(t *testing.T, n int) {
 // encoderShapes are deeper encoders of odd and small sizes: 5×5 and 6×6
 // images give 3×3 after the stride-2 block, 34×34 gives 17×17 (an image's
 // columns then exceed one chunk of conv.Shifted's products).
-func encoderShapes() []struct {
-	name string
-	cfg  ConvEncoderConfig
-} {
-	return []struct {
-		name string
-		cfg  ConvEncoderConfig
-	}{
+func encoderShapes() []encoderCase {
+	return []encoderCase{
 		{"5x5-groupnorm-3", ConvEncoderConfig{Height: 5, Width: 5, Channels: 4, Groups: 2, Layers: 3, Seed: 51}},
 		{"6x6-relu-2", ConvEncoderConfig{Height: 6, Width: 6, Channels: 3, Layers: 2, Seed: 52}},
 		{"7x8-tanh-3", ConvEncoderConfig{InChannels: 2, Height: 7, Width: 8, Channels: 4, Activation: Tanh, Layers: 3, Seed: 53}},

@@ -74,16 +74,16 @@ func TestConvEncoderOneLayerUnchanged(t *testing.T) {
 	}
 }
 
-// encoderFDCases are the deeper encoders whose gradients are checked
-// against finite differences.
-func encoderFDCases() []struct {
+// encoderCase is a named encoder configuration of a table-driven test.
+type encoderCase struct {
 	name string
 	cfg  ConvEncoderConfig
-} {
-	return []struct {
-		name string
-		cfg  ConvEncoderConfig
-	}{
+}
+
+// encoderFDCases are the deeper encoders whose gradients are checked
+// against finite differences.
+func encoderFDCases() []encoderCase {
+	return []encoderCase{
 		{"2-groupnorm", ConvEncoderConfig{Height: 8, Width: 8, Channels: 4, Groups: 2, Layers: 2, Seed: 31}},
 		{"3-groupnorm", ConvEncoderConfig{Height: 8, Width: 8, Channels: 4, Groups: 2, Layers: 3, Seed: 32}},
 		{"2-relu", ConvEncoderConfig{Height: 8, Width: 8, Channels: 4, Layers: 2, Seed: 33}},

@@ -125,51 +125,45 @@ func TestSaveRefusesNonFiniteState(t *testing.T) {
 	require.Len(t, entries, 1, "no temporary file is left behind")
 }
 
-// TestLoadConvWithoutShiftField: a conv checkpoint written before
-// DefaultConvShift stored a run without translations as Shift 0 (omitted
-// from its metadata); it loads as a run without translations.
-func TestLoadConvWithoutShiftField(t *testing.T) {
-	tr, te := squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
-	cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4}, Augment: AugmentConfig{Shift: -1}}
-	_, b := run(t, cfg, tr, te, tempPath(t, "conv.ckpt"))
-	ml := int(binary.LittleEndian.Uint64(b[16:]))
-	i := strings.Index(string(b[:headerLen+ml]), `"Shift":-1`)
-	require.Positive(t, i)
-	old := append([]byte(nil), b...)
-	copy(old[i:], `"Shift": 0`) // the same length; 0 as an older release stored it
-	path := filepath.Join(t.TempDir(), "old.ckpt")
-	require.NoError(t, os.WriteFile(path, resum(old), 0o644))
-	ck, err := Load(path)
-	require.NoError(t, err)
-	require.Equal(t, -1, ck.Config.Augment.Shift)
-	d, err := ck.Config.Defaults()
-	require.NoError(t, err)
-	require.Equal(t, ck.Config, d, "canonical after loading")
-}
-
-// TestLoadConvWithoutEncoderLayersField: a conv checkpoint written before
-// DefaultConvEncoderLayers stored its one-block encoder as EncoderLayers 0
-// (omitted from its metadata); it loads as one block, with its tensors.
-func TestLoadConvWithoutEncoderLayersField(t *testing.T) {
+// TestLoadConvWrittenBeforeDefaults: conv checkpoints written before
+// DefaultConvShift stored a run without translations as Shift 0, and
+// before DefaultConvEncoderLayers a one-block encoder as EncoderLayers 0
+// (both omitted from their metadata); they load as what they were written
+// for, canonical, and resume.
+func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 	tr, te := squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
 	cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1}, Augment: AugmentConfig{Shift: -1}}
 	_, b := run(t, cfg, tr, te, tempPath(t, "conv.ckpt"))
 	ml := int(binary.LittleEndian.Uint64(b[16:]))
-	i := strings.Index(string(b[:headerLen+ml]), `"EncoderLayers":1`)
-	require.Positive(t, i)
-	old := append([]byte(nil), b...)
-	copy(old[i:], `"EncoderLayers":0`) // the same length; 0 as an older release stored it
-	path := filepath.Join(t.TempDir(), "old.ckpt")
-	require.NoError(t, os.WriteFile(path, resum(old), 0o644))
-	ck, err := Load(path)
-	require.NoError(t, err)
-	require.Equal(t, 1, ck.Config.Model.EncoderLayers)
-	d, err := ck.Config.Defaults()
-	require.NoError(t, err)
-	require.Equal(t, ck.Config, d, "canonical after loading")
-	trn, err := ck.Resume(tr, te, nil)
-	require.NoError(t, err)
-	require.Equal(t, 1, trn.Model().conv.Layers())
+	for _, tc := range []struct {
+		name, now, then string // the field as written now and, the same length, as an older release wrote it
+		check           func(t *testing.T, ck *Checkpoint, trn *Trainer)
+	}{
+		{"shift", `"Shift":-1`, `"Shift": 0`, func(t *testing.T, ck *Checkpoint, _ *Trainer) {
+			require.Equal(t, -1, ck.Config.Augment.Shift)
+		}},
+		{"encoder-layers", `"EncoderLayers":1`, `"EncoderLayers":0`, func(t *testing.T, ck *Checkpoint, trn *Trainer) {
+			require.Equal(t, 1, ck.Config.Model.EncoderLayers)
+			require.Equal(t, 1, trn.Model().conv.Layers())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := strings.Index(string(b[:headerLen+ml]), tc.now)
+			require.Positive(t, i)
+			old := append([]byte(nil), b...)
+			copy(old[i:], tc.then)
+			path := filepath.Join(t.TempDir(), "old.ckpt")
+			require.NoError(t, os.WriteFile(path, resum(old), 0o644))
+			ck, err := Load(path)
+			require.NoError(t, err)
+			d, err := ck.Config.Defaults()
+			require.NoError(t, err)
+			require.Equal(t, ck.Config, d, "canonical after loading")
+			trn, err := ck.Resume(tr, te, nil)
+			require.NoError(t, err)
+			tc.check(t, ck, trn)
+		})
+	}
 }
 
 func TestCheckpointRoundTrip(t *testing.T) {
