@@ -29,7 +29,8 @@ Models (--model):
          l2 residual, backward tolerance relative to the adjoint's first
          residual, evaluation at a tenth of the forward tolerance with twice
          its iterations.
-         --encoder-layers N (both styles; default 1) deepens the encoder as
+         --encoder-layers N (both styles; default 1, while deq's default is 3:
+         `deq bench` passes the number) deepens the encoder as
          `deq train --encoder-layers N` does: after the stride-2 conv, N - 1
          3x3 stride-1 C->C convs at 14 x 14; every block but the last is
          conv -> GroupNorm -> relu (conv -> relu without GroupNorm), the last

@@ -295,14 +295,17 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 // on images standardised as Config.Normalize says. Hidden states are
 // vectors (Rows = 1), except for the conv model:
 //
-//	e  = N(We∗x + be)              (layers.ConvEncoder: C×⌈H/2⌉×⌈W/2⌉)
+//	h₁ = N₁(We₁∗x + be₁)            (stride 2: C×⌈H/2⌉×⌈W/2⌉)
+//	h_k = N_k(We_k∗relu(h_{k−1}) + be_k), k = 2, …, L  (3×3, stride 1)
+//	e  = h_L                        (layers.ConvEncoder, L = EncoderLayers)
 //	z* = f(z*, e; θ)                (layers.Conv, the same shape)
 //	logits = pool(z*)·Wr + br       (2×2 average pooling)
 //
-// whose states are C×(H'·W') matrices; N is the GroupNorm of Groups (by
-// default), or without it relu, and the cell is N(relu(W∗z + e + b)) or
-// relu(W∗z + e + b). With EncoderLayers > 1 the encoder is a stem of
-// convolution blocks instead (see EncoderLayers).
+// whose states are C×(H'·W') matrices; N_k is block k's GroupNorm of
+// Groups (by default), or without it relu (and the relu between blocks is
+// then that relu alone), the cell is N(relu(W∗z + e + b)) or
+// relu(W∗z + e + b), and L is DefaultConvEncoderLayers by default (1, the
+// single stride-2 block, in earlier releases).
 type ModelConfig struct {
 	// Cell is DenseCell (the zero value, deterministic), MeanFieldCell (a
 	// stochastic cell: the injection of the encoder's features plus the
@@ -391,7 +394,11 @@ type ModelConfig struct {
 	// products (a different map, within float32 rounding; see
 	// layers.Precision). Only for DenseCell and ConvCell. For ConvCell with
 	// EncoderLayers > 1 it is also the precision of the encoder's blocks
-	// after the first (layers.ConvEncoderConfig.Precision).
+	// after the first (layers.ConvEncoderConfig.Precision); the code of the
+	// release before DefaultConvEncoderLayers computed those blocks in
+	// float64 whatever Precision said, so a float32 checkpoint of a deeper
+	// encoder written then resumes with them in float32: a different map,
+	// within float32 rounding, not the exact continuation.
 	Precision layers.Precision `json:",omitzero"`
 	// ReadoutHidden, if positive, puts a hidden layer of ReadoutHidden
 	// ReLU units between the fixed point's features (z*, or for the conv

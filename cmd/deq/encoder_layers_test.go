@@ -26,9 +26,16 @@ func TestTrainEncoderLayers(t *testing.T) {
 		require.Equal(t, layers, fmt.Sprint(m["encoder_layers"]))
 	}
 	require.Equal(t, params["1"]+9*2*2+3*2, params["2"])
-	code, out, errOut := runCmd(args("--encoder-layers", "3")...)
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "2 GroupNorm groups, a 3-layer encoder)")
+	// The model line names the blocks, the default's (3) as well.
+	for flags, want := range map[string]string{"": "a 3-layer encoder)", "1": "a 1-layer encoder)"} {
+		extra := []string{}
+		if flags != "" {
+			extra = []string{"--encoder-layers", flags}
+		}
+		code, out, errOut := runCmd(args(extra...)...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "2 GroupNorm groups, "+want)
+	}
 	for _, bad := range [][]string{
 		{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "10", "--quiet", "--encoder-layers", "2"},
 		args("--encoder-layers", "-1"),

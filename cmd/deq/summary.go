@@ -97,10 +97,10 @@ func readoutPhrase(n int) string {
 	return fmt.Sprintf(", a readout of %d hidden units", n)
 }
 
-// encoderPhrase describes a conv encoder of n > 1 convolution blocks as
-// ", a n-layer encoder", and one (n ≤ 1) as "".
+// encoderPhrase describes a conv encoder of n ≥ 1 convolution blocks as
+// ", a n-layer encoder", and n ≤ 0 (the other cells) as "".
 func encoderPhrase(n int) string {
-	if n <= 1 {
+	if n <= 0 {
 		return ""
 	}
 	return fmt.Sprintf(", a %d-layer encoder", n)
