@@ -77,7 +77,10 @@ const (
 	// 9.8 forward Anderson iterations per batch at epoch 12 of seed 1
 	// against 24.2 with the single block — at a validation accuracy no
 	// lower (README, "Conv DEQ on real digits"): the stem does the local
-	// feature work, and the fixed point converges in fewer steps.
+	// feature work, and the fixed point converges in fewer steps. On
+	// Fashion-MNIST (measured after the choice, one seed, four epochs,
+	// single precision) it reached 92.21% test against 90.94% with one
+	// block, every solve within tolerance.
 	DefaultConvEncoderLayers = 3
 )
 
