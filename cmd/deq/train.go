@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -106,6 +107,7 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	fl.BoolVar(&f.json, "json", false, "print the final summary as one JSON object")
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress on standard error")
 	fl.BoolVar(&f.progressFlag, "progress", false, "draw a progress bar even when standard error is not a terminal")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the training (data loading excluded) to FILE, for go tool pprof")
 	return cmd
 }
 
@@ -257,8 +259,15 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	}
 	gamma = tr.Model().Cell().Gamma()
 	lg.start(tr, data)
+	stopProfile, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return runtimeError{err}
+	}
 	start := time.Now()
 	res, err := tr.Run(ctx)
+	if perr := stopProfile(); err == nil && perr != nil {
+		err = perr
+	}
 	lg.finish()
 	wall := time.Since(start)
 	if err != nil && res != nil && res.Interrupted {
@@ -289,4 +298,28 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	return sum.write(stdout)
+}
+
+// startCPUProfile starts a CPU profile written to path and returns the
+// function that stops it and closes the file; with an empty path it does
+// nothing.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(file); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := file.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }

@@ -23,8 +23,8 @@ type trainFlags struct {
 	data  dataFlags
 	val   int // --val: validation images held out of the training set
 
-	metrics, checkpoint, plot         string
-	resume, json, quiet, progressFlag bool
+	metrics, checkpoint, plot, cpuProfile string
+	resume, json, quiet, progressFlag     bool
 }
 
 // boundFlag is a flag that sets fields of the train.Config.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -745,4 +746,29 @@ func TestShellQuote(t *testing.T) {
 		require.NoError(t, err, "%q", s)
 		require.Equal(t, s, string(out), "%q quoted as %s", s, shellQuote(s))
 	}
+}
+
+// TestTrainCPUProfile: --cpuprofile writes a gzip-compressed profile of the
+// training, and a file that cannot be created is a runtime error naming the
+// flag, before any training.
+func TestTrainCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1", "--cpuprofile", prof)...)
+	require.Equal(t, 0, code, errOut)
+	f, err := os.Open(prof)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err, "a pprof profile is gzip-compressed")
+	body, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.NotEmpty(t, body)
+
+	other := t.TempDir()
+	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "1", "--cpuprofile", filepath.Join(other, "missing", "cpu.prof"))...)
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, errOut, "--cpuprofile")
+	_, err = os.Stat(filepath.Join(other, "run.ckpt"))
+	require.True(t, os.IsNotExist(err), "no epoch ran")
 }
