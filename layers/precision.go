@@ -118,10 +118,9 @@ func scratch32(s *[]float32, n int) []float32 {
 // with ta) and b (k×n, or n×k with tb), in single precision (blas32).
 //
 // It is one call on the whole matrices, as Dense's float64 products are,
-// so that OpenBLAS blocks and threads it itself; conv.Gemm's 64×64×64
-// blocks would sum in another order: different float32 results with
-// OpenBLAS once a product exceeds one block, and with gonum's Sgemm for a
-// transposed b when k is not a multiple of 64.
+// with every BLAS; conv.Gemm, which tiles in 64×64×64 blocks under gonum's
+// own BLAS, would there sum in another order (different float32 results
+// for a transposed b when k is not a multiple of 64).
 func gemm32(ta, tb blas.Transpose, m, n, k int, a, b []float32, beta float32, dst []float32) {
 	lda, ldb := k, n
 	if ta == blas.Trans {

@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // Geom is the geometry of a 2-D convolution with square K×K kernels on
@@ -158,10 +159,14 @@ func even(x int) int {
 type Float interface{ float32 | float64 }
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, op(A)
-// m×k and op(B) k×n, through blas64 (float64) or blas32 (float32) in blocks
-// of at most 64×64×64 (split evenly), so that gonum's implementation stays
-// on its serial, allocation-free path with operands in cache. tA and tB
-// select transposes: A is then k×m with stride lda, B n×k with stride ldb.
+// m×k and op(B) k×n, through blas64 (float64) or blas32 (float32). With
+// gonum's own implementation installed it multiplies in blocks of at most
+// 64×64×64 (split evenly), so that gonum stays on its serial,
+// allocation-free path with operands in cache; with any other (OpenBLAS,
+// which deq's command runs on one thread) it makes one call, which blocks
+// for the cache itself and spends less on calls and packing
+// (BenchmarkGemmShapes). tA and tB select transposes: A is then k×m with
+// stride lda, B n×k with stride ldb.
 func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -173,6 +178,16 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 	if tB {
 		tb = blas.Trans
 	}
+	if !native[T]() {
+		gemm(ta, tb, m, n, k, alpha, a, max(lda, 1), b, max(ldb, 1), beta, c, max(ldc, 1))
+		return
+	}
+	tiled(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// tiled is Gemm in blocks of at most 64×64×64, split evenly, for m, n > 0.
+func tiled[T Float](ta, tb blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	tA, tB := ta == blas.Trans, tb == blas.Trans
 	if k == 0 {
 		for i := 0; i < m; i += block {
 			for j := 0; j < n; j += block {
@@ -207,6 +222,20 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 				gemm(ta, tb, mi, nj, kl, alpha, as, lda, bs, ldb, bt, cs, ldc)
 			}
 		}
+	}
+}
+
+// native reports whether the BLAS installed for T (blas64 or blas32) is
+// gonum's own.
+func native[T Float]() bool {
+	var t T
+	switch any(t).(type) {
+	case float64:
+		_, ok := blas64.Implementation().(gonum.Implementation)
+		return ok
+	default:
+		_, ok := blas32.Implementation().(gonum.Implementation)
+		return ok
 	}
 }
 

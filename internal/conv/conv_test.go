@@ -6,6 +6,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // naive returns the convolution of x by the Out×In×K×K kernel w directly.
@@ -99,7 +104,58 @@ func TestCol2ImIsAdjoint(t *testing.T) {
 	}
 }
 
-func TestGemmTilesAllTransposes(t *testing.T) {
+// countingBLAS is a BLAS other than gonum's own (as OpenBLAS is) that
+// counts its matrix products and computes them with gonum's.
+type countingBLAS struct {
+	gonum.Implementation
+	calls *int
+}
+
+func (c countingBLAS) Dgemm(ta, tb blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, cm []float64, ldc int) {
+	*c.calls++
+	c.Implementation.Dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
+}
+
+func (c countingBLAS) Sgemm(ta, tb blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, cm []float32, ldc int) {
+	*c.calls++
+	c.Implementation.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
+}
+
+// useBLAS installs impl as blas64's and blas32's implementation for the
+// rest of the test.
+func useBLAS(t *testing.T, impl countingBLAS) {
+	old64, old32 := blas64.Implementation(), blas32.Implementation()
+	blas64.Use(impl)
+	blas32.Use(impl)
+	t.Cleanup(func() { blas64.Use(old64); blas32.Use(old32) })
+}
+
+// TestGemmAllTransposes checks Gemm against the sum for every transpose,
+// with gonum's BLAS (in 64×64×64 tiles, allocating nothing) and with
+// another BLAS (in one call).
+func TestGemmAllTransposes(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		name := map[bool]string{false: "gonum tiles", true: "other BLAS, one call"}[other]
+		t.Run(name, func(t *testing.T) {
+			calls := 0
+			if other {
+				useBLAS(t, countingBLAS{calls: &calls})
+			}
+			testGemmAllTransposes(t, other, &calls)
+			if other {
+				// float32 takes the same path: one Sgemm.
+				a, b, c := []float32{1, 2, 3, 4, 5, 6}, []float32{1, 0, 0, 1, 1, 1}, make([]float32, 4)
+				calls = 0
+				Gemm(false, false, 2, 2, 3, 1, a, 3, b, 2, 0, c, 2)
+				if calls != 1 || fmt.Sprint(c) != "[4 5 10 11]" {
+					t.Errorf("float32: %d calls, %v, want 1 call, [4 5 10 11]", calls, c)
+				}
+			}
+		})
+	}
+}
+
+func testGemmAllTransposes(t *testing.T, other bool, calls *int) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	const m, n, k = 150, 300, 70
 	for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
@@ -135,11 +191,18 @@ func TestGemmTilesAllTransposes(t *testing.T) {
 				want[i*n+j] = 2*s + 0.5*c[i*n+j]
 			}
 		}
+		*calls = 0
 		Gemm(tr[0], tr[1], m, n, k, 2, a, lda, b, ldb, 0.5, c, n)
 		for i := range want {
 			if math.Abs(c[i]-want[i]) > 1e-11 {
 				t.Fatalf("%v: c[%d] = %v, want %v", tr, i, c[i], want[i])
 			}
+		}
+		if other {
+			if *calls != 1 {
+				t.Errorf("%v: %d calls of the installed Dgemm, want 1", tr, *calls)
+			}
+			continue
 		}
 		if allocs := testing.AllocsPerRun(3, func() {
 			Gemm(tr[0], tr[1], m, n, k, 1, a, lda, b, ldb, 0, c, n)
