@@ -15,6 +15,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/layers"
 )
 
 // savedCheckpoint trains a tiny model for one epoch and returns its
@@ -126,30 +129,57 @@ func TestSaveRefusesNonFiniteState(t *testing.T) {
 }
 
 // TestLoadConvWrittenBeforeDefaults: conv checkpoints written before
-// DefaultConvShift stored a run without translations as Shift 0, and
-// before DefaultConvEncoderLayers a one-block encoder as EncoderLayers 0
-// (both omitted from their metadata); they load as what they were written
-// for, canonical, and resume.
+// DefaultConvShift stored a run without translations as Shift 0, before
+// DefaultConvEncoderLayers a one-block encoder as EncoderLayers 0, and
+// checkpoints of every cell written before the Precision type omitted
+// the precision Float64 (all three omitted from their metadata, or zero);
+// they load as what they were written for, canonical, and resume exactly:
+// re-saving the resumed run writes the checkpoint of the same run today.
+// A float32 checkpoint was written then as it is now.
 func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
-	tr, te := squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
-	cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1}, Augment: AugmentConfig{Shift: -1}}
-	_, b := run(t, cfg, tr, te, tempPath(t, "conv.ckpt"))
-	ml := int(binary.LittleEndian.Uint64(b[16:]))
+	sq := func() (*datasets.Dataset, *datasets.Dataset) {
+		return squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
+	}
+	conv := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1, Precision: Float64}, Augment: AugmentConfig{Shift: -1}}
+	conv32 := conv
+	conv32.Model.Precision = Float32
+	dense := tinyConfig()
+	dense.Epochs = 1
 	for _, tc := range []struct {
-		name, now, then string // the field as written now and, the same length, as an older release wrote it
-		check           func(t *testing.T, ck *Checkpoint, trn *Trainer)
+		name      string
+		cfg       Config
+		data      func() (*datasets.Dataset, *datasets.Dataset)
+		now, then string // the field as written now and, the same length, as an older release wrote it
+		check     func(t *testing.T, ck *Checkpoint, trn *Trainer)
 	}{
-		{"shift", `"Shift":-1`, `"Shift": 0`, func(t *testing.T, ck *Checkpoint, _ *Trainer) {
+		{"shift", conv, sq, `"Shift":-1`, `"Shift": 0`, func(t *testing.T, ck *Checkpoint, _ *Trainer) {
 			require.Equal(t, -1, ck.Config.Augment.Shift)
 		}},
-		{"encoder-layers", `"EncoderLayers":1`, `"EncoderLayers":0`, func(t *testing.T, ck *Checkpoint, trn *Trainer) {
+		{"encoder-layers", conv, sq, `"EncoderLayers":1`, `"EncoderLayers":0`, func(t *testing.T, ck *Checkpoint, trn *Trainer) {
 			require.Equal(t, 1, ck.Config.Model.EncoderLayers)
 			require.Equal(t, 1, trn.Model().conv.Layers())
 		}},
+		{"conv-float64", conv, sq, `,"Precision":"float64"`, strings.Repeat(" ", len(`,"Precision":"float64"`)), func(t *testing.T, ck *Checkpoint, trn *Trainer) {
+			require.Equal(t, Float64, ck.Config.Model.Precision)
+			require.Equal(t, layers.Float64, trn.Model().conv.Precision())
+		}},
+		{"dense-float64", dense, func() (*datasets.Dataset, *datasets.Dataset) { return blobData(128, 50) },
+			`,"Precision":"float64"`, strings.Repeat(" ", len(`,"Precision":"float64"`)), func(t *testing.T, ck *Checkpoint, trn *Trainer) {
+				require.Equal(t, Float64, ck.Config.Model.Precision)
+				require.True(t, trn.Model().Proven())
+			}},
+		{"conv-float32", conv32, sq, `,"Precision":"float32"`, `,"Precision":"float32"`, func(t *testing.T, ck *Checkpoint, trn *Trainer) {
+			require.Equal(t, Float32, ck.Config.Model.Precision)
+			require.Equal(t, layers.Float32, trn.Model().conv.Precision())
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tr, te := tc.data()
+			_, b := run(t, tc.cfg, tr, te, tempPath(t, "now.ckpt"))
+			ml := int(binary.LittleEndian.Uint64(b[16:]))
 			i := strings.Index(string(b[:headerLen+ml]), tc.now)
 			require.Positive(t, i)
+			require.Len(t, tc.then, len(tc.now))
 			old := append([]byte(nil), b...)
 			copy(old[i:], tc.then)
 			path := filepath.Join(t.TempDir(), "old.ckpt")
@@ -162,6 +192,11 @@ func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 			trn, err := ck.Resume(tr, te, nil)
 			require.NoError(t, err)
 			tc.check(t, ck, trn)
+			again := tempPath(t, "again.ckpt")
+			require.NoError(t, trn.Save(again))
+			b2, err := os.ReadFile(again)
+			require.NoError(t, err)
+			require.Equal(t, b, b2, "re-saved as the run writes it now")
 		})
 	}
 }

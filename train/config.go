@@ -393,16 +393,22 @@ type ModelConfig struct {
 	Normalization layers.Normalization `json:",omitzero"`
 	// Precision is the precision of the dense or conv cell's matrix
 	// products (layers.DenseConfig.Precision, layers.ConvConfig.Precision):
-	// the zero value layers.Float64, or layers.Float32, single-precision
-	// products (a different map, within float32 rounding; see
-	// layers.Precision). Only for DenseCell and ConvCell. For ConvCell with
-	// EncoderLayers > 1 it is also the precision of the encoder's blocks
-	// after the first (layers.ConvEncoderConfig.Precision); the code of the
-	// release before DefaultConvEncoderLayers computed those blocks in
-	// float64 whatever Precision said, so a float32 checkpoint of a deeper
-	// encoder written then resumes with them in float32: a different map,
-	// within float32 rounding, not the exact continuation.
-	Precision layers.Precision `json:",omitzero"`
+	// Float64, or Float32, single-precision products (a different map,
+	// within float32 rounding, whose Lipschitz bound is not proven; see
+	// layers.Precision). Float32 only for DenseCell and ConvCell. The zero
+	// value, DefaultPrecision, selects the cell's default, Float64, which
+	// Defaults stores explicitly. Checkpoints written before this type
+	// omit Float64 (then the zero value, for every cell), which Load
+	// reads as Float64.
+	//
+	// For ConvCell with EncoderLayers > 1 it is also the precision of the
+	// encoder's blocks after the first (layers.ConvEncoderConfig.Precision);
+	// the code of the release before DefaultConvEncoderLayers computed
+	// those blocks in float64 whatever Precision said, so a float32
+	// checkpoint of a deeper encoder written then resumes with them in
+	// float32: a different map, within float32 rounding, not the exact
+	// continuation.
+	Precision Precision `json:",omitzero"`
 	// ReadoutHidden, if positive, puts a hidden layer of ReadoutHidden
 	// ReLU units between the fixed point's features (z*, or for the conv
 	// model z* pooled over 2×2 blocks) and the logits: logits =
@@ -551,6 +557,9 @@ func (c Config) Defaults() (Config, error) {
 	if d.Eval, err = c.Eval.merge("Eval", evalBase); err != nil {
 		return d, err
 	}
+	if d.Model.Precision == DefaultPrecision {
+		d.Model.Precision = Float64 // every cell's default
+	}
 	return d, nil
 }
 
@@ -574,9 +583,9 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
 	case m.Normalization != layers.Projection && m.Cell != DenseCell && (m.Cell != ConvCell || m.Normalization != layers.WeightNorm):
 		return d, fieldErr("Model.Normalization", m.Normalization, fmt.Sprintf("does not apply to the %v cell (the dense cell takes weight and spectral, the conv cell weight; the others keep their Lipschitz bound by projection)", m.Cell))
-	case !validText(m.Precision):
+	case !m.Precision.valid():
 		return d, fieldErr("Model.Precision", m.Precision, "is not a precision")
-	case m.Precision != layers.Float64 && m.Cell != DenseCell && m.Cell != ConvCell:
+	case m.Precision == Float32 && m.Cell != DenseCell && m.Cell != ConvCell:
 		return d, fieldErr("Model.Precision", m.Precision, fmt.Sprintf("does not apply to the %v cell (only the dense and conv cells compute in float32)", m.Cell))
 	case m.EncoderLayers != 0 && m.Cell != ConvCell:
 		return d, fieldErr("Model.EncoderLayers", m.EncoderLayers, fmt.Sprintf("does not apply to the %v cell (only the conv model has a convolutional encoder)", m.Cell))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: NormalizeGlobal,
 		LR: DefaultLR, Schedule: Cosine, ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
-		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1},
+		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: Float64},
 		Forward:  DefaultForward(),
 		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
 		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
@@ -45,7 +46,8 @@ func TestConfigDefaults(t *testing.T) {
 	cv, err := Config{Model: ModelConfig{Cell: ConvCell}}.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, ModelConfig{Cell: ConvCell, Channels: DefaultConvChannels, Kernels: 1, Activation: layers.ReLU, Gamma: DefaultGamma,
-		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery, Groups: DefaultConvGroups, EncoderLayers: DefaultConvEncoderLayers}, cv.Model)
+		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery, Groups: DefaultConvGroups, EncoderLayers: DefaultConvEncoderLayers,
+		Precision: Float64}, cv.Model)
 	for _, g := range []struct{ channels, groups, want int }{{20, 0, 4}, {7, 0, 1}, {16, 0, 8}, {16, -3, -1}, {16, 2, 2}} {
 		c, err := Config{Model: ModelConfig{Cell: ConvCell, Channels: g.channels, Groups: g.groups}}.Defaults()
 		require.NoError(t, err)
@@ -202,6 +204,12 @@ func goldenConfigs() []Config {
 	}
 }
 
+// TestConfigJSONIsUnchanged: the canonical JSON of goldenConfigs is the
+// golden file's but for the explicit precision that Defaults stores since
+// the Precision type ("Precision": "float64" after ExactEvery: all of them
+// are vector cells), and the golden JSON, in which the precision is
+// absent (Float64 was the zero value), decodes to configurations whose
+// canonical form is the same.
 func TestConfigJSONIsUnchanged(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "configs.golden.json"))
 	require.NoError(t, err)
@@ -209,14 +217,26 @@ func TestConfigJSONIsUnchanged(t *testing.T) {
 	for _, c := range goldenConfigs() {
 		d, err := c.Defaults()
 		require.NoError(t, err)
+		require.Equal(t, Float64, d.Model.Precision)
 		out = append(out, d)
 	}
 	b, err := json.MarshalIndent(out, "", "\t")
 	require.NoError(t, err)
-	require.Equal(t, string(golden), string(b)+"\n")
-	// And the golden JSON decodes to the same configurations.
+	const precision = `"ExactEvery": 1,` + "\n\t\t\t" + `"Precision": "float64"` + "\n"
+	require.Equal(t, len(out), strings.Count(string(b), precision))
+	require.Equal(t, string(golden), strings.ReplaceAll(string(b), precision, `"ExactEvery": 1`+"\n")+"\n")
+	// And the golden JSON decodes to configurations that Defaults turns
+	// into the same ones (the JSON of the current ones decodes to them).
 	var back []Config
 	require.NoError(t, json.Unmarshal(golden, &back))
+	for i := range back {
+		require.Equal(t, DefaultPrecision, back[i].Model.Precision)
+		back[i], err = back[i].Defaults()
+		require.NoError(t, err)
+	}
+	require.Equal(t, out, back)
+	back = nil
+	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, out, back)
 }
 
@@ -245,7 +265,9 @@ func TestLoadsCheckpointOfStringConfig(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b[headerLen:headerLen+ml], &m))
 	again, err := json.Marshal(ck.Config)
 	require.NoError(t, err)
-	require.Equal(t, string(m.Config), string(again))
+	// The same JSON but for the explicit precision, which the checkpoint
+	// omits (Float64 was the zero value then).
+	require.Equal(t, string(m.Config), strings.Replace(string(again), `,"Precision":"float64"`, "", 1))
 
 	tr, te := blobData(128, 50)
 	trn, err := ck.Resume(tr, te, nil)
@@ -316,10 +338,10 @@ func TestAugmentDefaults(t *testing.T) {
 // rotations and scalings), which checkpoints store, and that they are
 // omitted when zero.
 func TestNewFieldsJSON(t *testing.T) {
-	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
+	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
-	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
+	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Precision":"float32"`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
 		require.Contains(t, string(b), want)
 	}
 	var back Config
@@ -327,7 +349,7 @@ func TestNewFieldsJSON(t *testing.T) {
 	require.Equal(t, c, back)
 	b, err = json.Marshal(Config{})
 	require.NoError(t, err)
-	for _, absent := range []string{`"ReadoutHidden"`, `"EncoderLayers"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
+	for _, absent := range []string{`"ReadoutHidden"`, `"EncoderLayers"`, `"Precision"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
 		require.NotContains(t, string(b), absent)
 	}
 }

@@ -39,7 +39,7 @@ func TestFloat32TrainsAsFloat64(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := run(t, tc.cfg, tc.tr, tc.te, tempPath(t, "float64.ckpt"))
 			cfg := tc.cfg
-			cfg.Model.Precision = layers.Float32
+			cfg.Model.Precision = Float32
 			got, _ := run(t, cfg, tc.tr, tc.te, tempPath(t, "float32.ckpt"))
 			w, g := want.Final(), got.Final()
 			t.Logf("test accuracy float64 %.3f, float32 %.3f; train loss float64 %.9f, float32 %.9f", w.TestAcc, g.TestAcc, w.TrainLoss, g.TrainLoss)
@@ -57,9 +57,10 @@ func TestFloat32TrainsAsFloat64(t *testing.T) {
 // for a cell that has no float32 products, is refused naming the field.
 func TestPrecisionErrorsNameTheField(t *testing.T) {
 	for _, m := range []ModelConfig{
-		{Precision: layers.Precision(2)},
-		{Cell: MeanFieldCell, Precision: layers.Float32},
-		{Cell: ExpertsCell, Precision: layers.Float32},
+		{Precision: Precision(3)},
+		{Precision: Precision(-1)},
+		{Cell: MeanFieldCell, Precision: Float32},
+		{Cell: ExpertsCell, Precision: Float32},
 	} {
 		_, err := Config{Model: m}.Defaults()
 		var fe *FieldError
@@ -67,8 +68,50 @@ func TestPrecisionErrorsNameTheField(t *testing.T) {
 		require.Equal(t, "Model.Precision", fe.Field)
 	}
 	for _, cell := range []CellKind{DenseCell, ConvCell} {
-		d, err := Config{Model: ModelConfig{Cell: cell, Precision: layers.Float32}}.Defaults()
-		require.NoError(t, err)
-		require.Equal(t, layers.Float32, d.Model.Precision)
+		for _, p := range Precisions() {
+			d, err := Config{Model: ModelConfig{Cell: cell, Precision: p}}.Defaults()
+			require.NoError(t, err)
+			require.Equal(t, p, d.Model.Precision, "%v cell", cell)
+		}
 	}
+}
+
+// TestDefaultPrecision: Defaults resolves DefaultPrecision to Float64 for
+// every cell, and keeps an explicit precision.
+func TestDefaultPrecision(t *testing.T) {
+	for _, cell := range CellKinds() {
+		d, err := Config{Model: ModelConfig{Cell: cell}}.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, Float64, d.Model.Precision, "%v cell", cell)
+		again, err := d.Defaults()
+		require.NoError(t, err)
+		require.Equal(t, d, again, "%v cell: Defaults is idempotent", cell)
+	}
+}
+
+// TestPrecisionText: the text forms of the precisions, "" being the
+// default, and Layers' values.
+func TestPrecisionText(t *testing.T) {
+	for _, tc := range []struct {
+		p      Precision
+		name   string
+		layers layers.Precision
+	}{{DefaultPrecision, "", -1}, {Float64, "float64", layers.Float64}, {Float32, "float32", layers.Float32}, {Precision(3), "Precision(3)", -1}} {
+		require.Equal(t, tc.name, tc.p.String())
+		require.Equal(t, tc.layers, tc.p.Layers(), tc.name)
+		if tc.p == Precision(3) {
+			_, err := tc.p.MarshalText()
+			require.Error(t, err)
+			continue
+		}
+		b, err := tc.p.MarshalText()
+		require.NoError(t, err)
+		require.Equal(t, tc.name, string(b))
+		var back Precision = 2
+		require.NoError(t, back.UnmarshalText(b))
+		require.Equal(t, tc.p, back)
+	}
+	var p Precision
+	require.ErrorIs(t, p.UnmarshalText([]byte("float16")), ErrUnknownName)
+	require.Equal(t, []Precision{Float64, Float32}, Precisions())
 }

@@ -338,7 +338,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
 		{"readout-hidden", func(c *Config) { c.Model.ReadoutHidden = 8 }},
 		{"one-encoder-block", func(c *Config) { c.Model.EncoderLayers = 1 }},
-		{"float32", func(c *Config) { c.Model.Precision = layers.Float32 }},
+		{"float32", func(c *Config) { c.Model.Precision = Float32 }},
 		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/internal/bench/report"
-	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/train"
 )
 
 // Section names, in the order Run runs them.
@@ -91,9 +91,9 @@ type Config struct {
 	// (torch.set_num_threads). Zero means DefaultPeerThreads.
 	PeerThreads int
 	// PeerPrecision is the precision of our side's cell products in the
-	// peer section (train.ModelConfig.Precision); the zero value is
-	// layers.Float64.
-	PeerPrecision layers.Precision
+	// peer section (train.ModelConfig.Precision); the zero value,
+	// train.DefaultPrecision, keeps `deq train`'s default, float64.
+	PeerPrecision train.Precision
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).
 	Seeds int

@@ -20,7 +20,6 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/internal/blasimpl"
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -192,7 +191,7 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 		return nil, fmt.Errorf("bench: peer section (%s): %w", ps.model, err)
 	}
 	side := &report.PeerSide{BLAS: blasimpl.Name, DType: "float64"}
-	if cfg.Model.Precision == layers.Float32 {
+	if cfg.Model.Precision == train.Float32 {
 		side.DType = "float32 cell products, float64 state"
 	}
 	for _, e := range res.Epochs {
@@ -227,7 +226,7 @@ func peerSummary(cfg train.Config) string {
 		arch = fmt.Sprintf("Dense DEQ: encoder relu(x·We + be) of %d features, cell relu(z·W + e·U + b) of %d hidden units, the spectral norm of W projected onto %g after every step, a linear readout.",
 			m.Encoder, m.Hidden, m.Gamma)
 	}
-	if m.Precision != layers.Float64 {
+	if m.Precision != train.Float64 {
 		arch += fmt.Sprintf(" Ours computes the cell's matrix products in %v.", m.Precision)
 	}
 	return fmt.Sprintf("%s Forward %s (tolerance %g on the largest per-example ℓ2 residual, at most %d iterations), implicit backward %s (tolerance %g relative to the first residual, at most %d iterations); evaluation at tolerance %g, %d iterations. Batch %d, Adam %g with a cosine schedule, gradient clipping at %g.",

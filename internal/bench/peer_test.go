@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -183,19 +182,34 @@ func TestPeerModelsSelects(t *testing.T) {
 }
 
 // TestPeerPrecision: Config.PeerPrecision sets our side's precision in
-// both models (the default is float64) and the summary says so; a value
-// that is not a precision is an error naming the field.
+// both models, and its zero value keeps `deq train`'s default (float64);
+// the summary names float32 products; a value that is not a precision is
+// an error naming the field.
 func TestPeerPrecision(t *testing.T) {
-	for _, p := range []layers.Precision{layers.Float64, layers.Float32} {
-		s, err := Config{PeerPrecision: p}.withDefaults()
+	for _, tc := range []struct {
+		p           train.Precision
+		dense, conv train.Precision // after Defaults
+	}{
+		{train.DefaultPrecision, train.Float64, train.Float64},
+		{train.Float64, train.Float64, train.Float64},
+		{train.Float32, train.Float32, train.Float32},
+	} {
+		s, err := Config{PeerPrecision: tc.p}.withDefaults()
 		require.NoError(t, err)
-		for _, ps := range s.peerSetups() {
-			require.Equal(t, p, ps.cfg.Model.Precision, ps.model)
+		setups := s.peerSetups()
+		require.Len(t, setups, 2)
+		for _, ps := range setups {
+			require.Equal(t, tc.p, ps.cfg.Model.Precision, ps.model)
 			cfg := ps.cfg
 			cfg.Epochs = ps.epochs
 			cfg, err := cfg.Defaults()
 			require.NoError(t, err)
-			require.Equal(t, p == layers.Float32, strings.Contains(peerSummary(cfg), "in float32"), ps.model)
+			want := tc.dense
+			if ps.model == peerConv {
+				want = tc.conv
+			}
+			require.Equal(t, want, cfg.Model.Precision, "%s, PeerPrecision %q", ps.model, tc.p)
+			require.Equal(t, want == train.Float32, strings.Contains(peerSummary(cfg), "matrix products in float32"), ps.model)
 		}
 	}
 	_, err := Config{PeerPrecision: 7}.withDefaults()
