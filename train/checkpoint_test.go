@@ -135,14 +135,15 @@ func TestSaveRefusesNonFiniteState(t *testing.T) {
 // the precision Float64 (all three omitted from their metadata, or zero);
 // they load as what they were written for, canonical, and resume exactly:
 // re-saving the resumed run writes the checkpoint of the same run today.
-// A float32 checkpoint was written then as it is now.
+// A float32 checkpoint was written then as it is now; one of a conv run at
+// the default precision (DefaultConvPrecision) loads canonical too.
 func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 	sq := func() (*datasets.Dataset, *datasets.Dataset) {
 		return squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
 	}
 	conv := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1, Precision: Float64}, Augment: AugmentConfig{Shift: -1}}
 	conv32 := conv
-	conv32.Model.Precision = Float32
+	conv32.Model.Precision = DefaultPrecision
 	dense := tinyConfig()
 	dense.Epochs = 1
 	for _, tc := range []struct {
@@ -169,7 +170,7 @@ func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 				require.True(t, trn.Model().Proven())
 			}},
 		{"conv-float32", conv32, sq, `,"Precision":"float32"`, `,"Precision":"float32"`, func(t *testing.T, ck *Checkpoint, trn *Trainer) {
-			require.Equal(t, Float32, ck.Config.Model.Precision)
+			require.Equal(t, DefaultConvPrecision, ck.Config.Model.Precision)
 			require.Equal(t, layers.Float32, trn.Model().conv.Precision())
 		}},
 	} {

@@ -47,7 +47,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ModelConfig{Cell: ConvCell, Channels: DefaultConvChannels, Kernels: 1, Activation: layers.ReLU, Gamma: DefaultGamma,
 		Norm: normSpec("l2"), ExactEvery: DefaultConvCertifyEvery, Groups: DefaultConvGroups, EncoderLayers: DefaultConvEncoderLayers,
-		Precision: Float64}, cv.Model)
+		Precision: DefaultConvPrecision}, cv.Model)
 	for _, g := range []struct{ channels, groups, want int }{{20, 0, 4}, {7, 0, 1}, {16, 0, 8}, {16, -3, -1}, {16, 2, 2}} {
 		c, err := Config{Model: ModelConfig{Cell: ConvCell, Channels: g.channels, Groups: g.groups}}.Defaults()
 		require.NoError(t, err)

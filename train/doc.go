@@ -16,7 +16,11 @@
 // in all, DefaultConvEncoderLayers by default) into a C×⌈H/2⌉×⌈W/2⌉ state
 // of the convolutional cell layers.Conv,
 // and reads z* out after 2×2 average pooling; its defaults (DefaultsFor)
-// are chosen for 28×28 digits.
+// are chosen for 28×28 digits, and its cell's matrix products run in
+// single precision by default (ModelConfig.Precision: DefaultConvPrecision,
+// chosen for speed; double precision where a solver needs the cell's
+// proven Lipschitz bound). The other cells compute in double precision
+// by default.
 //
 // # Training
 //
@@ -122,11 +126,13 @@
 //
 //   - Hidden states are vectors (Rows = 1), where Schatten norms coincide
 //     with ℓ2, except for the conv model's C×(H'·W') states. The conv cell
-//     proves its Lipschitz bound only in ℓ2 (Schatten-2) and only without
+//     proves its Lipschitz bound only in ℓ2 (Schatten-2), only without
 //     GroupNorm (Model.Groups negative; GroupNorm is the conv default,
-//     worth about three points of accuracy on digits); otherwise the deterministic solvers still
-//     run, Model.Proven reports false, and the stochastic solver is
-//     refused.
+//     worth about three points of accuracy on digits) and only with
+//     float64 products (the default only where a solver needs the bound;
+//     see ModelConfig.Precision); otherwise the deterministic solvers
+//     still run, Model.Proven reports false, and the stochastic solvers
+//     are refused.
 //   - Training batches have a fixed size, so the last partial batch of each
 //     epoch is dropped (a different one each epoch, as the shuffle
 //     changes).

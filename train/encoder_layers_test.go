@@ -29,7 +29,7 @@ func TestEncoderLayersParams(t *testing.T) {
 	}
 	require.Equal(t, "readout.W", trn.model.params[8].name)
 	require.Equal(t, 2, trn.model.conv.Layers())
-	require.Equal(t, layers.Float64, trn.model.conv.Precision(), "the default precision")
+	require.Equal(t, DefaultConvPrecision.Layers(), trn.model.conv.Precision(), "the default precision")
 }
 
 // TestEncoderLayersPrecision checks that the conv model's encoder runs its

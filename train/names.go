@@ -208,6 +208,21 @@ func (m Method) Info() solver.MethodInfo {
 	return solver.Methods()[m.index-1]
 }
 
+// NeedsProvenBound reports whether the guarantees of m rest on a Lipschitz
+// bound γ̄ that the cell proves: those of the stochastic methods (VR-GHAL
+// and growing-batch, which New refuses for a conv cell whose bound is not
+// proven) and of the methods whose schedule rests on γ̄ (GHAL and VR-GHAL,
+// solver.MethodInfo.NeedsGamma). Where the conv cell's run uses one, its
+// default precision is Float64 (see ModelConfig.Precision). It is false
+// for an unset Method.
+func (m Method) NeedsProvenBound() bool {
+	if m.IsZero() {
+		return false
+	}
+	info := m.Info()
+	return info.Stochastic || info.NeedsGamma
+}
+
 // String returns the registry name of m, or "" if m is unset.
 func (m Method) String() string {
 	if m.index == 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 )
 
@@ -25,6 +26,7 @@ import (
 func TestFloat32TrainsAsFloat64(t *testing.T) {
 	dense := tinyConfig()
 	dense.Epochs = 4
+	dense.Model.Precision = Float64
 	blobTrain, blobTest := blobData(512, 150)
 	for _, tc := range []struct {
 		name    string
@@ -33,7 +35,7 @@ func TestFloat32TrainsAsFloat64(t *testing.T) {
 		minimum float64
 	}{
 		{"dense-blobs", dense, blobTrain, blobTest, bayesAccuracy(blobTest) - 0.05},
-		{"conv-squares", Config{Seed: 5, Epochs: 3, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4}},
+		{"conv-squares", Config{Seed: 5, Epochs: 3, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, Precision: Float64}},
 			squares("squares/train", 128, 8, 1), squares("squares/test", 40, 8, 2), 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,16 +78,89 @@ func TestPrecisionErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// TestDefaultPrecision: Defaults resolves DefaultPrecision to Float64 for
-// every cell, and keeps an explicit precision.
+// TestDefaultPrecision: Defaults resolves DefaultPrecision to an explicit
+// precision — DefaultConvPrecision for the conv cell, Float64 for the
+// others and for a conv run whose forward, implicit adjoint or evaluation
+// method needs a proven Lipschitz bound — and keeps an explicit one.
 func TestDefaultPrecision(t *testing.T) {
-	for _, cell := range CellKinds() {
-		d, err := Config{Model: ModelConfig{Cell: cell}}.Defaults()
-		require.NoError(t, err)
-		require.Equal(t, Float64, d.Model.Precision, "%v cell", cell)
+	solve := func(name string) SolverConfig { return SolverConfig{Method: methodNamed(name)} }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want Precision
+	}{
+		{"dense", Config{}, Float64},
+		{"meanfield", Config{Model: ModelConfig{Cell: MeanFieldCell}}, Float64},
+		{"experts", Config{Model: ModelConfig{Cell: ExpertsCell}, Forward: solve("vrghal")}, Float64},
+		{"dense-float32", Config{Model: ModelConfig{Precision: Float32}}, Float32},
+		{"conv", Config{Model: ModelConfig{Cell: ConvCell}}, DefaultConvPrecision},
+		{"conv-float64", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float64}}, Float64},
+		{"conv-broyden-picard", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("broyden"), Backward: BackwardConfig{Solver: solve("picard")}}, DefaultConvPrecision},
+		{"conv-forward-vrghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("vrghal"), Eval: solve("anderson")}, Float64},
+		{"conv-forward-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("ghal"), Eval: solve("anderson")}, Float64},
+		{"conv-growing-batch", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("growing-batch"), Eval: solve("anderson")}, Float64},
+		{"conv-eval-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Eval: solve("ghal")}, Float64},
+		{"conv-backward-vrghal", Config{Model: ModelConfig{Cell: ConvCell}, Backward: BackwardConfig{Solver: solve("vrghal")}}, Float64},
+		// The adjoint solver runs only in implicit mode.
+		{"conv-jacobian-free-vrghal", Config{Model: ModelConfig{Cell: ConvCell}, Backward: BackwardConfig{Mode: deq.JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
+		// An explicit precision is kept.
+		{"conv-float32-ghal", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float32}, Forward: solve("ghal")}, Float32},
+	} {
+		d, err := tc.cfg.Defaults()
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, d.Model.Precision, tc.name)
 		again, err := d.Defaults()
-		require.NoError(t, err)
-		require.Equal(t, d, again, "%v cell: Defaults is idempotent", cell)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, d, again, "%s: Defaults is idempotent", tc.name)
+	}
+	require.Equal(t, Float32, DefaultConvPrecision)
+}
+
+// TestDefaultPrecisionProvenSolvers: a conv cell without GroupNorm, in ℓ2,
+// at the default precision trains with the solvers that need its proven
+// bound (its default is then Float64: the cell's bound is proven), while
+// an explicit Float32 is refused for VR-GHAL naming the method's field,
+// as any conv cell whose bound is not proven.
+func TestDefaultPrecisionProvenSolvers(t *testing.T) {
+	tr, te := squares("squares/train", 32, 6, 1), squares("squares/test", 8, 6, 2)
+	for _, tc := range []struct {
+		name      string
+		set       func(c *Config)
+		precision Precision
+		field     string // of the refusal; "" when accepted
+	}{
+		{"vrghal", func(c *Config) {
+			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
+		}, DefaultPrecision, ""},
+		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, DefaultPrecision, ""},
+		{"eval-vrghal", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, DefaultPrecision, ""},
+		{"backward-vrghal", func(c *Config) {
+			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
+		}, DefaultPrecision, ""},
+		{"vrghal-float32", func(c *Config) {
+			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
+		}, Float32, "Forward.Method"},
+		{"eval-vrghal-float32", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, Float32, "Eval.Method"},
+		{"backward-vrghal-float32", func(c *Config) {
+			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
+		}, Float32, "Backward.Solver.Method"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, Model: ModelConfig{Cell: ConvCell, Channels: 2, Groups: -1, Kernels: 2, Precision: tc.precision}, Augment: AugmentConfig{Shift: -1}}
+			tc.set(&cfg)
+			trn, err := New(cfg, tr, te, nil)
+			if tc.field != "" {
+				var fe *FieldError
+				require.ErrorAs(t, err, &fe)
+				require.Equal(t, tc.field, fe.Field)
+				require.Contains(t, fe.Reason, "Model.Precision = float32")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, Float64, trn.Config().Model.Precision)
+			require.True(t, trn.Model().Proven())
+			require.Equal(t, layers.Float64, trn.model.conv.Precision())
+		})
 	}
 }
 

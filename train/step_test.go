@@ -58,8 +58,9 @@ func stepCases() []stepCase {
 		} else {
 			groups = -1 // no GroupNorm
 		}
-		// One encoder block, unless a case deepens it.
-		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, EncoderLayers: 1, Activation: layers.Tanh, Gamma: 0.7},
+		// One encoder block, unless a case deepens it; float64 products,
+		// which the gradient checks need (the default is float32).
+		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, EncoderLayers: 1, Activation: layers.Tanh, Gamma: 0.7, Precision: Float64},
 			squares("squares/train", 64, side, 1), squares("squares/test", 10, side, 2)}
 	}
 	wn := conv("conv-weightnorm-groupnorm", 2, 0)
@@ -321,11 +322,12 @@ func TestResumesCheckpointOfGorgoniaStep(t *testing.T) {
 }
 
 // TestConvModelTrainsAndResumes trains the conv model (8×8 images: a 4×4
-// state, deterministic with the default three-block encoder, with weight
-// normalisation, with translated training images, with rotated, scaled
-// and translated ones, with a hidden readout layer, with one encoder
-// block, with float32 products and with
-// sampled kernels under VR-GHAL), checks that it learns, and that a run
+// state, deterministic with the default three-block encoder and float32
+// products, with weight normalisation, with translated training images,
+// with rotated, scaled and translated ones, with a hidden readout layer,
+// with one encoder block, with float64 products and with sampled kernels
+// under VR-GHAL, whose default precision is float64), checks that it
+// learns, and that a run
 // interrupted mid-epoch and resumed ends
 // with the uninterrupted run's metrics and checkpoint bytes.
 func TestConvModelTrainsAndResumes(t *testing.T) {
@@ -338,7 +340,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
 		{"readout-hidden", func(c *Config) { c.Model.ReadoutHidden = 8 }},
 		{"one-encoder-block", func(c *Config) { c.Model.EncoderLayers = 1 }},
-		{"float32", func(c *Config) { c.Model.Precision = Float32 }},
+		{"float64", func(c *Config) { c.Model.Precision = Float64 }},
 		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
@@ -355,6 +357,11 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 				tc.cfg(&cfg)
 			}
 			want, wantBytes := run(t, cfg, tr, te, tempPath(t, "full.ckpt"))
+			if tc.name == "kernels-vrghal" {
+				d, err := cfg.Defaults()
+				require.NoError(t, err)
+				require.Equal(t, Float64, d.Model.Precision, "VR-GHAL needs the proven bound of float64")
+			}
 			f := want.Final()
 			t.Logf("test accuracy %.3f, train loss %.3f → %.3f", f.TestAcc, want.Epochs[0].TrainLoss, f.TrainLoss)
 			require.Greater(t, f.TestAcc, 0.6, "chance is 1/3")

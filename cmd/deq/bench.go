@@ -56,7 +56,7 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
 	fl.StringSliceVar(&f.peerModels, "peer-models", nil, "peer section: only these models: "+strings.Join(bench.PeerModels(), ", "))
 	fl.IntVar(&f.peerThreads, "peer-threads", bench.DefaultPeerThreads, "peer section: torch threads of the PyTorch peer (ours runs OpenBLAS on one thread)")
-	fl.Var(&textValue{&f.peerPrecision}, "peer-precision", "peer section: precision of our cell's matrix products, float64 or float32")
+	fl.Var(&textValue{&f.peerPrecision}, "peer-precision", "peer section: precision of our cell's matrix products, float64 or float32 (default: deq train's, float32 for the conv model and float64 for the dense one)")
 	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
 	fl.StringVar(&f.data, "data", "", "data set of the forward and training sections (default: fashion-mnist if installed, else synthetic)")
 	fl.IntVar(&f.workers, "workers", 0, "parallel solves (0: GOMAXPROCS); results do not depend on it")

@@ -37,7 +37,8 @@ type boundFlag struct {
 
 // flagDefaults returns the configuration the flags start from for a cell
 // kind: train's defaults, except for the fields whose defaults derive from
-// other flags (left zero so that Defaults derives them) and Seed 1. The
+// other flags (left zero so that Defaults derives them: the conv cell's
+// precision, for one, depends on the solvers) and Seed 1. The
 // help shows the dense cell's; config replaces the values of the flags
 // not given by those of the chosen cell.
 func flagDefaults(cell train.CellKind) train.Config {
@@ -46,6 +47,7 @@ func flagDefaults(cell train.CellKind) train.Config {
 		panic(err) // the zero Config of every cell is valid
 	}
 	c.Model.Encoder, c.Model.Units, c.Model.Terms, c.Model.Groups = 0, 0, 0, 0
+	c.Model.Precision = train.DefaultPrecision
 	c.Forward.SampleScale = 1
 	c.Eval = train.SolverConfig{}
 	return c
@@ -125,7 +127,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	floats(&c.Augment.Rotate, "rotate", "data augmentation: rotate every training image about its centre by a random angle of at most `DEG` degrees either way, bilinear interpolation, zero fill, before any --shift, never the test images (0: none, the default for every cell; below 180)", false, "Augment.Rotate")
 	floats(&c.Augment.Scale, "scale", "data augmentation: scale every training image about its centre by a random factor in [1 − `FRAC`, 1 + FRAC], with --rotate's interpolation (0: none, the default for every cell; below 1)", false, "Augment.Scale")
 	text(&c.Model.Normalization, "normalization", "dense and conv cells: keep the recurrent weight in check by project (the Lipschitz projection, proven γ̄), weight (weight normalisation, no bound) or spectral (exact spectral normalisation, proven γ̄ in l2; dense cell only)", "Model.Normalization")
-	text(&c.Model.Precision, "precision", "dense and conv cells: precision of the cell's matrix products (and of the conv encoder's blocks after the first), float64 or float32 (single precision: a different map, within float32 rounding)", "Model.Precision")
+	text(&c.Model.Precision, "precision", fmt.Sprintf("dense and conv cells: precision of the cell's matrix products (and of the conv encoder's blocks after the first), float64 or float32 (single precision: a different map, within float32 rounding, whose Lipschitz bound is not proven); default %v for --cell conv, except float64 when --solver, --backward-solver (implicit) or --eval-solver is %s, which need a proven bound; float64 for the other cells", train.DefaultConvPrecision, orList(provenMethods())), "Model.Precision")
 }
 
 // config returns the validated train.Config of the flags; errors name the
@@ -293,6 +295,28 @@ func (c *clipValue) Set(s string) error {
 	}
 	*c.p = v
 	return nil
+}
+
+// provenMethods returns the methods that need a proven Lipschitz bound
+// (train.Method.NeedsProvenBound), which make float64 the conv cell's
+// default precision.
+func provenMethods() []train.Method {
+	var out []train.Method
+	for _, m := range train.Methods() {
+		if m.NeedsProvenBound() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// orList joins the names of xs with commas and "or" before the last.
+func orList[T fmt.Stringer](xs []T) string {
+	s := names(xs)
+	if i := strings.LastIndex(s, ", "); i >= 0 {
+		s = s[:i] + " or " + s[i+2:]
+	}
+	return s
 }
 
 // names joins the names of xs with commas.

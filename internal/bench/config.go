@@ -91,8 +91,11 @@ type Config struct {
 	// (torch.set_num_threads). Zero means DefaultPeerThreads.
 	PeerThreads int
 	// PeerPrecision is the precision of our side's cell products in the
-	// peer section (train.ModelConfig.Precision); the zero value,
-	// train.DefaultPrecision, keeps `deq train`'s default, float64.
+	// peer section (train.ModelConfig.Precision). The zero value,
+	// train.DefaultPrecision, keeps `deq train`'s default, as the section's
+	// models are `deq train`'s: train.DefaultConvPrecision (float32) for
+	// the conv model, float64 for the dense one. (Before
+	// train.DefaultConvPrecision it meant float64 for both.)
 	PeerPrecision train.Precision
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).

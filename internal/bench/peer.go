@@ -60,14 +60,17 @@ type peerSetup struct {
 //
 //   - dense: Fashion-MNIST, hidden 128, Broyden forward (tol 1e-3, 40
 //     iterations) and implicit backward (Broyden, relative 1e-3, 40
-//     iterations), batch 128, Adam 2e-3 with a cosine schedule, 2 epochs;
+//     iterations), batch 128, Adam 2e-3 with a cosine schedule, float64
+//     cell products (the dense default), 2 epochs;
 //   - conv: mnist-10k (8,000/2,000) at the defaults of `deq train --cell
-//     conv` (train.DefaultsFor(train.ConvCell)) without their random
-//     translations (`--shift 0`; the peer does not augment), 3 epochs.
+//     conv` (train.DefaultsFor(train.ConvCell), float32 cell products,
+//     train.DefaultConvPrecision) without their random translations
+//     (`--shift 0`; the peer does not augment), 3 epochs.
 //
-// When Quick both run 1 epoch of 256 synthetic training and 128 test
-// images, with 16 hidden units and 8 channels. Config.PeerModels, when set,
-// keeps only the models it names.
+// Config.PeerPrecision, when set, replaces both models' precision. When
+// Quick both run 1 epoch of 256 synthetic training and 128 test images,
+// with 16 hidden units and 8 channels. Config.PeerModels, when set, keeps
+// only the models it names.
 func (s *settings) peerSetups() []peerSetup {
 	seed := deriveSeed(s.Seed, 7)
 	dense := train.Config{Seed: seed, BatchSize: 128, LR: 2e-3, Model: train.ModelConfig{Cell: train.DenseCell, Hidden: 128}}

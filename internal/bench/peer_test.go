@@ -182,15 +182,16 @@ func TestPeerModelsSelects(t *testing.T) {
 }
 
 // TestPeerPrecision: Config.PeerPrecision sets our side's precision in
-// both models, and its zero value keeps `deq train`'s default (float64);
-// the summary names float32 products; a value that is not a precision is
-// an error naming the field.
+// both models, and its zero value keeps `deq train`'s defaults (float32
+// for the conv model, float64 for the dense one); the summary names
+// float32 products; a value that is not a precision is an error naming
+// the field.
 func TestPeerPrecision(t *testing.T) {
 	for _, tc := range []struct {
 		p           train.Precision
 		dense, conv train.Precision // after Defaults
 	}{
-		{train.DefaultPrecision, train.Float64, train.Float64},
+		{train.DefaultPrecision, train.Float64, train.DefaultConvPrecision},
 		{train.Float64, train.Float64, train.Float64},
 		{train.Float32, train.Float32, train.Float32},
 	} {
