@@ -195,8 +195,15 @@ func (s *trainSummary) write(w io.Writer) error {
 	proof := "proven"
 	if !s.Proven {
 		proof = "not proven"
+		var why []string
 		if s.Groups > 0 {
-			proof += " (GroupNorm)"
+			why = append(why, "GroupNorm")
+		}
+		if s.Precision == train.Float32.String() {
+			why = append(why, "float32 products")
+		}
+		if len(why) > 0 {
+			proof += " (" + strings.Join(why, ", ") + ")"
 		}
 	}
 	conv := ""
@@ -207,10 +214,9 @@ func (s *trainSummary) write(w io.Writer) error {
 	if math.IsInf(float64(s.Gamma), 1) {
 		bound = "no bound γ̄ (weight normalisation)"
 	}
-	prec := ""
-	if s.Precision != layers.Float64.String() {
-		prec = ", " + s.Precision + " matrix products"
-	}
+	// The precision is always named: its default depends on the cell (and
+	// for the conv cell on the solvers).
+	prec := ", " + s.Precision + " matrix products"
 	shift := augmentPhrase(s.Shift, s.Rotate, s.Scale)
 	if shift != "" {
 		shift = "; " + shift
