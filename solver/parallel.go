@@ -10,10 +10,13 @@ import (
 )
 
 // MinParallelLen is the smallest problem dimension for which a zero
-// Settings.Workers splits the vector passes between goroutines: below it a
-// pass takes a few microseconds, and waking a helper costs as much as it
-// saves.
-const MinParallelLen = 1 << 15
+// Settings.Workers splits the vector passes between goroutines. Measured
+// with Anderson on the chain on two idle cores, two workers took 1.27
+// times as long per iteration as one at 2^14 entries, 1.15 times at 2^15,
+// and gained 1.09, 1.28 and 1.31 times at 2^16, 2^17 and 2^18: shorter
+// vectors sit in cache, where a pass is too short to pay for waking a
+// helper.
+const MinParallelLen = 1 << 16
 
 // parBlock is the length of the blocks into which the parallel vector
 // passes cut their vectors. Work is handed out a block at a time and a
