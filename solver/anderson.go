@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/floats"
 
@@ -27,13 +28,16 @@ import (
 // and the system is solved after dividing H by that scale, by Gaussian
 // elimination with partial pivoting. The Gram matrix is kept up to date
 // incrementally, one row per iteration, so a step costs about 5cn flops
-// besides the evaluation of T.
+// besides the evaluation of T. The new row and the step are each one pass
+// over blocks of the vectors, which Settings.Workers goroutines share; the
+// row's inner products add their blocks' partial sums in block order, so
+// that the iterates do not depend on the number of workers.
 //
 // Safeguards: when the small system has a negligible pivot, or the weights α
 // or the new point are not finite, the history is dropped down to the latest
 // pair and the method takes the mixing step x ← x + β g.
 //
-// Memory: a solve takes 2cn + 2c² + O(c + n) floats with
+// Memory: a solve takes 2cn + 2c² + c⌈n/4096⌉ + O(c + n) floats with
 // c = min{Memory, Settings.MaxIter + 1} (no more pairs than evaluations can
 // be stored) from its Workspace, so that repeated solves through one
 // Settings.Workspace allocate none of them, and allocates nothing per
@@ -131,6 +135,8 @@ func (m Anderson) Run(e *Env) error {
 	ls := newBordered(e.ws, memory)
 	x := e.buffer(n)
 	copy(x, e.X0())
+	dots := &andersonDots{fs: fs, gs: gs, x: x, n: n, nb: blocks(n), partial: e.buffer(memory * blocks(n))}
+	mix := &andersonMixing{fs: fs, gs: gs, x: x, n: n, beta: beta, one: [1]float64{1}}
 	head, count := 0, 0 // next slot; slots in use are 0..count-1
 	for {
 		fi, gi := fs[head*n:(head+1)*n], gs[head*n:(head+1)*n]
@@ -138,13 +144,13 @@ func (m Anderson) Run(e *Env) error {
 			return err
 		}
 		count = min(count+1, memory)
-		andersonResidualDots(gi, fi, x, gs, n, head, count, gram, memory)
+		dots.residual(e.par, head, count, gram, memory)
 		if err := e.Record(x, e.norm.Norm(gi)); err != nil {
 			return err
 		}
 		cur := head
 		head = (head + 1) % memory
-		if count > 1 && ls.solve(gram, memory, count, ridge) && andersonMix(x, fs, gs, n, ls.alpha[:count], beta) {
+		if count > 1 && ls.solve(gram, memory, count, ridge) && mix.step(e.par, ls.alpha[:count]) {
 			continue
 		}
 		// Mixing step from the latest pair, which becomes the only one kept.
@@ -154,38 +160,96 @@ func (m Anderson) Run(e *Env) error {
 			gram[0] = gram[cur*memory+cur]
 		}
 		head, count = 1%memory, 1
-		one := [1]float64{1}
-		andersonMix(x, fs, gs, n, one[:], beta) // the mixing step x_0 + βg_0
+		mix.step(e.par, mix.one[:]) // the mixing step x_0 + βg_0
 	}
 }
 
-// andersonResidualDots writes g = f − x into gi and sets row and column
-// head of the Gram matrix gram (stride memory) to the inner products of g
-// with the count stored residuals of gs (slot head being g itself).
-func andersonResidualDots(gi, fi, x, gs []float64, n, head, count int, gram []float64, memory int) {
-	subInto(gi, fi, x)
+// andersonDots computes Anderson's residual and the new row of its Gram
+// matrix in one pass over blocks of its vectors.
+type andersonDots struct {
+	fs, gs, x []float64 // Anderson's rings of values and residuals, its point
+	n, nb     int       // the dimension, its number of blocks
+
+	// The pass in progress: slot head of the rings, count slots in use,
+	// and the partial inner products ⟨g_head, g_j⟩ of block b at
+	// partial[j*nb+b].
+	head, count int
+	partial     []float64
+}
+
+// residual writes g = f − x into slot head of gs, from slot head of fs,
+// and sets row and column head of the Gram matrix gram (stride memory) to
+// the inner products of g with the count stored residuals of gs (slot head
+// being g itself). Each inner product is the sum, in block order, of its
+// partial sums over blocks of parBlock entries, so that it does not depend
+// on the number of workers; a vector of one block gets floats.Dot's value.
+func (t *andersonDots) residual(p *parallel, head, count int, gram []float64, memory int) {
+	t.head, t.count = head, count
+	p.run(t.n, t)
 	for j := range count {
-		d := dot(gi, gs[j*n:(j+1)*n])
+		ps := t.partial[j*t.nb : (j+1)*t.nb]
+		d := ps[0]
+		for _, v := range ps[1:] {
+			d += v
+		}
 		gram[head*memory+j], gram[j*memory+head] = d, d
 	}
 }
 
-// andersonMix sets x to Σ α_j (f_j − (1 − β) g_j) = Σ α_j (x_j + β g_j)
-// over the stored pairs and reports whether every entry is finite. Each
-// term is one assembly pass over x, two when β < 1
+// block implements blockTask. The block of g stays in cache while the
+// inner products read it.
+func (t *andersonDots) block(b, lo, hi int) {
+	n := t.n
+	off := t.head * n
+	g := t.gs[off+lo : off+hi]
+	subInto(g, t.fs[off+lo:off+hi], t.x[lo:hi])
+	for j := range t.count {
+		t.partial[j*t.nb+b] = floats.Dot(g, t.gs[j*n+lo:j*n+hi])
+	}
+}
+
+// andersonMixing is Anderson's mixing step, a pass over blocks of its
+// vectors.
+type andersonMixing struct {
+	fs, gs, x []float64 // Anderson's rings of values and residuals, its point
+	n         int
+	beta      float64
+	one       [1]float64 // the weights of the plain mixing step
+
+	alpha []float64   // the weights of the pass in progress
+	bad   atomic.Bool // set by a block holding a NaN or ±Inf
+}
+
+// step sets x to Σ α_j (f_j − (1 − β) g_j) = Σ α_j (x_j + β g_j) over the
+// first len(alpha) stored pairs and reports whether every entry is finite.
+// Within a block each term is one assembly pass over x, two when β < 1
 // (BenchmarkAndersonConvBatch: passes of this kind beat a scalar loop over
-// all terms at once, and cache-sized blocks did not help).
-func andersonMix(x, fs, gs []float64, n int, alpha []float64, beta float64) bool {
-	floats.ScaleTo(x, alpha[0], fs[:n])
-	for j, a := range alpha {
+// all terms at once); every entry gets the same operations in the same
+// order whatever the blocks and workers.
+func (t *andersonMixing) step(p *parallel, alpha []float64) bool {
+	t.alpha = alpha
+	t.bad.Store(false)
+	p.run(t.n, t)
+	t.alpha = nil
+	return !t.bad.Load()
+}
+
+// block implements blockTask.
+func (t *andersonMixing) block(_, lo, hi int) {
+	n := t.n
+	x := t.x[lo:hi]
+	floats.ScaleTo(x, t.alpha[0], t.fs[lo:hi])
+	for j, a := range t.alpha {
 		if j > 0 {
-			floats.AddScaled(x, a, fs[j*n:(j+1)*n])
+			floats.AddScaled(x, a, t.fs[j*n+lo:j*n+hi])
 		}
-		if beta != 1 {
-			floats.AddScaled(x, -a*(1-beta), gs[j*n:(j+1)*n])
+		if t.beta != 1 {
+			floats.AddScaled(x, -a*(1-t.beta), t.gs[j*n+lo:j*n+hi])
 		}
 	}
-	return numeric.AllFinite(x)
+	if !numeric.AllFinite(x) {
+		t.bad.Store(true)
+	}
 }
 
 // bordered holds the scratch space of Anderson's small linear system.

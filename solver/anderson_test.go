@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -138,4 +139,50 @@ func TestAndersonOverflowFallsBack(t *testing.T) {
 	}
 	require.Greater(t, overflowing, 2)
 	require.InDeltaSlice(t, []float64{2e160, 2e160, 2e160, 2e160}, aa.X, 1e-10*2e160)
+}
+
+// TestAndersonDotsFixedBlocks: the Gram row of Anderson's residual pass is,
+// bit for bit, the sum in block order of floats.Dot over blocks of
+// parBlock entries, for every number of workers; floats.Dot itself for a
+// vector of one block; and within rounding of floats.Dot for longer ones.
+// The residual is f − x exactly.
+func TestAndersonDotsFixedBlocks(t *testing.T) {
+	const memory = 4
+	for _, n := range parLens {
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		fs, gs, x := randVec(rng, memory*n), randVec(rng, memory*n), randVec(rng, n)
+		const head, count = 2, memory
+		g := make([]float64, n)
+		subInto(g, fs[head*n:(head+1)*n], x)
+		want := make([]float64, count)
+		for j := range count {
+			gj := gs[j*n : (j+1)*n]
+			if j == head {
+				gj = g
+			}
+			for lo := 0; lo < n; lo += parBlock {
+				hi := min(lo+parBlock, n)
+				if lo == 0 {
+					want[j] = floats.Dot(g[lo:hi], gj[lo:hi])
+				} else {
+					want[j] += floats.Dot(g[lo:hi], gj[lo:hi])
+				}
+			}
+			if n <= parBlock {
+				require.Equal(t, floats.Dot(g, gj), want[j], "n = %d", n)
+			}
+			require.InDelta(t, floats.Dot(g, gj), want[j], 1e-12*floats.Norm(g, 2)*floats.Norm(gj, 2), "n = %d", n)
+		}
+		for _, workers := range []int{1, 2, 3, 5} {
+			gsw := append([]float64(nil), gs...)
+			dots := &andersonDots{fs: fs, gs: gsw, x: x, n: n, nb: blocks(n), partial: make([]float64, memory*blocks(n))}
+			gram := make([]float64, memory*memory)
+			dots.residual(&parallel{workers: workers}, head, count, gram, memory)
+			require.Equal(t, bitsOf(g), bitsOf(gsw[head*n:(head+1)*n]), "n = %d, %d workers: residual", n, workers)
+			for j := range count {
+				require.Equal(t, math.Float64bits(want[j]), math.Float64bits(gram[head*memory+j]), "n = %d, %d workers: row, slot %d", n, workers, j)
+				require.Equal(t, math.Float64bits(want[j]), math.Float64bits(gram[j*memory+head]), "n = %d, %d workers: column, slot %d", n, workers, j)
+			}
+		}
+	}
 }

@@ -31,9 +31,14 @@ func chain(n int, gamma float64, seed uint64) Func {
 // solveOnce runs m on the 4096-dimensional chain for exactly iters
 // iterations (the tolerance is out of reach) without trace or certificate.
 func solveOnce(tb testing.TB, m Method, n, iters int) *Result {
+	return solveOnceWorkers(tb, m, n, iters, 0)
+}
+
+// solveOnceWorkers is solveOnce with Settings.Workers = workers.
+func solveOnceWorkers(tb testing.TB, m Method, n, iters, workers int) *Result {
 	norm, err := NewLP(2, n)
 	require.NoError(tb, err)
-	s := &Settings{Tol: 1e-300, MaxIter: iters, NoTrace: true, Certify: CertifySettings{Skip: true}}
+	s := &Settings{Tol: 1e-300, MaxIter: iters, NoTrace: true, Certify: CertifySettings{Skip: true}, Workers: workers}
 	res, err := Solve(context.Background(), Problem{Oracle: chain(n, 0.99, 81), Norm: norm}, make([]float64, n), s, m)
 	require.NoError(tb, err)
 	return res
@@ -64,12 +69,15 @@ func TestInnerLoopsAllocationFree(t *testing.T) {
 func benchMethod(b *testing.B, m Method) { benchMethodLen(b, m, 4096) }
 
 // benchMethodLen is benchMethod on the n-dimensional chain.
-func benchMethodLen(b *testing.B, m Method, n int) {
+func benchMethodLen(b *testing.B, m Method, n int) { benchMethodWorkers(b, m, n, 0) }
+
+// benchMethodWorkers is benchMethodLen with Settings.Workers = workers.
+func benchMethodWorkers(b *testing.B, m Method, n, workers int) {
 	const iters = 100
 	b.ReportAllocs()
 	total := 0
 	for range b.N {
-		total += solveOnce(b, m, n, iters).Stats.Iterations
+		total += solveOnceWorkers(b, m, n, iters, workers).Stats.Iterations
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(total), "ns/iter")
 }
@@ -80,11 +88,25 @@ func BenchmarkAnderson20Affine4096(b *testing.B) { benchMethod(b, Anderson{Memor
 func BenchmarkBroydenAffine4096(b *testing.B)    { benchMethod(b, Broyden{}) }
 func BenchmarkGHALAffine4096(b *testing.B)       { benchMethod(b, GHAL{Gamma: 0.99}) }
 
+// convBatchLen is the length of a state of the conv DEQ's training batch:
+// 64 images × 48 channels × 14×14 pixels.
+const convBatchLen = 64 * 48 * 14 * 14
+
 // BenchmarkAndersonConvBatch runs Anderson on a state of the conv DEQ's
-// training batch (64 images × 48 channels × 14×14 pixels), which does not
-// fit in cache: the cost of its vector passes.
-func BenchmarkAndersonConvBatch(b *testing.B) { benchMethodLen(b, Anderson{}, 64*48*14*14) }
+// training batch, which does not fit in cache: the cost of its vector
+// passes, split between GOMAXPROCS goroutines (the default Workers).
+func BenchmarkAndersonConvBatch(b *testing.B) { benchMethodLen(b, Anderson{}, convBatchLen) }
+
+// BenchmarkAndersonConvBatchSerial is BenchmarkAndersonConvBatch on one
+// goroutine (Workers = 1).
+func BenchmarkAndersonConvBatchSerial(b *testing.B) {
+	benchMethodWorkers(b, Anderson{}, convBatchLen, 1)
+}
 
 // BenchmarkPicardConvBatch is BenchmarkAndersonConvBatch's reference: the
 // chain's evaluation and the solver's bookkeeping alone.
-func BenchmarkPicardConvBatch(b *testing.B) { benchMethodLen(b, Picard{}, 64*48*14*14) }
+func BenchmarkPicardConvBatch(b *testing.B) { benchMethodLen(b, Picard{}, convBatchLen) }
+
+// BenchmarkPicardConvBatchSerial is BenchmarkPicardConvBatch on one
+// goroutine (Workers = 1).
+func BenchmarkPicardConvBatchSerial(b *testing.B) { benchMethodWorkers(b, Picard{}, convBatchLen, 1) }

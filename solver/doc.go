@@ -70,6 +70,19 @@
 // so that their zero value keeps the default, and VRGHAL.Model's zero value,
 // UnspecifiedModel, takes the oracle's own model.
 //
+// # Goroutines
+//
+// A solve runs its method, oracle and norm on the calling goroutine. The
+// passes over whole vectors that the Env makes for every method (copies,
+// finiteness checks) and Anderson's own (residuals with their inner
+// products, the mixing step) are shared by Settings.Workers goroutines:
+// by default GOMAXPROCS of them on problems of dimension at least
+// MinParallelLen, where a pass is long enough to pay for waking a helper,
+// and the caller alone below. The result does not depend on the number of
+// workers, bit for bit: the passes cut vectors into blocks of a fixed
+// length and add the blocks' partial inner products in block order. The
+// helpers run only during a pass, so none is left when Solve returns.
+//
 // # Errors
 //
 // Errors name the argument or field at fault. Those that callers branch on

@@ -57,6 +57,18 @@ type Settings struct {
 	// for the next solve that uses it (see Workspace: one solve at a
 	// time). Nil means a fresh workspace for every solve.
 	Workspace *Workspace
+	// Workers is the number of goroutines, the caller's included, that
+	// share the passes over whole vectors which the Env makes for every
+	// method (copies, finiteness checks, differences) and those of
+	// Anderson (residuals with their inner products, the mixing step); the
+	// other methods' own arithmetic, the oracle and the norm run on the
+	// caller alone. One means serial. Zero means runtime.GOMAXPROCS(0) for
+	// problems of dimension at least MinParallelLen and one below. Results
+	// do not depend on it: the passes cut vectors into blocks of a fixed
+	// length and add the partial sums of inner products in block order,
+	// whatever the number of workers. The helpers run only during a pass:
+	// none is left when Solve returns.
+	Workers int
 }
 
 // CertifySettings control the residual certificate.
@@ -115,6 +127,7 @@ func (s *Settings) withDefaults() (Settings, error) {
 		check.NotNegative("solver: Settings.MaxIter", c.MaxIter),
 		check.NotNegative("solver: Settings.MaxSamples", c.MaxSamples),
 		check.NotNegative("solver: Settings.MaxTime", c.MaxTime),
+		check.NotNegative("solver: Settings.Workers", c.Workers),
 	); err != nil {
 		return c, err
 	}

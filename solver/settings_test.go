@@ -38,6 +38,7 @@ func TestSettingsValidation(t *testing.T) {
 		{Settings{MaxIter: -1}, "Settings.MaxIter"},
 		{Settings{MaxSamples: -5}, "Settings.MaxSamples"},
 		{Settings{MaxTime: -time.Second}, "Settings.MaxTime"},
+		{Settings{Workers: -1}, "Settings.Workers"},
 		{Settings{DivergenceFactor: 0.5}, "Settings.DivergenceFactor"},
 		{Settings{DivergenceFactor: 1}, "Settings.DivergenceFactor"},
 		{Settings{DivergenceFactor: math.NaN()}, "Settings.DivergenceFactor"},

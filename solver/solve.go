@@ -99,6 +99,7 @@ type Env struct {
 	certSize int
 	scratch  []float64
 	ws       *Workspace
+	par      *parallel // ws.par, for the vector passes
 
 	// The last exact evaluation T(exX) = exT (see rememberExact), which the
 	// certificate reuses when the returned point is exX.
@@ -160,13 +161,15 @@ func (e *Env) Eval(dst, x []float64, s Sample) error {
 	if err != nil {
 		return fmt.Errorf("solver: oracle evaluation %d: %w", e.stats.Calls, err)
 	}
-	for i, v := range dst {
-		if v-v != 0 { // NaN or ±Inf
-			return &stopError{status: Diverged, cause: fmt.Errorf("oracle returned %v at coordinate %d of evaluation %d", v, i, e.stats.Calls)}
-		}
-	}
+	var finite bool
 	if exact {
-		e.endExact(dst)
+		finite = e.endExact(dst)
+	} else {
+		finite = e.par.allFinite(dst)
+	}
+	if !finite {
+		i := firstNonFinite(dst)
+		return &stopError{status: Diverged, cause: fmt.Errorf("oracle returned %v at coordinate %d of evaluation %d", dst[i], i, e.stats.Calls)}
 	}
 	return nil
 }
@@ -184,16 +187,21 @@ func (e *Env) beginExact(x []float64) {
 	if e.exX == nil {
 		e.exX, e.exT = e.ws.floats(len(x)), e.ws.floats(len(x))
 	}
-	copy(e.exX, x)
+	e.par.copy(e.exX, x)
 }
 
-// endExact completes beginExact with T(x) = tx.
-func (e *Env) endExact(tx []float64) {
+// endExact completes beginExact with T(x) = tx, which it checks for NaN
+// and ±Inf in the same pass over tx: it reports whether tx is finite, and
+// remembers it only then.
+func (e *Env) endExact(tx []float64) bool {
 	if e.settings.Certify.Skip {
-		return
+		return e.par.allFinite(tx)
 	}
-	copy(e.exT, tx)
+	if !e.par.copyFinite(e.exT, tx) {
+		return false
+	}
 	e.exOK = true
+	return true
 }
 
 // lastExact returns T(x) when the last exact evaluation was at a point
@@ -248,9 +256,7 @@ func (e *Env) buffer(n int) []float64 { return e.ws.floats(n) }
 
 // Dist returns ‖a − b‖ in the problem's norm without allocating.
 func (e *Env) Dist(a, b []float64) float64 {
-	for i := range e.scratch {
-		e.scratch[i] = a[i] - b[i]
-	}
+	e.par.subInto(e.scratch, a, b)
 	return e.norm.Norm(e.scratch)
 }
 
@@ -322,7 +328,7 @@ func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 		if e.best == nil {
 			e.best = make([]float64, len(x))
 		}
-		copy(e.best, x)
+		e.par.copy(e.best, x)
 		e.bestRes = residual
 	case residual > e.settings.DivergenceFactor*e.bestRes:
 		return &stopError{status: Diverged, cause: fmt.Errorf("residual %.3g exceeds %.3g times the best %.3g", residual, e.settings.DivergenceFactor, e.bestRes)}
@@ -447,6 +453,9 @@ func newEnv(ctx context.Context, p Problem, x0 []float64, s Settings) *Env {
 		e.ws = new(Workspace)
 	}
 	e.ws.reset()
+	e.settings.Workers = workersFor(s.Workers, len(x0))
+	e.par = &e.ws.par
+	e.par.workers = e.settings.Workers
 	e.scratch = e.ws.floats(len(x0))
 	if s.Relative {
 		e.tolAbs = math.NaN()

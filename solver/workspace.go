@@ -11,10 +11,13 @@ package solver
 // Workspace outlives the solve that used it (Result.X is always freshly
 // allocated), so a caller that runs its solves one after another, such as
 // a DEQ layer for one batch size, can keep a single Workspace for all of
-// them. The zero value is ready to use.
+// them. It also holds the state of the solve's parallel vector passes
+// (Settings.Workers), whose helper goroutines run only during a pass. The
+// zero value is ready to use.
 type Workspace struct {
 	bufs [][]float64
 	next int
+	par  parallel
 }
 
 // reset starts a solve: the buffers are handed out again from the first.
