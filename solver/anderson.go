@@ -111,7 +111,10 @@ func (m Anderson) Validate(p Problem) error {
 	if memory < 1 {
 		return fmt.Errorf("solver: Anderson.Memory = %d must be at least 1", memory)
 	}
-	if err := checkHistory("Anderson.Memory", memory, 2*float64(p.Norm.Len())+2*float64(memory)+3); err != nil {
+	// Per slot: its value and residual, a Gram row and column, and the
+	// partial inner products of its blocks.
+	n := float64(p.Norm.Len())
+	if err := checkHistory("Anderson.Memory", memory, 2*n+2*float64(memory)+3+math.Ceil(n/parBlock)); err != nil {
 		return err
 	}
 	if !(ridge > 0) || math.IsInf(ridge, 1) {

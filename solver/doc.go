@@ -74,7 +74,7 @@
 //
 // A solve runs its method, oracle and norm on the calling goroutine. The
 // passes over whole vectors that the Env makes for every method (copies,
-// finiteness checks) and Anderson's own (residuals with their inner
+// finiteness checks, Dist's difference) and Anderson's own (residuals with their inner
 // products, the mixing step) are shared by Settings.Workers goroutines:
 // by default GOMAXPROCS of them on problems of dimension at least
 // MinParallelLen, where a pass is long enough to pay for waking a helper,

@@ -92,9 +92,11 @@ const (
 	// forward, 7.3 backward iterations per batch) and test accuracy
 	// (95.95% and 96.05%, two of 2,000 test images apart; README, "Conv DEQ
 	// on real digits"). A conv run whose forward, adjoint or evaluation
-	// method needs a proven Lipschitz bound (Method.NeedsProvenBound)
-	// defaults to Float64 instead: float32 products meet γ̄ only up to
-	// rounding, so the cell's bound is not proven (layers.Precision).
+	// method needs a proven Lipschitz bound (Method.NeedsProvenBound) and
+	// whose cell would prove it in float64 (no GroupNorm, the projection,
+	// ℓ2 or Schatten-2) defaults to Float64 instead: float32 products meet
+	// γ̄ only up to rounding, so the cell's bound is not proven
+	// (layers.Precision).
 	DefaultConvPrecision = Float32
 )
 
@@ -415,7 +417,10 @@ type ModelConfig struct {
 	// except that a conv run whose Forward, Eval or (in implicit mode)
 	// Backward.Solver method needs a proven Lipschitz bound
 	// (Method.NeedsProvenBound: GHAL, VR-GHAL, growing-batch) takes
-	// Float64; Float64 for the other cells. An explicit Float32 is kept
+	// Float64 when float64 products would prove it (Groups < 0, the
+	// projection, Norm ℓ2 or Schatten-2; with GroupNorm or weight
+	// normalisation nothing is proven in either precision, and the
+	// default stays Float32); Float64 for the other cells. An explicit Float32 is kept
 	// with any method (the stochastic ones then refuse the conv cell, as
 	// they refuse any conv cell whose bound is not proven; see New).
 	// Checkpoints written before the Precision type omit Float64 (then
@@ -592,11 +597,21 @@ func (d Config) defaultPrecision() Precision {
 	if d.Model.Cell != ConvCell {
 		return Float64
 	}
-	if d.Forward.Method.NeedsProvenBound() || d.Eval.Method.NeedsProvenBound() ||
-		(d.Backward.Mode == deq.Implicit && d.Backward.Solver.Method.NeedsProvenBound()) {
+	if d.Model.provableConv() && (d.Forward.Method.NeedsProvenBound() || d.Eval.Method.NeedsProvenBound() ||
+		(d.Backward.Mode == deq.Implicit && d.Backward.Solver.Method.NeedsProvenBound())) {
 		return Float64
 	}
 	return DefaultConvPrecision
+}
+
+// provableConv reports whether the conv cell of m (its defaults filled
+// in) proves its Lipschitz bound when it computes in float64: without
+// GroupNorm, under the projection, in ℓ2 or Schatten-2 (layers.Conv.Proven).
+// With GroupNorm or weight normalisation, or in another norm, float64
+// products prove nothing more than float32 ones.
+func (m ModelConfig) provableConv() bool {
+	return m.Groups < 0 && m.Normalization == layers.Projection &&
+		(m.Norm.kind == normL2 || (m.Norm.kind == normSchatten && m.Norm.p == 2))
 }
 
 func (m ModelConfig) defaults() (ModelConfig, error) {

@@ -84,6 +84,11 @@ func TestPrecisionErrorsNameTheField(t *testing.T) {
 // method needs a proven Lipschitz bound — and keeps an explicit one.
 func TestDefaultPrecision(t *testing.T) {
 	solve := func(name string) SolverConfig { return SolverConfig{Method: methodNamed(name)} }
+	provable := ModelConfig{Cell: ConvCell, Groups: -1}
+	schatten2, err := ParseNormSpec("schatten:2")
+	require.NoError(t, err)
+	linf, err := ParseNormSpec("linf")
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -96,13 +101,21 @@ func TestDefaultPrecision(t *testing.T) {
 		{"conv", Config{Model: ModelConfig{Cell: ConvCell}}, DefaultConvPrecision},
 		{"conv-float64", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float64}}, Float64},
 		{"conv-broyden-picard", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("broyden"), Backward: BackwardConfig{Solver: solve("picard")}}, DefaultConvPrecision},
-		{"conv-forward-vrghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("vrghal"), Eval: solve("anderson")}, Float64},
-		{"conv-forward-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("ghal"), Eval: solve("anderson")}, Float64},
-		{"conv-growing-batch", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("growing-batch"), Eval: solve("anderson")}, Float64},
-		{"conv-eval-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Eval: solve("ghal")}, Float64},
-		{"conv-backward-vrghal", Config{Model: ModelConfig{Cell: ConvCell}, Backward: BackwardConfig{Solver: solve("vrghal")}}, Float64},
+		// A cell that proves its bound in float64 (no GroupNorm, the
+		// projection, ℓ2 or Schatten-2) takes Float64 for the solvers that
+		// need it.
+		{"conv-forward-vrghal", Config{Model: provable, Forward: solve("vrghal"), Eval: solve("anderson")}, Float64},
+		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, Float64},
+		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, Float64},
+		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, Float64},
+		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Solver: solve("vrghal")}}, Float64},
+		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, Float64},
+		// A cell that proves nothing in either precision keeps Float32.
+		{"conv-groupnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("ghal")}, DefaultConvPrecision},
+		{"conv-weightnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Normalization: layers.WeightNorm}, Forward: solve("ghal")}, DefaultConvPrecision},
+		{"conv-linf-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: linf}, Forward: solve("ghal")}, DefaultConvPrecision},
 		// The adjoint solver runs only in implicit mode.
-		{"conv-jacobian-free-vrghal", Config{Model: ModelConfig{Cell: ConvCell}, Backward: BackwardConfig{Mode: deq.JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
+		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
 		// An explicit precision is kept.
 		{"conv-float32-ghal", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float32}, Forward: solve("ghal")}, Float32},
 	} {

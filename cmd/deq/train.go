@@ -185,6 +185,11 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	prof, err := createProfile(f.cpuProfile)
+	if err != nil {
+		return runtimeError{err}
+	}
+	defer prof.close()
 	if f.resume && f.checkpoint == "" {
 		return usagef("--resume needs --checkpoint")
 	}
@@ -259,15 +264,12 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	}
 	gamma = tr.Model().Cell().Gamma()
 	lg.start(tr, data)
-	stopProfile, err := startCPUProfile(f.cpuProfile)
-	if err != nil {
+	if err := prof.start(); err != nil {
 		return runtimeError{err}
 	}
 	start := time.Now()
 	res, err := tr.Run(ctx)
-	if perr := stopProfile(); err == nil && perr != nil {
-		err = perr
-	}
+	profErr := prof.stop()
 	lg.finish()
 	wall := time.Since(start)
 	if err != nil && res != nil && res.Interrupted {
@@ -294,32 +296,70 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		if err != nil {
 			return runtimeError{err}
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		if _, err = fmt.Fprintf(stdout, "%s\n", b); err != nil {
+			return err
+		}
+	} else if err := sum.write(stdout); err != nil {
 		return err
 	}
-	return sum.write(stdout)
+	if profErr != nil {
+		return runtimeError{profErr}
+	}
+	return nil
 }
 
-// startCPUProfile starts a CPU profile written to path and returns the
-// function that stops it and closes the file; with an empty path it does
-// nothing.
-func startCPUProfile(path string) (stop func() error, err error) {
+// cpuProfile is the CPU profile of --cpuprofile: its file, created before
+// the run opens anything else, so that a path that cannot be written fails
+// first; the profile itself covers the training epochs. A nil *cpuProfile
+// (no --cpuprofile) does nothing.
+type cpuProfile struct {
+	file    *os.File
+	running bool
+}
+
+// createProfile creates the file at path, or returns nil when path is
+// empty.
+func createProfile(path string) (*cpuProfile, error) {
 	if path == "" {
-		return func() error { return nil }, nil
+		return nil, nil
 	}
 	file, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	if err := pprof.StartCPUProfile(file); err != nil {
-		file.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		if err := file.Close(); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		return nil
-	}, nil
+	return &cpuProfile{file: file}, nil
 }
+
+// start starts profiling into the file.
+func (p *cpuProfile) start() error {
+	if p == nil {
+		return nil
+	}
+	if err := pprof.StartCPUProfile(p.file); err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	p.running = true
+	return nil
+}
+
+// stop stops profiling and closes the file, reporting a failure to write
+// it.
+func (p *cpuProfile) stop() error {
+	if p == nil || p.file == nil {
+		return nil
+	}
+	if p.running {
+		pprof.StopCPUProfile()
+		p.running = false
+	}
+	err := p.file.Close()
+	p.file = nil
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return nil
+}
+
+// close stops and closes whatever is still open, for the paths that return
+// early.
+func (p *cpuProfile) close() { _ = p.stop() }

@@ -658,7 +658,8 @@ func TestResumeNamesShiftAsFlagged(t *testing.T) {
 // TestPrecisionFlagSetsConfig: --precision sets Config.Model.Precision,
 // and without it each run takes its default: float32 for the conv cell,
 // float64 for the others and for a conv run whose forward, implicit
-// adjoint or evaluation solver needs a proven bound.
+// adjoint or evaluation solver needs a proven bound that the cell proves
+// in float64 (no GroupNorm, the projection, ℓ2 or Schatten-2).
 func TestPrecisionFlagSetsConfig(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -671,13 +672,17 @@ func TestPrecisionFlagSetsConfig(t *testing.T) {
 		{[]string{"--cell", "conv", "--precision", "float64"}, train.Float64},
 		{[]string{"--cell", "conv", "--precision", "float32"}, train.Float32},
 		{[]string{"--cell", "conv", "--solver", "anderson", "--backward-solver", "broyden"}, train.Float32},
-		{[]string{"--cell", "conv", "--solver", "vrghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--solver", "ghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--solver", "growing-batch"}, train.Float64},
-		{[]string{"--cell", "conv", "--backward-solver", "vrghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--backward", "phantom", "--backward-solver", "vrghal"}, train.Float32},
-		{[]string{"--cell", "conv", "--eval-solver", "ghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--solver", "vrghal", "--precision", "float32"}, train.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal"}, train.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "ghal"}, train.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "growing-batch"}, train.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--backward-solver", "vrghal"}, train.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "phantom", "--backward-solver", "vrghal"}, train.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--eval-solver", "ghal"}, train.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal", "--precision", "float32"}, train.Float32},
+		// With GroupNorm (the default) or in ℓ∞ the bound is not proven in
+		// float64 either: the default stays float32.
+		{[]string{"--cell", "conv", "--solver", "ghal"}, train.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--norm", "linf", "--solver", "ghal"}, train.Float32},
 	} {
 		f, _, c, err := parseTrainFlags(t, tc.args...)
 		require.NoError(t, err, "%v", tc.args)
@@ -688,7 +693,7 @@ func TestPrecisionFlagSetsConfig(t *testing.T) {
 	fl := pflag.NewFlagSet("train", pflag.ContinueOnError)
 	new(trainFlags).bindConfig(fl)
 	usage := fl.Lookup("precision").Usage
-	for _, want := range []string{"default float32 for --cell conv", "ghal, vrghal or growing-batch", "float64 for the other cells"} {
+	for _, want := range []string{"default float32 for --cell conv", "ghal, vrghal or growing-batch", "--groups -1", "float64 for the other cells"} {
 		require.Contains(t, usage, want)
 	}
 	require.Empty(t, fl.Lookup("precision").DefValue, "the default depends on the cell: the usage states it")
@@ -851,7 +856,7 @@ func TestShellQuote(t *testing.T) {
 
 // TestTrainCPUProfile: --cpuprofile writes a gzip-compressed profile of the
 // training, and a file that cannot be created is a runtime error naming the
-// flag, before any training.
+// flag, before any training and before --metrics is truncated.
 func TestTrainCPUProfile(t *testing.T) {
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "cpu.prof")
@@ -867,9 +872,14 @@ func TestTrainCPUProfile(t *testing.T) {
 	require.NotEmpty(t, body)
 
 	other := t.TempDir()
-	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "1", "--cpuprofile", filepath.Join(other, "missing", "cpu.prof"))...)
+	metrics := filepath.Join(other, "m.jsonl")
+	require.NoError(t, os.WriteFile(metrics, []byte("{}\n"), 0o644))
+	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "1", "--metrics", metrics, "--cpuprofile", filepath.Join(other, "missing", "cpu.prof"))...)
 	require.Equal(t, exitFailure, code)
 	require.Contains(t, errOut, "--cpuprofile")
 	_, err = os.Stat(filepath.Join(other, "run.ckpt"))
 	require.True(t, os.IsNotExist(err), "no epoch ran")
+	b, err := os.ReadFile(metrics)
+	require.NoError(t, err)
+	require.Equal(t, "{}\n", string(b), "the profile's file is created before --metrics is opened")
 }

@@ -165,7 +165,10 @@ type Float interface{ float32 | float64 }
 // allocation-free path with operands in cache; with any other (OpenBLAS,
 // which deq's command runs on one thread) it makes one call, which blocks
 // for the cache itself and spends less on calls and packing
-// (BenchmarkGemmShapes). tA and tB select transposes: A is then k×m with
+// (BenchmarkGemmShapes). One call may run on several OpenBLAS threads when
+// the environment asks for them (OPENBLAS_NUM_THREADS > 1; deq's command
+// sets one otherwise), also inside a Team's parts. tA and tB select
+// transposes: A is then k×m with
 // stride lda, B n×k with stride ldb.
 func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
