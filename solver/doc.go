@@ -81,7 +81,8 @@
 // and the caller alone below. The result does not depend on the number of
 // workers, bit for bit: the passes cut vectors into blocks of a fixed
 // length and add the blocks' partial inner products in block order. The
-// helpers run only during a pass, so none is left when Solve returns.
+// helpers work only during a pass: each has finished its blocks when the
+// pass returns and exits right after.
 //
 // # Errors
 //

@@ -1,7 +1,6 @@
 package solver
 
 import (
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -49,8 +48,9 @@ type blockTask interface {
 }
 
 // parallel runs vector passes block by block on the calling goroutine and
-// workers − 1 helpers. Helpers are started for a pass and have returned
-// when it does, so nothing outlives a pass; starting them allocates nothing
+// workers − 1 helpers. Helpers are started for a pass and have finished
+// their blocks when it returns (each exits right after signalling that),
+// so none touches a vector after its pass; starting them allocates nothing
 // (the go statement calls a func value stored once). A parallel lives in a
 // Workspace and serves one pass at a time. The zero value runs passes
 // serially.
@@ -210,7 +210,7 @@ func (t *subTask) block(_, lo, hi int) { subInto(t.dst[lo:hi], t.a[lo:hi], t.b[l
 // firstNonFinite returns the index of the first NaN or ±Inf in x, or −1.
 func firstNonFinite(x []float64) int {
 	for i, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or ±Inf, as numeric.AllFinite tests
 			return i
 		}
 	}

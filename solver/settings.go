@@ -66,8 +66,9 @@ type Settings struct {
 	// problems of dimension at least MinParallelLen and one below. Results
 	// do not depend on it: the passes cut vectors into blocks of a fixed
 	// length and add the partial sums of inner products in block order,
-	// whatever the number of workers. The helpers run only during a pass:
-	// none is left when Solve returns.
+	// whatever the number of workers. The helpers work only during a pass:
+	// each has finished its blocks when the pass returns and exits right
+	// after.
 	Workers int
 }
 
