@@ -38,6 +38,11 @@ Models (--model):
          GroupNorm: conv -> relu). deq style initialises the further convs'
          weights N(0, 2/(9C)) and their biases zero.
 
+--backward jacobian-free (both models) replaces implicit differentiation by
+the one-step Jacobian-free gradient, TorchDEQ's default (grad=1, tau=1):
+the loss is backpropagated through one cell step at z*, no adjoint solve,
+as `deq train --backward jacobian-free`.
+
 Data (--data DIR) are the files a benchmark writes: train-x.f32 and
 test-x.f32 (row-major float32 images, already standardised), train-y.u8 and
 test-y.u8 (labels), and meta.json {"rows", "cols", "train", "test",
@@ -329,13 +334,16 @@ class ConvDEQ(nn.Module):
 def deq_forward(model, inj, fwd, bwd, training):
     """Solve z* = cell(z*, inj) without a graph, then attach one cell step
     whose backward hook solves the adjoint fixed point (implicit
-    differentiation)."""
+    differentiation; bwd None: the one-step Jacobian-free gradient, the
+    step alone, TorchDEQ's default grad=1, tau=1)."""
     f = lambda z: model.cell(z, inj)
     with torch.no_grad():
         z_star, fst = fwd(f, torch.zeros_like(inj))
     bst = SolveStats()
     if not training:
         return z_star, fst, bst
+    if bwd is None:
+        return f(z_star), fst, bst
     z = f(z_star.requires_grad_())
     z0 = z.detach().requires_grad_()
     f0 = model.cell(z0, inj)
@@ -385,6 +393,8 @@ def run(args):
         fwd = lambda f, z0: anderson(f, z0, args.tol, args.max_iter)
         bwd = lambda f, g0: anderson(f, g0, args.backward_tol, args.backward_iter)
         efwd = fwd
+    if args.backward == "jacobian-free":
+        bwd = None
     model = model.to(dtype)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     nb = len(xtr) // args.batch
@@ -443,6 +453,7 @@ def run(args):
         "model": args.model,
         "conv_style": args.conv_style if args.model == "conv" else "",
         "encoder_layers": args.encoder_layers if args.model == "conv" else 0,
+        "backward": args.backward,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "blas": blas_name(),
@@ -495,6 +506,8 @@ def main(argv=None):
     p.add_argument("--clip", type=float, default=5.0)
     p.add_argument("--tol", type=float, default=1e-3)
     p.add_argument("--max-iter", type=int, default=40)
+    p.add_argument("--backward", choices=["implicit", "jacobian-free"], default="implicit",
+                   help="implicit differentiation (the adjoint solve), or the one-step Jacobian-free gradient (TorchDEQ's default)")
     p.add_argument("--backward-tol", type=float, default=1e-3)
     p.add_argument("--backward-iter", type=int, default=40)
     p.add_argument("--train-limit", type=int, default=0)

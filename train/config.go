@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
@@ -98,6 +97,18 @@ const (
 	// γ̄ only up to rounding, so the cell's bound is not proven
 	// (layers.Precision).
 	DefaultConvPrecision = Float32
+	// DefaultConvBackward is the conv model's default Backward.Mode: the
+	// one-step Jacobian-free gradient (as TorchDEQ's default, a one-step
+	// phantom gradient without damping), which skips the adjoint solve.
+	// Screened on 1,000 held-out training digits of mnist-10k over the
+	// 12-epoch default schedule (`deq train --data mnist-10k --cell conv
+	// --val 1000 --seed S --backward jacobian-free`, seeds 1 and 2) it
+	// validated at 99.1% and 98.8% against 98.9% and 98.8% with implicit
+	// differentiation, every forward solve within tolerance, and one
+	// training epoch took 32.2 s against 52.8 s on an idle machine
+	// (README, "Conv DEQ on real digits"). The descent direction is not
+	// the gradient; Backward.Mode Implicit restores it.
+	DefaultConvBackward = JacobianFree
 )
 
 // Config configures a training run. The zero value of every field selects
@@ -499,9 +510,11 @@ func DefaultBackwardSolver() SolverConfig {
 
 // BackwardConfig selects how gradients pass through the fixed point.
 type BackwardConfig struct {
-	// Mode is the backward mode; the zero value is deq.Implicit (solve the
-	// adjoint fixed point with Solver).
-	Mode deq.Backward
+	// Mode is the backward mode. The zero value, DefaultBackward, selects
+	// DefaultConvBackward (JacobianFree: one VJP, no adjoint solve) for the
+	// conv cell and Implicit (solve the adjoint fixed point with Solver)
+	// for the others.
+	Mode BackwardMode
 	// Solver is the adjoint solver of implicit mode. Zero fields take the
 	// values of DefaultBackwardSolver() (DefaultsFor(ConvCell)'s for the
 	// conv cell). Its Tol is relative: the adjoint solve stops when its
@@ -513,11 +526,6 @@ type BackwardConfig struct {
 	// PhantomSteps is the number of unrolled steps of phantom mode. Zero
 	// means deq.DefaultPhantomSteps.
 	PhantomSteps int
-}
-
-// BackwardModes returns the backward modes a BackwardConfig accepts.
-func BackwardModes() []deq.Backward {
-	return []deq.Backward{deq.Implicit, deq.JacobianFree, deq.Phantom}
 }
 
 // Defaults validates c and returns a copy with every default filled in.
@@ -545,7 +553,7 @@ func (c Config) Defaults() (Config, error) {
 		return d, fieldErr("Beta2", c.Beta2, "must lie in (0, 1)")
 	case c.AdamEps < 0 || notFinite(c.AdamEps):
 		return d, fieldErr("AdamEps", c.AdamEps, "must be positive and finite")
-	case !slices.Contains(BackwardModes(), c.Backward.Mode):
+	case !c.Backward.Mode.valid():
 		return d, fieldErr("Backward.Mode", c.Backward.Mode, "is not a backward mode")
 	}
 	if !c.Model.Cell.valid() {
@@ -568,6 +576,7 @@ func (c Config) Defaults() (Config, error) {
 	if d.Forward, err = c.Forward.merge("Forward", base.Forward); err != nil {
 		return d, err
 	}
+	d.Backward.Mode = cmp.Or(c.Backward.Mode, base.Backward.Mode)
 	d.Backward.PhantomSteps = cmp.Or(c.Backward.PhantomSteps, deq.DefaultPhantomSteps)
 	if d.Backward.Solver, err = c.Backward.Solver.merge("Backward.Solver", base.Backward.Solver); err != nil {
 		return d, err
@@ -598,7 +607,7 @@ func (d Config) defaultPrecision() Precision {
 		return Float64
 	}
 	if d.Model.provableConv() && (d.Forward.Method.NeedsProvenBound() || d.Eval.Method.NeedsProvenBound() ||
-		(d.Backward.Mode == deq.Implicit && d.Backward.Solver.Method.NeedsProvenBound())) {
+		(d.Backward.Mode == Implicit && d.Backward.Solver.Method.NeedsProvenBound())) {
 		return Float64
 	}
 	return DefaultConvPrecision
@@ -721,12 +730,13 @@ func DefaultsFor(k CellKind) Config {
 	c := Config{
 		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, LR: DefaultLR,
 		Forward:  DefaultForward(),
-		Backward: BackwardConfig{Solver: DefaultBackwardSolver()},
+		Backward: BackwardConfig{Mode: Implicit, Solver: DefaultBackwardSolver()},
 	}
 	if k == ConvCell {
 		anderson := method(solver.Anderson{})
 		c.Epochs, c.BatchSize, c.LR = DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR
 		c.Forward = SolverConfig{Method: anderson, Tol: DefaultConvForwardTol, MaxIter: DefaultConvForwardIter, Delta: DefaultDelta}
+		c.Backward.Mode = DefaultConvBackward
 		c.Backward.Solver = SolverConfig{Method: anderson, Tol: DefaultBackwardTol, MaxIter: DefaultConvBackwardIter, Delta: DefaultDelta}
 		c.Augment.Shift = DefaultConvShift
 	}

@@ -25,7 +25,7 @@ func TestConfigDefaults(t *testing.T) {
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
 		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: Float64},
 		Forward:  DefaultForward(),
-		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
+		Backward: BackwardConfig{Mode: Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
 		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
 	}
 	require.Equal(t, want, c)
@@ -58,6 +58,30 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, DefaultConvLR, cv.LR)
 	require.Equal(t, DefaultsFor(ConvCell).Forward, cv.Forward)
 	require.Equal(t, DefaultsFor(ConvCell).Backward.Solver, cv.Backward.Solver)
+	// The conv cell's backward mode defaults to DefaultConvBackward; an
+	// explicit mode is kept, for every cell.
+	require.Equal(t, DefaultConvBackward, cv.Backward.Mode)
+	for _, cell := range []CellKind{DenseCell, ConvCell} {
+		for _, m := range BackwardModes() {
+			d, err := Config{Model: ModelConfig{Cell: cell}, Backward: BackwardConfig{Mode: m}}.Defaults()
+			require.NoError(t, err)
+			require.Equal(t, m, d.Backward.Mode, "%v %v", cell, m)
+		}
+	}
+	// Checkpoints store the resolved mode by name, so a conv checkpoint
+	// written when implicit was the conv default ("Mode": "implicit")
+	// resumes implicit.
+	js, err := json.Marshal(cv.Backward)
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"Mode":"jacobian-free"`)
+	var legacy BackwardConfig
+	require.NoError(t, json.Unmarshal([]byte(strings.Replace(string(js), "jacobian-free", "implicit", 1)), &legacy))
+	lc := cv
+	lc.Backward = legacy
+	ld, err := lc.Defaults()
+	require.NoError(t, err)
+	require.Equal(t, lc, ld, "canonical")
+	require.Equal(t, Implicit, ld.Backward.Mode)
 	require.Equal(t, methodNamed("anderson"), cv.Forward.Method)
 	cv2, err := cv.Defaults()
 	require.NoError(t, err)
@@ -121,7 +145,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Forward: SolverConfig{Method: baseline}}, "Forward.Method"},
 		{Config{Forward: SolverConfig{Method: Method{index: 99}}}, "Forward.Method"},
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
-		{Config{Backward: BackwardConfig{Mode: deq.Backward(7)}}, "Backward.Mode"},
+		{Config{Backward: BackwardConfig{Mode: BackwardMode(7)}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Backward.Solver.Delta"},
 		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
@@ -145,6 +169,7 @@ func TestParseNames(t *testing.T) {
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
 		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
 		{"method", func(s string) (any, error) { return ParseMethod(s) }, []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}, []string{"newton", "minibatch-km", "page-halpern", "stochastic-halpern", ""}},
+		{"backward", func(s string) (any, error) { return ParseBackwardMode(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "Implicit", "default"}},
 		{"norm", func(s string) (any, error) { return ParseNormSpec(s) }, []string{"l2", "lp:4", "linf", "schatten:3", "schatten:inf"}, []string{"l1", "schatten:1", "lp:1", ""}},
 	} {
 		for _, s := range tc.good {
@@ -197,8 +222,8 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
-		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: JacobianFree}},
+		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
 		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
@@ -351,5 +376,14 @@ func TestNewFieldsJSON(t *testing.T) {
 	require.NoError(t, err)
 	for _, absent := range []string{`"ReadoutHidden"`, `"EncoderLayers"`, `"Precision"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
 		require.NotContains(t, string(b), absent)
+	}
+}
+
+func TestBackwardModeDeq(t *testing.T) {
+	for m, want := range map[BackwardMode]deq.Backward{Implicit: deq.Implicit, JacobianFree: deq.JacobianFree, Phantom: deq.Phantom, DefaultBackward: -1, BackwardMode(9): -1} {
+		require.Equal(t, want, m.Deq(), "%d", int(m))
+		if want >= 0 {
+			require.Equal(t, want.String(), m.String(), "the same names as package deq")
+		}
 	}
 }

@@ -27,7 +27,7 @@
 // New builds a Trainer from a Config whose zero fields select documented
 // defaults. The Config's choices are typed values — CellKind, Schedule,
 // Normalization, Method (an entry of the solver registry), NormSpec,
-// Precision, layers.Activation and deq.Backward — whose text forms, read by their
+// Precision and BackwardMode, layers.Activation — whose text forms, read by their
 // Parse functions and UnmarshalText, are the names used in checkpoints,
 // metrics and on the command line. Each batch's images are first
 // rotated and scaled, then translated, at random when Config.Augment asks
@@ -36,7 +36,8 @@
 // the test images). Each batch runs a hand-written step on
 // gonum BLAS: encoder, deq.Layer.Forward, readout and loss, then their
 // gradients in reverse, deq.Layer.Backward (which solves the adjoint fixed
-// point in implicit mode) in the middle; then it clips the gradient to
+// point in implicit mode, the default of every cell but conv, whose default
+// is the one-step Jacobian-free gradient, DefaultConvBackward) in the middle; then it clips the gradient to
 // Config.ClipNorm in global norm, applies decoupled weight decay, takes an
 // Adam step (Adam.Update over the parameters' slices; its state can be
 // saved) with the learning rate of Config.Schedule (cosine by default), and

@@ -534,12 +534,12 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	ds.Forward = s.method(gamma)
 	if b != nil {
-		ds.Backward = b.Mode
+		ds.Backward = b.Mode.Deq()
 		switch b.Mode {
-		case deq.JacobianFree:
-		case deq.Phantom:
+		case JacobianFree:
+		case Phantom:
 			ds.PhantomSteps = b.PhantomSteps
-		case deq.Implicit:
+		case Implicit:
 			ds.Adjoint = b.Solver.method(gamma)
 			ds.AdjointSettings = b.Solver.settings(true, true)
 			ds.AdjointOracle = b.Solver.oracle()

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 )
 
@@ -108,14 +107,16 @@ func TestDefaultPrecision(t *testing.T) {
 		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, Float64},
 		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, Float64},
 		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, Float64},
-		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Solver: solve("vrghal")}}, Float64},
+		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: Implicit, Solver: solve("vrghal")}}, Float64},
+		// The conv default mode (Jacobian-free) makes no adjoint solve.
+		{"conv-default-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Solver: solve("vrghal")}}, DefaultConvPrecision},
 		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, Float64},
 		// A cell that proves nothing in either precision keeps Float32.
 		{"conv-groupnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("ghal")}, DefaultConvPrecision},
 		{"conv-weightnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Normalization: layers.WeightNorm}, Forward: solve("ghal")}, DefaultConvPrecision},
 		{"conv-linf-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: linf}, Forward: solve("ghal")}, DefaultConvPrecision},
 		// The adjoint solver runs only in implicit mode.
-		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
+		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
 		// An explicit precision is kept.
 		{"conv-float32-ghal", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float32}, Forward: solve("ghal")}, Float32},
 	} {
@@ -148,6 +149,7 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, DefaultPrecision, ""},
 		{"eval-vrghal", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, DefaultPrecision, ""},
 		{"backward-vrghal", func(c *Config) {
+			c.Backward.Mode = Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
 		}, DefaultPrecision, ""},
 		{"vrghal-float32", func(c *Config) {
@@ -155,6 +157,7 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 		}, Float32, "Forward.Method"},
 		{"eval-vrghal-float32", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, Float32, "Eval.Method"},
 		{"backward-vrghal-float32", func(c *Config) {
+			c.Backward.Mode = Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
 		}, Float32, "Backward.Solver.Method"},
 	} {

@@ -87,7 +87,7 @@ func tightConfig(c stepCase, n int) Config {
 	cfg.Model = c.model
 	tight := SolverConfig{Method: methodNamed("broyden"), Tol: 1e-12, MaxIter: 500}
 	cfg.Forward = tight
-	cfg.Backward = BackwardConfig{Solver: tight}
+	cfg.Backward = BackwardConfig{Mode: Implicit, Solver: tight} // the gradient (the conv default is Jacobian-free)
 	cfg.Backward.Solver.Tol = 1e-13
 	return cfg
 }

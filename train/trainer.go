@@ -242,7 +242,7 @@ func checkProven(c Config, m *Model) error {
 		field string
 		m     Method
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
-		if s.field == "Backward.Solver.Method" && c.Backward.Mode != deq.Implicit {
+		if s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit {
 			continue
 		}
 		if s.m.Info().Stochastic && c.Model.Normalization == layers.WeightNorm {
@@ -278,7 +278,7 @@ func checkAids(c Config, m *Model) error {
 		train bool // the solve sees the dropout mask
 	}{
 		{"Forward.Method", c.Forward.Method, true, true},
-		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit, true},
+		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == Implicit, true},
 		{"Eval.Method", c.Eval.Method, true, false},
 	} {
 		switch {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
@@ -168,7 +167,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		s.Channels, s.Groups, s.Kernels = c.Model.Channels, c.Model.Groups, c.Model.Kernels
 		s.EncoderLayers = c.Model.EncoderLayers
 	}
-	if c.Backward.Mode == deq.Implicit {
+	if c.Backward.Mode == train.Implicit {
 		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"
 	}
 	if f := res.Final(); f != nil {

@@ -29,7 +29,9 @@ images are standardised, encoded (by a ReLU layer; for --cell conv by
 GroupNorm or, without groups, ReLU), mapped to the fixed point
 z* = f(z*, e) of a Lipschitz-constrained cell found by --solver, and
 classified by a readout (linear, or with --readout-hidden one hidden ReLU
-layer). Gradients pass through z* in --backward mode.
+layer). Gradients pass through z* in --backward mode (by default implicit
+differentiation, an adjoint solve; for --cell conv the one-step
+Jacobian-free gradient, TorchDEQ's default, which skips that solve).
 After every epoch the test set is evaluated with the evaluation solver
 (--eval-solver, by default --solver with a tolerance ten times tighter).
 

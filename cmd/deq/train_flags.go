@@ -100,7 +100,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
 	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")
 	ints(&c.Forward.Memory, "memory", "Anderson's or Broyden's memory (0: the solver's default)", false, "Forward.Memory", "Backward.Solver.Memory", "Eval.Memory")
-	text(&c.Backward.Mode, "backward", "backward mode: "+names(train.BackwardModes()), "Backward.Mode")
+	text(&c.Backward.Mode, "backward", fmt.Sprintf("backward mode: %s; default %v for --cell conv (the one-step gradient, TorchDEQ's default: no adjoint solve), implicit for the others", names(train.BackwardModes()), train.DefaultConvBackward), "Backward.Mode")
 	text(&c.Backward.Solver.Method, "backward-solver", "adjoint solver of implicit mode: "+methods, "Backward.Solver.Method")
 	floats(&c.Backward.Solver.Tol, "backward-tol", "adjoint tolerance, relative to the first residual", true, "Backward.Solver.Tol")
 	ints(&c.Backward.Solver.MaxIter, "backward-max-iter", "adjoint iteration limit", true, "Backward.Solver.MaxIter")
@@ -176,6 +176,18 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		return c, usagef("--sample-scale applies to the stochastic solvers only")
 	}
 	d, err := c.Defaults()
+	if err == nil {
+		// Settings of a backward mode the run does not use are refused,
+		// not ignored: the conv cell's default mode makes no adjoint solve.
+		for _, a := range []struct {
+			flag string
+			mode train.BackwardMode
+		}{{"backward-solver", train.Implicit}, {"backward-tol", train.Implicit}, {"backward-max-iter", train.Implicit}, {"phantom-steps", train.Phantom}} {
+			if changed(a.flag) && d.Backward.Mode != a.mode {
+				return d, usagef("--%s applies to --backward %v only (this run's mode is %v)", a.flag, a.mode, d.Backward.Mode)
+			}
+		}
+	}
 	var fe *train.FieldError
 	if errors.As(err, &fe) {
 		if name := f.flagOf(fe.Field); name != "" {

@@ -238,7 +238,13 @@ func TestTrainUsageErrors(t *testing.T) {
 		// An explicit float32 is kept, and VR-GHAL refuses its unproven
 		// bound (the default would be float64).
 		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--solver", "vrghal"), "--solver"},
-		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--backward-solver", "vrghal"), "--backward-solver"},
+		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--backward", "implicit", "--backward-solver", "vrghal"), "--backward-solver"},
+		// Settings of a backward mode the run does not use are refused:
+		// the conv default makes no adjoint solve.
+		{base("--cell", "conv", "--channels", "4", "--backward-solver", "anderson"), "--backward-solver applies to --backward implicit only (this run's mode is jacobian-free)"},
+		{base("--cell", "conv", "--channels", "4", "--backward-tol", "1e-4"), "--backward-tol applies"},
+		{base("--backward", "phantom", "--backward-max-iter", "5"), "--backward-max-iter applies"},
+		{base("--backward", "implicit", "--phantom-steps", "3"), "--phantom-steps applies to --backward phantom only"},
 		{base("--jac-weight", "-1"), "--jac-weight"},
 		{base("--jac-weight", "0.1", "--cell", "meanfield", "--batch", "32"), "--jac-weight"},
 		{base("--jac-weight", "0.1", "--cell", "conv", "--channels", "2", "--batch", "32"), "--jac-weight"},
@@ -449,7 +455,7 @@ func TestTrainConvCell(t *testing.T) {
 	}
 	var runs []run
 	for _, s := range train.Methods() {
-		runs = append(runs, run{[]string{"--solver", s.String(), "--backward-solver", s.String(), "--kernels", "2"}, s.NeedsProvenBound()})
+		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, s.NeedsProvenBound()})
 	}
 	methodRuns := len(runs)
 	for _, b := range train.BackwardModes() {
@@ -671,12 +677,13 @@ func TestPrecisionFlagSetsConfig(t *testing.T) {
 		{[]string{"--cell", "conv"}, train.Float32},
 		{[]string{"--cell", "conv", "--precision", "float64"}, train.Float64},
 		{[]string{"--cell", "conv", "--precision", "float32"}, train.Float32},
-		{[]string{"--cell", "conv", "--solver", "anderson", "--backward-solver", "broyden"}, train.Float32},
+		{[]string{"--cell", "conv", "--solver", "anderson", "--backward", "implicit", "--backward-solver", "broyden"}, train.Float32},
 		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal"}, train.Float64},
 		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "ghal"}, train.Float64},
 		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "growing-batch"}, train.Float64},
-		{[]string{"--cell", "conv", "--groups", "-1", "--backward-solver", "vrghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "phantom", "--backward-solver", "vrghal"}, train.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "implicit", "--backward-solver", "vrghal"}, train.Float64},
+		// The conv default mode (Jacobian-free) makes no adjoint solve.
+		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "phantom"}, train.Float32},
 		{[]string{"--cell", "conv", "--groups", "-1", "--eval-solver", "ghal"}, train.Float64},
 		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal", "--precision", "float32"}, train.Float32},
 		// With GroupNorm (the default) or in ℓ∞ the bound is not proven in

@@ -41,15 +41,22 @@ const DefaultPeerThreads = 1
 const (
 	peerDense = "dense"
 	peerConv  = "conv"
+	// peerConvImplicit is the conv model with implicit differentiation on
+	// both sides, the peer of issue 21 (TorchDEQ-style code with an
+	// Anderson adjoint solve).
+	peerConvImplicit = "conv-implicit"
 )
 
 // PeerModels returns the names of the peer section's models, the values
 // of Config.PeerModels.
-func PeerModels() []string { return []string{peerDense, peerConv} }
+func PeerModels() []string { return []string{peerDense, peerConv, peerConvImplicit} }
+
+// isConv reports whether the peer model is one of the conv models.
+func isConv(model string) bool { return model == peerConv || model == peerConvImplicit }
 
 // peerSetup is one model of the peer section.
 type peerSetup struct {
-	model                 string // peerDense or peerConv
+	model                 string // peerDense, peerConv or peerConvImplicit
 	data                  string // datasets.Open spec
 	trainLimit, testLimit int
 	epochs                int
@@ -64,8 +71,12 @@ type peerSetup struct {
 //     cell products (the dense default), 2 epochs;
 //   - conv: mnist-10k (8,000/2,000) at the defaults of `deq train --cell
 //     conv` (train.DefaultsFor(train.ConvCell), float32 cell products,
-//     train.DefaultConvPrecision) without their random translations
-//     (`--shift 0`; the peer does not augment), 3 epochs.
+//     train.DefaultConvPrecision, the Jacobian-free backward,
+//     train.DefaultConvBackward, which the peer mirrors with TorchDEQ's
+//     default one-step gradient) without their random translations
+//     (`--shift 0`; the peer does not augment), 3 epochs;
+//   - conv-implicit: the same with implicit differentiation on both sides
+//     (`--backward implicit`: Anderson adjoint solves).
 //
 // Config.PeerPrecision, when set, replaces both models' precision. When
 // Quick both run 1 epoch of 256 synthetic training and 128 test images,
@@ -77,17 +88,21 @@ func (s *settings) peerSetups() []peerSetup {
 	// The peer script does not augment its data: neither does our side.
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}, Augment: train.AugmentConfig{Shift: -1}}
 	dense.Model.Precision, conv.Model.Precision = s.PeerPrecision, s.PeerPrecision
+	implicit := conv
+	implicit.Backward.Mode = train.Implicit
 	var setups []peerSetup
 	if s.Quick {
-		dense.Model.Hidden, conv.Model.Channels = 16, 8
+		dense.Model.Hidden, conv.Model.Channels, implicit.Model.Channels = 16, 8, 8
 		setups = []peerSetup{
 			{model: peerDense, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: dense},
 			{model: peerConv, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: conv},
+			{model: peerConvImplicit, data: datasets.SyntheticName, trainLimit: 256, testLimit: 128, epochs: 1, cfg: implicit},
 		}
 	} else {
 		setups = []peerSetup{
 			{model: peerDense, data: datasets.FashionMNIST, epochs: 2, cfg: dense},
 			{model: peerConv, data: datasets.MNIST10k, epochs: 3, cfg: conv},
+			{model: peerConvImplicit, data: datasets.MNIST10k, epochs: 3, cfg: implicit},
 		}
 	}
 	if len(s.PeerModels) == 0 {
@@ -121,7 +136,7 @@ func peer(ctx context.Context, s *settings) (*report.PeerReport, error) {
 // peerModel trains one model on both sides.
 func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) (*report.PeerModel, error) {
 	target := report.PeerDenseTarget
-	if ps.model == peerConv {
+	if isConv(ps.model) {
 		target = report.PeerConvTarget
 	}
 	m := &report.PeerModel{Model: ps.model, Data: ps.data, Epochs: ps.epochs, Target: float64(target)}
@@ -130,6 +145,9 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 	cfg, err := cfg.Defaults()
 	if err != nil {
 		return nil, fmt.Errorf("bench: peer section: %w", err)
+	}
+	if cfg.Backward.Mode == train.Phantom {
+		return nil, fmt.Errorf("bench: peer section (%s): the peer has no phantom mode", ps.model)
 	}
 	m.Summary = peerSummary(cfg)
 	ts := trainedSetup{data: ps.data, trainLimit: ps.trainLimit, testLimit: ps.testLimit}
@@ -232,8 +250,13 @@ func peerSummary(cfg train.Config) string {
 	if m.Precision != train.Float64 {
 		arch += fmt.Sprintf(" Ours computes the cell's matrix products in %v.", m.Precision)
 	}
-	return fmt.Sprintf("%s Forward %s (tolerance %g on the largest per-example ℓ2 residual, at most %d iterations), implicit backward %s (tolerance %g relative to the first residual, at most %d iterations); evaluation at tolerance %g, %d iterations. Batch %d, Adam %g with a cosine schedule, gradient clipping at %g.",
-		arch, cfg.Forward.Method, cfg.Forward.Tol, cfg.Forward.MaxIter, cfg.Backward.Solver.Method, cfg.Backward.Solver.Tol, cfg.Backward.Solver.MaxIter,
+	backward := fmt.Sprintf("implicit backward %s (tolerance %g relative to the first residual, at most %d iterations)",
+		cfg.Backward.Solver.Method, cfg.Backward.Solver.Tol, cfg.Backward.Solver.MaxIter)
+	if cfg.Backward.Mode == train.JacobianFree {
+		backward = "Jacobian-free backward (one cell step at z*, no adjoint solve: TorchDEQ's default one-step gradient)"
+	}
+	return fmt.Sprintf("%s Forward %s (tolerance %g on the largest per-example ℓ2 residual, at most %d iterations), %s; evaluation at tolerance %g, %d iterations. Batch %d, Adam %g with a cosine schedule, gradient clipping at %g.",
+		arch, cfg.Forward.Method, cfg.Forward.Tol, cfg.Forward.MaxIter, backward,
 		cfg.Eval.Tol, cfg.Eval.MaxIter, cfg.BatchSize, cfg.LR, cfg.ClipNorm)
 }
 
@@ -243,17 +266,20 @@ func peerArgs(model string, cfg train.Config, threads int) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	i := strconv.Itoa
 	args := []string{
-		"--model", model, "--epochs", i(cfg.Epochs), "--batch", i(cfg.BatchSize), "--eval-batch", i(cfg.EvalBatchSize),
+		"--epochs", i(cfg.Epochs), "--batch", i(cfg.BatchSize), "--eval-batch", i(cfg.EvalBatchSize),
 		"--lr", f(cfg.LR), "--clip", f(cfg.ClipNorm), "--gamma", f(cfg.Model.Gamma),
 		"--tol", f(cfg.Forward.Tol), "--max-iter", i(cfg.Forward.MaxIter),
 		"--backward-tol", f(cfg.Backward.Solver.Tol), "--backward-iter", i(cfg.Backward.Solver.MaxIter),
 		"--threads", i(threads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
-	if model == peerConv {
-		return append(args, "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups),
+	if cfg.Backward.Mode == train.JacobianFree {
+		args = append(args, "--backward", "jacobian-free")
+	}
+	if isConv(model) {
+		return append(args, "--model", "conv", "--conv-style", "deq", "--channels", i(cfg.Model.Channels), "--groups", i(cfg.Model.Groups),
 			"--encoder-layers", i(max(cfg.Model.EncoderLayers, 1)))
 	}
-	return append(args, "--hidden", i(cfg.Model.Hidden), "--encoder", i(cfg.Model.Encoder))
+	return append(args, "--model", model, "--hidden", i(cfg.Model.Hidden), "--encoder", i(cfg.Model.Encoder))
 }
 
 // peerMeta is the meta.json of a peer data directory.

@@ -129,21 +129,28 @@ func TestPeerArgs(t *testing.T) {
 	} {
 		require.Contains(t, args, want)
 	}
+	// The conv default's Jacobian-free gradient is mirrored; implicit is
+	// the peer's default and passes nothing.
+	require.Contains(t, args, "--backward jacobian-free")
 	cfg.Model.EncoderLayers = 1
-	require.Contains(t, strings.Join(peerArgs("conv", cfg, 3), " "), "--encoder-layers 1")
+	cfg.Backward.Mode = train.Implicit
+	args = strings.Join(peerArgs("conv-implicit", cfg, 3), " ")
+	require.Contains(t, args, "--encoder-layers 1")
+	require.Contains(t, args, "--model conv ")
+	require.NotContains(t, args, "--backward ")
 }
 
 // TestPeerQuick runs the quick section: our side always, the peer when
 // Python with torch is installed.
 func TestPeerQuick(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains four small models")
+		t.Skip("trains six small models")
 	}
 	s, err := Config{Quick: true, Sections: []string{sectionPeer}}.withDefaults()
 	require.NoError(t, err)
 	rep, err := peer(context.Background(), s)
 	require.NoError(t, err)
-	require.Len(t, rep.Models, 2)
+	require.Len(t, rep.Models, 3)
 	for _, m := range rep.Models {
 		require.Empty(t, m.Note, m.Model)
 		require.NotNil(t, m.Ours, m.Model)
@@ -163,12 +170,12 @@ func TestPeerQuick(t *testing.T) {
 }
 
 // TestPeerModelsSelects: Config.PeerModels keeps only the models it names,
-// empty keeps both, and an unknown name is an error naming the field.
+// empty keeps all three, and an unknown name is an error naming the field.
 func TestPeerModelsSelects(t *testing.T) {
 	for _, quick := range []bool{false, true} {
 		s, err := Config{Quick: quick}.withDefaults()
 		require.NoError(t, err)
-		require.Len(t, s.peerSetups(), 2)
+		require.Len(t, s.peerSetups(), 3)
 		s, err = Config{Quick: quick, PeerModels: []string{"dense"}}.withDefaults()
 		require.NoError(t, err)
 		setups := s.peerSetups()
@@ -198,7 +205,7 @@ func TestPeerPrecision(t *testing.T) {
 		s, err := Config{PeerPrecision: tc.p}.withDefaults()
 		require.NoError(t, err)
 		setups := s.peerSetups()
-		require.Len(t, setups, 2)
+		require.Len(t, setups, 3)
 		for _, ps := range setups {
 			require.Equal(t, tc.p, ps.cfg.Model.Precision, ps.model)
 			cfg := ps.cfg
@@ -206,7 +213,7 @@ func TestPeerPrecision(t *testing.T) {
 			cfg, err := cfg.Defaults()
 			require.NoError(t, err)
 			want := tc.dense
-			if ps.model == peerConv {
+			if isConv(ps.model) {
 				want = tc.conv
 			}
 			require.Equal(t, want, cfg.Model.Precision, "%s, PeerPrecision %q", ps.model, tc.p)

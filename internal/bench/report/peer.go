@@ -143,6 +143,30 @@ func writePeer(b *strings.Builder, pr *PeerReport) {
 		}
 		p("\nRatio peer/ours: **%.2f×** on the fastest epochs (target ≥ %g×: %s), %.2f× on the means.\n\n", float64(r), m.Target, verdict, float64(m.Ratio()))
 	}
+	writeCrossRatio(b, pr)
+}
+
+// writeCrossRatio compares, when both ran, our side of the conv model (the
+// defaults of `deq train --cell conv`, whose gradient is Jacobian-free) with
+// the peer of the conv-implicit model (implicit differentiation, the peer
+// the conv target was set against): the same run and architecture, two
+// different gradients.
+func writeCrossRatio(b *strings.Builder, pr *PeerReport) {
+	var ours, peer *PeerModel
+	for i := range pr.Models {
+		switch m := &pr.Models[i]; m.Model {
+		case "conv":
+			ours = m
+		case "conv-implicit":
+			peer = m
+		}
+	}
+	if ours == nil || peer == nil || ours.Ours == nil || peer.Peer == nil {
+		return
+	}
+	cross := PeerModel{Ours: ours.Ours, Peer: peer.Peer}
+	fmt.Fprintf(b, "### conv defaults against the implicit peer\n\nOur side of *conv* (the defaults, Jacobian-free gradient) against the PyTorch peer of *conv-implicit* (implicit differentiation, an Anderson adjoint solve per batch), same run, same architecture and epochs, different gradients: **%.2f×** on the fastest epochs, %.2f× on the means (test accuracy %.2f%% against %.2f%%). Like for like, the tables above.\n\n",
+		float64(cross.BestRatio()), float64(cross.Ratio()), 100*ours.Ours.TestAcc, 100*peer.Peer.TestAcc)
 }
 
 // peerThreadsText describes the peer's torch threads for the section's

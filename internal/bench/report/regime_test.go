@@ -54,3 +54,28 @@ func TestPeerThreadsText(t *testing.T) {
 		require.Contains(t, b.String(), tc.want, "threads %d", tc.threads)
 	}
 }
+
+// TestPeerCrossRatio: with both conv models run, the section compares our
+// conv defaults with the implicit peer (best epochs 60/20 = 3, means 70/25
+// = 2.8); without the implicit model's peer it says nothing.
+func TestPeerCrossRatio(t *testing.T) {
+	side := func(secs ...float64) *PeerSide {
+		var sum float64
+		for _, s := range secs {
+			sum += s
+		}
+		return &PeerSide{EpochSeconds: secs, SecondsPerEpoch: sum / float64(len(secs)), TestAcc: 0.98}
+	}
+	pr := &PeerReport{Models: []PeerModel{
+		{Model: "conv", Ours: side(20, 30), Peer: side(40, 40), Target: PeerConvTarget},
+		{Model: "conv-implicit", Ours: side(35, 35), Peer: side(60, 80), Target: PeerConvTarget},
+	}}
+	var b strings.Builder
+	writePeer(&b, pr)
+	require.Contains(t, b.String(), "### conv defaults against the implicit peer")
+	require.Contains(t, b.String(), "**3.00×** on the fastest epochs, 2.80× on the means")
+	pr.Models[1].Peer = nil
+	b.Reset()
+	writePeer(&b, pr)
+	require.NotContains(t, b.String(), "against the implicit peer")
+}
