@@ -712,15 +712,16 @@ func gcd(a, b int) int {
 // DefaultsFor returns the defaults of a run with a cell of kind k: the
 // fields that Config.Defaults fills in where they are zero and whose
 // defaults depend on the cell (Epochs, BatchSize, LR, Forward,
-// Backward.Solver and Augment). They are DefaultEpochs, DefaultBatchSize,
-// DefaultLR, DefaultForward(), DefaultBackwardSolver() and no
-// augmentation (for every cell), except for the conv cell: DefaultConvEpochs,
+// Backward.Mode, Backward.Solver and Augment). They are DefaultEpochs,
+// DefaultBatchSize, DefaultLR, DefaultForward(), Implicit,
+// DefaultBackwardSolver() and no augmentation (for every cell), except for
+// the conv cell: DefaultConvBackward (the one-step Jacobian-free gradient), DefaultConvEpochs,
 // DefaultConvBatchSize, DefaultConvLR, Anderson acceleration forward (tol
 // DefaultConvForwardTol, DefaultConvForwardIter iterations) and backward
-// (DefaultConvBackwardIter iterations), and translations of up to
-// DefaultConvShift pixels. (The defaults of the model's fields are
+// (DefaultConvBackwardIter iterations, for an implicit run), and
+// translations of up to DefaultConvShift pixels. (The defaults of the model's fields are
 // ModelConfig's; the conv cell's precision, DefaultConvPrecision, also
-// depends on the solvers.) The conv
+// depends on the solvers and the backward mode.) The conv
 // defaults follow the convolutional DEQs of the literature on digit images
 // (Anderson with a small iteration budget, batches of 64, Adam at 2e-3 with
 // a cosine schedule); the forward tolerance is absolute in the per-example

@@ -211,59 +211,65 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 			continue
 		}
 		delete(chosen, c.name)
-		t.Run(c.name, func(t *testing.T) {
-			cfg := tinyConfig()
-			cfg.BatchSize = 8
-			cfg.WeightDecay = 1e-3
-			cfg.Model = c.model
-			// A fixed number of iterations, so that the solves allocate the
-			// same at every step.
-			fixed := SolverConfig{Method: methodNamed("picard"), Tol: 1e-300, MaxIter: 5}
-			cfg.Forward, cfg.Backward = fixed, BackwardConfig{Solver: fixed}
-			trn, err := New(cfg, c.train, c.test, nil)
-			require.NoError(t, err)
-			m := trn.model
-			trn.batcher.Next()
-			b := trn.batcher.Batch()
-			x, labels, n := b.X.RawMatrix().Data, b.Labels, b.Len()
-			_, err = trn.trainBatch(b)
-			require.NoError(t, err)
-			w := m.work(n)
-			sol, err := trn.layer.Forward(context.Background(), w.e)
-			require.NoError(t, err)
-			own := testing.AllocsPerRun(20, func() {
-				m.standardize(w.xs, x)
-				require.NoError(t, m.encode(w.e, w.xs, n))
-				m.readout(w, sol.Z, n)
-				crossEntropy(w.dlogits, w.logits, labels, m.Classes)
-				m.readoutBackward(w, sol.Z, n)
-				require.NoError(t, m.encodeBackward(w.xs, w.e, w.de, n))
-				clipTo(trn.grads, globalNorm(trn.grads), 1e-3)
-				decay(trn.vals, trn.decay, 1-1e-6)
-				require.NoError(t, trn.adam.Update(trn.vals, trn.grads))
-			})
-			require.Zero(t, own)
-			step := testing.AllocsPerRun(20, func() {
-				_, err := trn.trainBatch(b)
-				require.NoError(t, err)
-			})
-			layer := testing.AllocsPerRun(20, func() {
-				sol, err := trn.layer.Forward(context.Background(), w.e)
-				require.NoError(t, err)
-				_, err = trn.layer.Backward(context.Background(), sol, w.gz, w.de)
-				require.NoError(t, err)
-				require.NoError(t, m.cell.Project())
-			})
-			// AllocsPerRun counts every allocation of the process while the
-			// runs go on, averaged and truncated to an integer, so a stray
-			// allocation of the runtime (or of the race detector) can move
-			// either count by one: the step must allocate what the layer
-			// does, give or take that one.
-			require.InDelta(t, layer, step, 1)
-			t.Logf("%s: %.0f allocations per step, all in the DEQ layer's solves and the projection", c.name, step)
-		})
+		for _, mode := range []BackwardMode{Implicit, JacobianFree} {
+			t.Run(c.name+"/"+mode.String(), func(t *testing.T) { stepAllocations(t, c, mode) })
+		}
 	}
 	require.Empty(t, chosen, "cases not in stepCases")
+}
+
+// stepAllocations is one case of TestStepAllocatesNothingOfItsOwn, with the
+// backward mode given.
+func stepAllocations(t *testing.T, c stepCase, mode BackwardMode) {
+	cfg := tinyConfig()
+	cfg.BatchSize = 8
+	cfg.WeightDecay = 1e-3
+	cfg.Model = c.model
+	// A fixed number of iterations, so that the solves allocate the
+	// same at every step.
+	fixed := SolverConfig{Method: methodNamed("picard"), Tol: 1e-300, MaxIter: 5}
+	cfg.Forward, cfg.Backward = fixed, BackwardConfig{Mode: mode, Solver: fixed}
+	trn, err := New(cfg, c.train, c.test, nil)
+	require.NoError(t, err)
+	m := trn.model
+	trn.batcher.Next()
+	b := trn.batcher.Batch()
+	x, labels, n := b.X.RawMatrix().Data, b.Labels, b.Len()
+	_, err = trn.trainBatch(b)
+	require.NoError(t, err)
+	w := m.work(n)
+	sol, err := trn.layer.Forward(context.Background(), w.e)
+	require.NoError(t, err)
+	own := testing.AllocsPerRun(20, func() {
+		m.standardize(w.xs, x)
+		require.NoError(t, m.encode(w.e, w.xs, n))
+		m.readout(w, sol.Z, n)
+		crossEntropy(w.dlogits, w.logits, labels, m.Classes)
+		m.readoutBackward(w, sol.Z, n)
+		require.NoError(t, m.encodeBackward(w.xs, w.e, w.de, n))
+		clipTo(trn.grads, globalNorm(trn.grads), 1e-3)
+		decay(trn.vals, trn.decay, 1-1e-6)
+		require.NoError(t, trn.adam.Update(trn.vals, trn.grads))
+	})
+	require.Zero(t, own)
+	step := testing.AllocsPerRun(20, func() {
+		_, err := trn.trainBatch(b)
+		require.NoError(t, err)
+	})
+	layer := testing.AllocsPerRun(20, func() {
+		sol, err := trn.layer.Forward(context.Background(), w.e)
+		require.NoError(t, err)
+		_, err = trn.layer.Backward(context.Background(), sol, w.gz, w.de)
+		require.NoError(t, err)
+		require.NoError(t, m.cell.Project())
+	})
+	// AllocsPerRun counts every allocation of the process while the
+	// runs go on, averaged and truncated to an integer, so a stray
+	// allocation of the runtime (or of the race detector) can move
+	// either count by one: the step must allocate what the layer
+	// does, give or take that one.
+	require.InDelta(t, layer, step, 1)
+	t.Logf("%s, %v: %.0f allocations per step, all in the DEQ layer's solves and the projection", c.name, mode, step)
 }
 
 // legacyConfig is the run of testdata/v1-gorgonia-step.ckpt: written by

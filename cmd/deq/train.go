@@ -203,6 +203,9 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		if err := f.checkResume(cfg, ck.Config, cmd.Flags().Changed); err != nil {
 			return err
 		}
+		if err := checkModeFlags(ck.Config.Backward.Mode, "the checkpoint's", cmd.Flags().Changed); err != nil {
+			return err
+		}
 		cfg = ck.Config
 	}
 	spec := f.data.spec

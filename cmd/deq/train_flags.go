@@ -176,17 +176,9 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		return c, usagef("--sample-scale applies to the stochastic solvers only")
 	}
 	d, err := c.Defaults()
-	if err == nil {
-		// Settings of a backward mode the run does not use are refused,
-		// not ignored: the conv cell's default mode makes no adjoint solve.
-		for _, a := range []struct {
-			flag string
-			mode train.BackwardMode
-		}{{"backward-solver", train.Implicit}, {"backward-tol", train.Implicit}, {"backward-max-iter", train.Implicit}, {"phantom-steps", train.Phantom}} {
-			if changed(a.flag) && d.Backward.Mode != a.mode {
-				return d, usagef("--%s applies to --backward %v only (this run's mode is %v)", a.flag, a.mode, d.Backward.Mode)
-			}
-		}
+	if err == nil && !f.resume {
+		// A resumed run is checked against its checkpoint's mode (run).
+		err = checkModeFlags(d.Backward.Mode, "this run's", changed)
 	}
 	var fe *train.FieldError
 	if errors.As(err, &fe) {
@@ -198,6 +190,21 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		return d, usagef("%v", err)
 	}
 	return d, nil
+}
+
+// checkModeFlags refuses, rather than ignores, the settings of a backward
+// mode other than mode, the run's (whose names it), given on the command
+// line: the conv cell's default mode makes no adjoint solve.
+func checkModeFlags(mode train.BackwardMode, whose string, changed func(string) bool) error {
+	for _, a := range []struct {
+		flag string
+		mode train.BackwardMode
+	}{{"backward-solver", train.Implicit}, {"backward-tol", train.Implicit}, {"backward-max-iter", train.Implicit}, {"phantom-steps", train.Phantom}} {
+		if changed(a.flag) && mode != a.mode {
+			return usagef("--%s applies to --backward %v only (%s mode is %v)", a.flag, a.mode, whose, mode)
+		}
+	}
+	return nil
 }
 
 // cellDefaults sets the fields of the flags not given to the defaults of

@@ -747,6 +747,30 @@ func TestResumeLegacyPrecision(t *testing.T) {
 	require.Contains(t, errOut, "--precision = float32 contradicts the checkpoint's float64")
 }
 
+// TestBackwardModeFlagsResume: the conv default's gradient is
+// Jacobian-free (the summary says so); an implicit conv run resumes with its
+// own command line, --backward-tol included, though the flags alone would
+// resolve to the Jacobian-free default; and a resumed run refuses the
+// settings of a mode its checkpoint does not use, naming the checkpoint's.
+func TestBackwardModeFlagsResume(t *testing.T) {
+	ck := filepath.Join(t.TempDir(), "conv.ckpt")
+	base := []string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20", "--cell", "conv", "--channels", "2",
+		"--batch", "32", "--epochs", "1", "--max-iter", "10", "--quiet", "--json"}
+	code, out, errOut := runCmd(base...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "jacobian-free", decodeOne(t, out)["backward"])
+	args := append(slices.Clone(base), "--checkpoint", ck, "--backward-tol", "1e-4")
+	code, out, errOut = runCmd(append(args, "--backward", "implicit")...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "implicit (anderson)", decodeOne(t, out)["backward"])
+	code, out, errOut = runCmd(append(args, "--resume")...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "implicit (anderson)", decodeOne(t, out)["backward"])
+	code, _, errOut = runCmd(append(args, "--resume", "--phantom-steps", "5")...) // the stored value, refused for the mode
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--phantom-steps applies to --backward phantom only (the checkpoint's mode is implicit)")
+}
+
 // TestRotateScaleFlagsSetConfig: --rotate and --scale set
 // Config.Augment.Rotate and Scale, none without them for every cell and
 // data set, and a negative value is refused naming the flag.

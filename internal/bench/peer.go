@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -32,8 +33,8 @@ const sectionPeer = "peer"
 const PeerScript = "scripts/torch_peer.py"
 
 // DefaultPeerThreads is Config.PeerThreads where that is zero: one torch
-// thread, the peer's faster setting on both models of the section
-// (measured in BENCHMARKS.md, "PyTorch peer"). Our side likewise
+// thread, the peer's faster setting on the dense and the (implicit) conv
+// model (measured in BENCHMARKS.md, "PyTorch peer"). Our side likewise
 // runs OpenBLAS on one thread (blasimpl.Use).
 const DefaultPeerThreads = 1
 
@@ -78,8 +79,8 @@ type peerSetup struct {
 //   - conv-implicit: the same with implicit differentiation on both sides
 //     (`--backward implicit`: Anderson adjoint solves).
 //
-// Config.PeerPrecision, when set, replaces both models' precision. When
-// Quick both run 1 epoch of 256 synthetic training and 128 test images,
+// Config.PeerPrecision, when set, replaces every model's precision. When
+// Quick all three run 1 epoch of 256 synthetic training and 128 test images,
 // with 16 hidden units and 8 channels. Config.PeerModels, when set, keeps
 // only the models it names.
 func (s *settings) peerSetups() []peerSetup {
@@ -184,6 +185,8 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 	case err != nil:
 		m.Note = "the PyTorch peer failed: " + err.Error()
 		s.logf("peer: %s: %s", ps.model, m.Note)
+	case m.Peer.Backward != m.Ours.Backward:
+		return nil, fmt.Errorf("bench: peer section (%s): the peer differentiated %s, ours %s", ps.model, m.Peer.Backward, m.Ours.Backward)
 	default:
 		s.logf("peer: %s: ours %.2f s/epoch, %.4f test; torch %.2f s/epoch, %.4f test; ratio %.2f×",
 			ps.model, m.Ours.SecondsPerEpoch, m.Ours.TestAcc, m.Peer.SecondsPerEpoch, m.Peer.TestAcc, float64(m.Ratio()))
@@ -211,7 +214,7 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 	if err != nil {
 		return nil, fmt.Errorf("bench: peer section (%s): %w", ps.model, err)
 	}
-	side := &report.PeerSide{BLAS: blasimpl.Name, DType: "float64"}
+	side := &report.PeerSide{BLAS: blasimpl.Name, DType: "float64", Backward: cfg.Backward.Mode.String()}
 	if cfg.Model.Precision == train.Float32 {
 		side.DType = "float32 cell products, float64 state"
 	}
@@ -241,7 +244,7 @@ func peerSummary(cfg train.Config) string {
 		if m.EncoderLayers > 1 {
 			enc = fmt.Sprintf("a conv encoder of %d blocks (stride-2 3×3, then %d stride-1 3×3)", m.EncoderLayers, m.EncoderLayers-1)
 		}
-		arch = fmt.Sprintf("Conv DEQ (`deq train --cell conv` defaults): %s to %d×14×14, cell relu(W∗z + u + b), %s, the ℓ2 operator norm of W's convolution projected onto %g by power iteration after every step (ours also enforces a Fourier bound every %d steps), 2×2 average pooling and a linear readout.",
+		arch = fmt.Sprintf("Conv DEQ (`deq train --cell conv` defaults, the backward mode as below): %s to %d×14×14, cell relu(W∗z + u + b), %s, the ℓ2 operator norm of W's convolution projected onto %g by power iteration after every step (ours also enforces a Fourier bound every %d steps), 2×2 average pooling and a linear readout.",
 			enc, m.Channels, norm, m.Gamma, m.ExactEvery)
 	} else {
 		arch = fmt.Sprintf("Dense DEQ: encoder relu(x·We + be) of %d features, cell relu(z·W + e·U + b) of %d hidden units, the spectral norm of W projected onto %g after every step, a linear readout.",
@@ -416,6 +419,7 @@ type peerFinal struct {
 	Final           bool    `json:"final"`
 	BLAS            string  `json:"blas"`
 	DType           string  `json:"dtype"`
+	Backward        string  `json:"backward"`
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 	TestAcc         float64 `json:"test_acc"`
 }
@@ -484,6 +488,7 @@ func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) 
 	side.BwdIters /= float64(n)
 	side.FwdMet /= float64(n)
 	side.SecondsPerEpoch, side.TestAcc, side.BLAS, side.DType = fin.SecondsPerEpoch, fin.TestAcc, fin.BLAS, fin.DType
+	side.Backward = cmp.Or(fin.Backward, "implicit") // scripts before the option differentiated implicitly
 	return side, nil
 }
 

@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--data) dir=$2; shift ;;
 	--model) model=$2; shift ;;
+	--backward) backward=$2; shift ;;
 	esac
 	shift
 done
@@ -40,7 +41,11 @@ have=$(wc -c < "$dir/train-x.f32")
 echo "loading $model"
 echo '{"epoch": 1, "train_seconds": 3.0, "test_acc": 0.5, "fwd_iters_mean": 10, "bwd_iters_mean": 6, "fwd_met_frac": 1.0}'
 echo '{"epoch": 2, "train_seconds": 5.0, "test_acc": 0.75, "fwd_iters_mean": 20, "bwd_iters_mean": 8, "fwd_met_frac": 0.5}'
-echo '{"final": true, "blas": "openblas", "dtype": "float32", "seconds_per_epoch": 4.0, "test_acc": 0.75}'
+if [ -n "$backward" ]; then
+	echo '{"final": true, "blas": "openblas", "dtype": "float32", "seconds_per_epoch": 4.0, "test_acc": 0.75, "backward": "'"$backward"'"}'
+else # as the script printed before its --backward option
+	echo '{"final": true, "blas": "openblas", "dtype": "float32", "seconds_per_epoch": 4.0, "test_acc": 0.75}'
+fi
 `
 
 func quickPeerData(t *testing.T) *datasets.Data {
@@ -111,6 +116,10 @@ func TestPeerFake(t *testing.T) {
 	require.InDelta(t, 0.75, side.FwdMet, 1e-12)
 	require.Equal(t, "openblas", side.BLAS)
 	require.Equal(t, "float32", side.DType)
+	require.Equal(t, "implicit", side.Backward, "a summary without the field: implicit")
+	side, err = r.train(context.Background(), dir, []string{"--model", "conv", "--backward", "jacobian-free"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "jacobian-free", side.Backward)
 
 	// A peer that fails reports its last error line.
 	require.NoError(t, os.Remove(filepath.Join(dir, "train-y.u8")))
@@ -160,9 +169,12 @@ func TestPeerQuick(t *testing.T) {
 	if rep.Note != "" {
 		t.Skipf("peer part skipped: %s", rep.Note)
 	}
+	gradient := map[string]string{"dense": "implicit", "conv": "jacobian-free", "conv-implicit": "implicit"}
 	for _, m := range rep.Models {
 		require.NotNil(t, m.Peer, m.Model)
 		require.Len(t, m.Peer.EpochSeconds, 1)
+		require.Equal(t, gradient[m.Model], m.Peer.Backward, m.Model)
+		require.Equal(t, gradient[m.Model], m.Ours.Backward, m.Model)
 		require.Equal(t, "float32", m.Peer.DType)
 		r := float64(m.Ratio())
 		require.False(t, math.IsNaN(r) || r <= 0, "ratio %v", r)
