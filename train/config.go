@@ -105,8 +105,9 @@ const (
 	// --val 1000 --seed S --backward jacobian-free`, seeds 1 and 2) it
 	// validated at 99.1% and 98.8% against 98.9% and 98.8% with implicit
 	// differentiation, every forward solve within tolerance, and one
-	// training epoch took 32.2 s against 52.8 s on an idle machine
-	// (README, "Conv DEQ on real digits"). The descent direction is not
+	// training epoch without translations took 32.2 s against 52.8 s on
+	// an idle machine (1.64×; 1.50× between the fastest epochs of a peer
+	// bench run; README, "Conv DEQ on real digits"). The descent direction is not
 	// the gradient; Backward.Mode Implicit restores it.
 	DefaultConvBackward = JacobianFree
 )

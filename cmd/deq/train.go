@@ -200,10 +200,12 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		if ck, err = train.Load(f.checkpoint); err != nil {
 			return usagef("--resume: %v", err)
 		}
-		if err := f.checkResume(cfg, ck.Config, cmd.Flags().Changed); err != nil {
+		// A mode's settings given for a run of another mode are named as
+		// such before any contradiction with the stored values.
+		if err := checkModeFlags(ck.Config.Backward.Mode, "the checkpoint's", cmd.Flags().Changed); err != nil {
 			return err
 		}
-		if err := checkModeFlags(ck.Config.Backward.Mode, "the checkpoint's", cmd.Flags().Changed); err != nil {
+		if err := f.checkResume(cfg, ck.Config, cmd.Flags().Changed); err != nil {
 			return err
 		}
 		cfg = ck.Config
