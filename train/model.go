@@ -494,10 +494,17 @@ func (m *Model) termRelVar(e, z []float64, n int, seed uint64) (float64, error) 
 // returns them without normalisation: the model standardises its input)
 // with forward solver s in batches of batch images (zero means
 // DefaultEvalBatchSize). s's zero fields take DefaultForward()'s values. It
-// stops with ctx's error, between batches, when ctx is done.
+// stops with ctx's error, between batches, when ctx is done. As New
+// does for a run, it refuses (a *FieldError naming Eval.Method) a method
+// whose guarantees rest on a bound the cell lacks: a stochastic method on a
+// conv cell that proves no Lipschitz bound, and GHAL or VR-GHAL on a cell
+// that declares no γ̄.
 func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfig, batch int) (*EvalMetrics, error) {
 	s, err := s.merge("Eval", DefaultForward())
 	if err != nil {
+		return nil, err
+	}
+	if err := m.checkMethod("Eval.Method", s.Method); err != nil {
 		return nil, err
 	}
 	l, err := m.layer(s, nil, nil)
@@ -505,6 +512,19 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 		return nil, err
 	}
 	return m.evaluate(ctx, l, d, batch, s.Tol, 0)
+}
+
+// checkMethod refuses, naming field, a method whose guarantees rest on a
+// bound the model's cell lacks (the checks of checkProven and checkAids for
+// one solve without dropout).
+func (m *Model) checkMethod(field string, meth Method) error {
+	switch {
+	case m.Config.Cell == ConvCell && !m.Proven() && meth.Info().Stochastic:
+		return fieldErr(field, meth, fmt.Sprintf("needs a proven Lipschitz bound, which this conv cell does not have (it has one only in l2 or schatten:2, without GroupNorm, under the projection and in float64; Model.Norm = %v, Model.Groups = %d, Model.Normalization = %v, Model.Precision = %v)", m.Config.Norm, m.Config.Groups, m.Config.Normalization, m.Config.Precision))
+	case needsGamma(meth) && math.IsInf(m.cell.Gamma(), 1):
+		return fieldErr(field, meth, fmt.Sprintf("needs a Lipschitz bound γ̄, which the cell declares none of (Model.Normalization = %v)", m.Config.Normalization))
+	}
+	return nil
 }
 
 // layer returns a deq.Layer over the model's cell with forward solver s

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -138,6 +139,10 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	}
 	start := time.Now()
 	em, err := ck.Model.Evaluate(cmd.Context(), data.Test, s, batch)
+	var fe *train.FieldError
+	if errors.As(err, &fe) && fe.Field == "Eval.Method" {
+		return usagef("--solver = %v %s", fe.Value, fe.Reason)
+	}
 	if err != nil {
 		return runtimeError{err}
 	}

@@ -747,6 +747,40 @@ func TestResumeLegacyPrecision(t *testing.T) {
 	require.Contains(t, errOut, "--precision = float32 contradicts the checkpoint's float64")
 }
 
+// TestEvalRefusesUnprovenSolvers: deq eval refuses, naming --solver, the
+// solvers that deq train would refuse for the checkpoint's cell: a
+// stochastic solver on a conv cell without a proven bound (GroupNorm, the
+// default), GHAL on a cell that declares no bound (weight normalisation);
+// the deterministic solvers still evaluate it.
+func TestEvalRefusesUnprovenSolvers(t *testing.T) {
+	dir := t.TempDir()
+	train := func(name string, extra ...string) string {
+		ck := filepath.Join(dir, name)
+		args := append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20", "--cell", "conv", "--channels", "2",
+			"--batch", "32", "--epochs", "1", "--max-iter", "10", "--quiet", "--checkpoint", ck}, extra...)
+		code, _, errOut := runCmd(args...)
+		require.Equal(t, 0, code, errOut)
+		return ck
+	}
+	groupNorm, weightNorm := train("gn.ckpt"), train("wn.ckpt", "--normalization", "weight", "--groups", "-1")
+	for _, tc := range []struct {
+		ck, solver, want string
+	}{
+		{groupNorm, "vrghal", "--solver = vrghal needs a proven Lipschitz bound"},
+		{groupNorm, "growing-batch", "--solver = growing-batch needs a proven Lipschitz bound"},
+		{weightNorm, "ghal", "--solver = ghal needs a Lipschitz bound γ̄, which the cell declares none of"},
+		{weightNorm, "vrghal", "--solver = vrghal needs a proven Lipschitz bound"},
+	} {
+		code, _, errOut := runCmd("eval", "--checkpoint", tc.ck, "--test-limit", "20", "--solver", tc.solver)
+		require.Equal(t, exitUsage, code, "%s %s: %s", tc.ck, tc.solver, errOut)
+		require.Contains(t, errOut, tc.want)
+	}
+	for _, s := range []string{"picard", "anderson"} {
+		code, _, errOut := runCmd("eval", "--checkpoint", groupNorm, "--test-limit", "20", "--solver", s)
+		require.Equal(t, 0, code, errOut)
+	}
+}
+
 // TestBackwardModeFlagsResume: the conv default's gradient is
 // Jacobian-free (the summary says so); an implicit conv run resumes with its
 // own command line, --backward-tol included, though the flags alone would
