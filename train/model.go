@@ -519,9 +519,9 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 // one solve without dropout).
 func (m *Model) checkMethod(field string, meth Method) error {
 	switch {
-	case m.Config.Cell == ConvCell && !m.Proven() && meth.Info().Stochastic:
-		return fieldErr(field, meth, fmt.Sprintf("needs a proven Lipschitz bound, which this conv cell does not have (it has one only in l2 or schatten:2, without GroupNorm, under the projection and in float64; Model.Norm = %v, Model.Groups = %d, Model.Normalization = %v, Model.Precision = %v)", m.Config.Norm, m.Config.Groups, m.Config.Normalization, m.Config.Precision))
-	case needsGamma(meth) && math.IsInf(m.cell.Gamma(), 1):
+	case m.lacksProof(meth):
+		return fieldErr(field, meth, unprovenReason(m.Config))
+	case m.lacksGamma(meth):
 		return fieldErr(field, meth, fmt.Sprintf("needs a Lipschitz bound γ̄, which the cell declares none of (Model.Normalization = %v)", m.Config.Normalization))
 	}
 	return nil

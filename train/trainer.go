@@ -235,24 +235,39 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 // rest on that bound. The deterministic solvers
 // run either way.
 func checkProven(c Config, m *Model) error {
-	if c.Model.Cell != ConvCell || m.Proven() {
-		return nil
-	}
 	for _, s := range []struct {
 		field string
 		m     Method
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
-		if s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit {
+		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit) || !m.lacksProof(s.m) {
 			continue
 		}
-		if s.m.Info().Stochastic && c.Model.Normalization == layers.WeightNorm {
+		if c.Model.Normalization == layers.WeightNorm {
 			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("proves no Lipschitz bound, which %s = %v needs (the conv cell has one only under the projection, without GroupNorm, in l2 or schatten:2)", s.field, s.m))
 		}
-		if s.m.Info().Stochastic {
-			return fieldErr(s.field, s.m, fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm and in float64 (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Precision = %v)", c.Model.Norm, c.Model.Groups, c.Model.Precision))
-		}
+		return fieldErr(s.field, s.m, unprovenReason(c.Model))
 	}
 	return nil
+}
+
+// lacksProof reports whether meth's guarantees rest on a Lipschitz bound
+// that the model's cell does not prove: meth is stochastic and the cell is
+// a conv cell without a proven bound. The deterministic solvers run either
+// way.
+func (m *Model) lacksProof(meth Method) bool {
+	return m.Config.Cell == ConvCell && !m.Proven() && meth.Info().Stochastic
+}
+
+// lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
+// VR-GHAL) that the model's cell does not declare (weight normalisation).
+func (m *Model) lacksGamma(meth Method) bool {
+	return needsGamma(meth) && math.IsInf(m.cell.Gamma(), 1)
+}
+
+// unprovenReason is the reason of the refusal of a stochastic method on
+// the conv cell of c, which proves no bound.
+func unprovenReason(c ModelConfig) string {
+	return fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm, under the projection and in float64 (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Normalization = %v; Model.Precision = %v)", c.Norm, c.Groups, c.Normalization, c.Precision)
 }
 
 // checkAids refuses the training aids a cell or a solver cannot honour:
@@ -283,7 +298,7 @@ func checkAids(c Config, m *Model) error {
 	} {
 		switch {
 		case !s.used || !needsGamma(s.m):
-		case math.IsInf(gamma, 1):
+		case m.lacksGamma(s.m):
 			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("declares no Lipschitz bound γ̄, which %s = %v needs (use the projection or another solver)", s.field, s.m))
 		case s.train && gamma/(1-c.Aids.Dropout) > 1:
 			return fieldErr("Aids.Dropout", c.Aids.Dropout, fmt.Sprintf("scales the cell's bound γ̄ = %g to %g > 1, and %s = %v needs a bound of at most one", gamma, gamma/(1-c.Aids.Dropout), s.field, s.m))

@@ -178,7 +178,7 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 	d, err := c.Defaults()
 	if err == nil && !f.resume {
 		// A resumed run is checked against its checkpoint's mode (run).
-		err = checkModeFlags(d.Backward.Mode, "this run's", changed)
+		return d, checkModeFlags(d.Backward.Mode, "this run's", changed)
 	}
 	var fe *train.FieldError
 	if errors.As(err, &fe) {

@@ -147,9 +147,6 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 	if err != nil {
 		return nil, fmt.Errorf("bench: peer section: %w", err)
 	}
-	if cfg.Backward.Mode == train.Phantom {
-		return nil, fmt.Errorf("bench: peer section (%s): the peer has no phantom mode", ps.model)
-	}
 	m.Summary = peerSummary(cfg)
 	ts := trainedSetup{data: ps.data, trainLimit: ps.trainLimit, testLimit: ps.testLimit}
 	d, err := ts.open(ctx, s.Seed)
