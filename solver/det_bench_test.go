@@ -2,6 +2,7 @@ package solver
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -110,3 +111,16 @@ func BenchmarkPicardConvBatch(b *testing.B) { benchMethodLen(b, Picard{}, convBa
 // BenchmarkPicardConvBatchSerial is BenchmarkPicardConvBatch on one
 // goroutine (Workers = 1).
 func BenchmarkPicardConvBatchSerial(b *testing.B) { benchMethodWorkers(b, Picard{}, convBatchLen, 1) }
+
+// BenchmarkAndersonWorkers measures what MinParallelLen rests on: Anderson's
+// cost per iteration on the n-dimensional chain for n = 2^14 … 2^18, with
+// its vector passes on one goroutine and on two.
+func BenchmarkAndersonWorkers(b *testing.B) {
+	for _, n := range []int{1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/workers=%d", n, workers), func(b *testing.B) {
+				benchMethodWorkers(b, Anderson{}, n, workers)
+			})
+		}
+	}
+}

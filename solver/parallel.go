@@ -10,11 +10,12 @@ import (
 
 // MinParallelLen is the smallest problem dimension for which a zero
 // Settings.Workers splits the vector passes between goroutines. Measured
-// with Anderson on the chain on two idle cores, two workers took 1.27
-// times as long per iteration as one at 2^14 entries, 1.15 times at 2^15,
-// and gained 1.09, 1.28 and 1.31 times at 2^16, 2^17 and 2^18: shorter
-// vectors sit in cache, where a pass is too short to pay for waking a
-// helper.
+// with Anderson on the chain on two idle cores (go test ./solver -run '^$'
+// -bench AndersonWorkers -count 3, medians of three), two workers took
+// 1.21 times as long per iteration as one at 2^14 entries, were level at
+// 2^15 (1.03 times faster) and gained 1.20, 1.23 and 1.51 times at 2^16,
+// 2^17 and 2^18: shorter vectors sit in cache, where a pass is too short to
+// pay for waking a helper.
 const MinParallelLen = 1 << 16
 
 // parBlock is the length of the blocks into which the parallel vector
