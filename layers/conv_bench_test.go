@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/deqgo/deq/internal/blasimpl"
@@ -97,6 +98,16 @@ func BenchmarkConvVJPHiddenFloat32(b *testing.B) {
 	benchConv(b, ConvConfig{Precision: Float32}, "vjp-hidden", 0, 1)
 }
 func BenchmarkConvVJPFloat32(b *testing.B) { benchConv(b, ConvConfig{Precision: Float32}, "vjp", 0, 2) }
+
+// BenchmarkConvEvalDefault and BenchmarkConvVJPDefault time the cell of
+// deq train --cell conv at its defaults: GroupNorm of gcd(48, 8) = 8
+// groups, float32 products.
+func BenchmarkConvEvalDefault(b *testing.B) {
+	benchConv(b, ConvConfig{Groups: 8, Precision: Float32}, "eval", 0, 1)
+}
+func BenchmarkConvVJPDefault(b *testing.B) {
+	benchConv(b, ConvConfig{Groups: 8, Precision: Float32}, "vjp", 0, 2)
+}
 func BenchmarkConvEvalGroupNorm(b *testing.B) {
 	benchConv(b, ConvConfig{Groups: 4}, "eval", 0, 1)
 }
@@ -122,6 +133,30 @@ func BenchmarkConvGemmReference(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, x, 0, c)
+	}
+	b.ReportMetric(benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkConvGemmReference32 is BenchmarkConvGemmReference in single
+// precision (blas32.Gemm), the rate the float32 cell's products could
+// reach at most as one product.
+func BenchmarkConvGemmReference32(b *testing.B) {
+	blasimpl.Use()
+	const m, k, n = benchConvChannels, 9 * benchConvChannels, benchConvSide * benchConvSide * benchConvBatch
+	rng := rand.New(rand.NewPCG(1, 2))
+	f32 := func(v []float64) []float32 {
+		out := make([]float32, len(v))
+		for i, x := range v {
+			out[i] = float32(x)
+		}
+		return out
+	}
+	a := blas32.General{Rows: m, Cols: k, Stride: k, Data: f32(randVec(rng, m*k, 1))}
+	x := blas32.General{Rows: k, Cols: n, Stride: n, Data: f32(randVec(rng, k*n, 1))}
+	c := blas32.General{Rows: m, Cols: n, Stride: n, Data: make([]float32, m*n)}
+	b.ReportAllocs()
+	for b.Loop() {
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, x, 0, c)
 	}
 	b.ReportMetric(benchConvFlops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
