@@ -45,6 +45,15 @@ type trainSummary struct {
 	EvalSolver string `json:"eval_solver"`
 	EvalTol    number `json:"eval_tol"`
 	Epochs     int    `json:"epochs"`
+	// Seed, Batch, LR, Schedule, WeightDecay and ClipNorm are the run's
+	// seed and optimisation settings, defaults filled in (ClipNorm 0: no
+	// clipping, as with the flag --clip-norm).
+	Seed        uint64  `json:"seed"`
+	Batch       int     `json:"batch"`
+	LR          float64 `json:"lr"`
+	Schedule    string  `json:"schedule"`
+	WeightDecay float64 `json:"weight_decay"`
+	ClipNorm    float64 `json:"clip_norm"`
 	// Normalization is the dense or conv cell's normalisation; Precision
 	// the precision of its matrix products; Shift the largest random
 	// translation of the training images in pixels (0: none); Aids the
@@ -161,6 +170,8 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Normalization: c.Model.Normalization.String(), Precision: c.Model.Precision.String(), Aids: c.Aids,
 		Shift: max(c.Augment.Shift, 0), Rotate: c.Augment.Rotate, Scale: c.Augment.Scale,
 		ReadoutHidden: c.Model.ReadoutHidden,
+		Seed:          c.Seed, Batch: c.BatchSize, LR: c.LR, Schedule: c.Schedule.String(),
+		WeightDecay: c.WeightDecay, ClipNorm: max(c.ClipNorm, 0),
 	}
 	if c.Model.Cell == train.ConvCell {
 		s.Hidden = tr.Model().Cell().Shape().HiddenLen()

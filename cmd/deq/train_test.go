@@ -129,6 +129,22 @@ func TestTrainSummary(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "float32", decodeOne(t, out)["precision"])
 
+	// The seed and optimisation settings are in the JSON, defaults filled
+	// in.
+	opt := decodeOne(t, out)
+	require.Equal(t, 5.0, opt["seed"])
+	require.Equal(t, 64.0, opt["batch"])
+	require.Equal(t, 0.01, opt["lr"])
+	require.Equal(t, "cosine", opt["schedule"])
+	require.Equal(t, 0.0, opt["weight_decay"])
+	require.Equal(t, train.DefaultClipNorm, opt["clip_norm"])
+	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--weight-decay", "0.05", "--clip-norm", "0", "--schedule", "step", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	opt = decodeOne(t, out)
+	require.Equal(t, 0.05, opt["weight_decay"])
+	require.Equal(t, 0.0, opt["clip_norm"], "no clipping")
+	require.Equal(t, "step", opt["schedule"])
+
 	// Translations are named on the model line, the banner and in the
 	// JSON (0 without them).
 	require.Equal(t, 0.0, decodeOne(t, out)["shift"])
