@@ -120,9 +120,10 @@ func BenchmarkConvVJPHiddenSampled(b *testing.B) {
 }
 
 // BenchmarkConvGemmReference is the same-shape matrix multiply as one
-// blas64.Gemm (OpenBLAS's, threaded, with -tags netlib; gonum's parallel
-// one otherwise): C×9C kernels times 9C×(n·HW) columns, the work of one
-// convolution of the batch.
+// blas64.Gemm (OpenBLAS's with -tags netlib, on one thread unless
+// OPENBLAS_NUM_THREADS says otherwise; gonum's parallel one otherwise):
+// C×9C kernels times 9C×(n·HW) columns, the work of one convolution of the
+// batch.
 func BenchmarkConvGemmReference(b *testing.B) {
 	blasimpl.Use()
 	const m, k, n = benchConvChannels, 9 * benchConvChannels, benchConvSide * benchConvSide * benchConvBatch
@@ -138,8 +139,9 @@ func BenchmarkConvGemmReference(b *testing.B) {
 }
 
 // BenchmarkConvGemmReference32 is BenchmarkConvGemmReference in single
-// precision (blas32.Gemm), the rate the float32 cell's products could
-// reach at most as one product.
+// precision (blas32.Gemm): the rate of one float32 product of a
+// convolution's shape, on OpenBLAS's threads (one unless
+// OPENBLAS_NUM_THREADS is set) with -tags netlib.
 func BenchmarkConvGemmReference32(b *testing.B) {
 	blasimpl.Use()
 	const m, k, n = benchConvChannels, 9 * benchConvChannels, benchConvSide * benchConvSide * benchConvBatch
