@@ -57,8 +57,8 @@ lint:
 	$(GO) vet ./...
 
 ## bench: Go microbenchmarks with allocation counts (saved to
-## $(BENCH_OUT)/go-bench.txt), then `deq bench` (internal/bench measures,
-## internal/bench/report writes): JSON and plots in $(BENCH_OUT), tables in
+## $(BENCH_OUT)/go-bench.txt), then `deq bench` (cmd/deq/internal/bench measures,
+## cmd/deq/internal/bench/report writes): JSON and plots in $(BENCH_OUT), tables in
 ## BENCHMARKS.md (text after its end marker is kept). The forward
 ## section trains a model once and caches it as
 ## $(BENCH_OUT)/forward-model.ckpt. It has not been timed as a whole since the peer

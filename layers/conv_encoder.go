@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 
-	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/internal/mru"
+	"github.com/deqgo/deq/layers/internal/conv"
 )
 
 // ConvEncoderConfig configures a ConvEncoder. Zero values select the

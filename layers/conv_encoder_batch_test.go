@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deqgo/deq/internal/conv"
+	"github.com/deqgo/deq/layers/internal/conv"
 )
 
 // TestConvEncoderLayersFloat32FiniteDifferences checks the gradients of

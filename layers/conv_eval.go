@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"slices"
 
-	"github.com/deqgo/deq/internal/conv"
+	"github.com/deqgo/deq/layers/internal/conv"
 	"github.com/deqgo/deq/solver"
 )
 

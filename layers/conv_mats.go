@@ -1,6 +1,6 @@
 package layers
 
-import "github.com/deqgo/deq/internal/conv"
+import "github.com/deqgo/deq/layers/internal/conv"
 
 // shiftedProducts are whole-batch matrices of stride-1 3×3 convolutions
 // of padding 1 and the shifted products on them (see conv.Shifted), in the

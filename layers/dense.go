@@ -9,8 +9,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 
-	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/internal/mru"
+	"github.com/deqgo/deq/layers/internal/conv"
 	"github.com/deqgo/deq/solver"
 )
 

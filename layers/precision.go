@@ -6,8 +6,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 
-	"github.com/deqgo/deq/internal/conv"
 	"github.com/deqgo/deq/internal/enum"
+	"github.com/deqgo/deq/layers/internal/conv"
 )
 
 // Precision selects the floating-point precision of the matrix products of

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deqgo/deq/internal/bench"
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/train"
 )
 
@@ -35,7 +35,7 @@ func newBenchCmd() *cobra.Command {
 	var f benchFlags
 	cmd := newCommand("bench [flags]",
 		"Run the benchmarks and write JSON, PNG plots and a Markdown report",
-		`Bench runs the benchmark sections of internal/bench: samples the stochastic
+		`Bench runs the benchmark sections of cmd/deq/internal/bench: samples the stochastic
 solvers need to reach a true residual ε (stochastic), VR-GHAL's overhead
 against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic

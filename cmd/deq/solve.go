@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/solver/problems"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deqgo/deq/cmd/deq/internal/plots"
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/internal/plots"
 	"github.com/deqgo/deq/train"
 )
 

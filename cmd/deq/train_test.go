@@ -21,8 +21,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/cmd/deq/internal/plots"
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/internal/plots"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/deqgo/deq/internal/plots"
+	"github.com/deqgo/deq/cmd/deq/internal/plots"
 )
 
 // Plot sizes.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/train"
 )
 

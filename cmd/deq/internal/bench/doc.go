@@ -4,7 +4,7 @@
 // evaluations against plain matrix multiplies, the function evaluations
 // the deterministic solvers need on a trained DEQ, and the arithmetic
 // throughput and memory of training epochs. Run returns a report.Report;
-// package report (internal/bench/report), which this package imports and
+// package report (cmd/deq/internal/bench/report), which this package imports and
 // which imports nothing of it, judges the performance targets and writes
 // the JSON, PNG plots and Markdown report. The command `deq bench` is a
 // thin wrapper around Run and report.Write. It is internal: its names are

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/deqgo/deq/internal/bench"
+	"github.com/deqgo/deq/cmd/deq/internal/bench"
 )
 
 // Run measures, for every stochastic method, the unit samples it needs to

@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 

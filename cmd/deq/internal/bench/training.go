@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/train"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/deqgo/deq/internal/bench/report"
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/solver"
 )
 

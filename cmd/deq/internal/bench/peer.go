@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/internal/bench/report"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/train"
 )
