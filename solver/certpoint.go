@@ -33,6 +33,12 @@ import (
 // its N samples over that many calls and RuleEstimate has that many
 // buckets (at least 3). Benchmarks use it to charge every method the same
 // certificate.
+//
+// CertifyRadius observes ctx and settings.MaxTime (which bounds its wall
+// time) before each oracle call, and splits calls of more than 2¹⁶ unit
+// samples into chunks as Solve's certificate does; when either ends the
+// draw it returns no certificate and an error wrapping ctx's error (and
+// ErrTimeLimit for MaxTime).
 func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, fallback int, settings *Settings) (*Certificate, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -46,6 +52,11 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 	s, err := settings.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if s.MaxTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.MaxTime, ErrTimeLimit)
+		defer cancel()
 	}
 	o, norm := p.Oracle, p.Norm
 	delta := s.Certify.Delta
