@@ -159,8 +159,8 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// interruptedError reports a run stopped by a signal after saving its
-// state (exit status 130).
+// interruptedError reports a command stopped by a signal after it wrote
+// what it could (exit status 130).
 type interruptedError struct{ err error }
 
 func (e interruptedError) Error() string { return e.err.Error() }
