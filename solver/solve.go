@@ -355,8 +355,8 @@ func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 // method stopped.
 //
 // Solve observes ctx and Settings.MaxTime throughout, the certificate
-// included: the method stops at its next oracle call or recorded iterate
-// once either is done, and a stochastic certificate checks them before each
+// included: the method stops at its next oracle call (Env.Eval) once
+// either is done, and a stochastic certificate checks them before each
 // of its oracle calls, which it splits into chunks (of 2¹⁶ unit samples,
 // then doubling). MaxTime bounds the wall time of the whole solve. A solve
 // stopped this way returns promptly with Status Canceled (ctx) or
