@@ -187,7 +187,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 		t.opts = *opts
 	}
 	if c.BatchSize > train.Len() {
-		return nil, fmt.Errorf("train: Config.BatchSize = %d exceeds the %d training images", c.BatchSize, train.Len())
+		return nil, fieldErr("BatchSize", c.BatchSize, fmt.Sprintf("exceeds the %d training images", train.Len()))
 	}
 	if err := checkProven(c, m); err != nil {
 		return nil, err

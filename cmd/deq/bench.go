@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -87,6 +88,17 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	switch {
 	case f.out == "":
 		return bench.Config{}, usagef("--out must not be empty")
+	}
+	if err := checkOutputDir("out", f.out); err != nil {
+		return bench.Config{}, err
+	}
+	if f.markdown != "" && filepath.Dir(f.markdown) != filepath.Clean(f.out) {
+		// A report inside --out is written after MkdirAll creates it.
+		if err := checkOutputFile("markdown", f.markdown); err != nil {
+			return bench.Config{}, err
+		}
+	}
+	switch {
 	case f.seeds < 0:
 		return bench.Config{}, usagef("--seeds = %d must not be negative", f.seeds)
 	case f.seed == 0:

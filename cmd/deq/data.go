@@ -54,6 +54,16 @@ func (d *dataFlags) open(ctx context.Context, spec string) (*datasets.Data, erro
 	if errors.Is(err, datasets.ErrUnknownDataSet) {
 		return nil, usagef("--data: %v", err)
 	}
+	var ni *datasets.NotInstalledError
+	if errors.As(err, &ni) {
+		// The library's message names its Options field; the command's
+		// names the flag.
+		where := strings.Join(ni.Dirs, ", ")
+		if ni.NoCache != "" {
+			where += ni.NoCache
+		}
+		return nil, usagef("--data %s: not installed in %s; add --download to fetch it", ni.Name, where)
+	}
 	if err != nil {
 		return nil, runtimeError{err}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -187,6 +188,9 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := f.checkOutputs(); err != nil {
+		return err
+	}
 	prof, err := createProfile(f.cpuProfile)
 	if err != nil {
 		return runtimeError{err}
@@ -313,6 +317,27 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return runtimeError{profErr}
 	}
 	return nil
+}
+
+// checkOutputs refuses, before any work, an output path of the flags
+// that cannot be written: --checkpoint, --metrics and --cpuprofile files
+// and the --plot directory.
+func (f *trainFlags) checkOutputs() error {
+	for _, o := range []struct{ flag, path string }{
+		{"checkpoint", f.checkpoint}, {"metrics", f.metrics}, {"cpuprofile", f.cpuProfile},
+	} {
+		if err := checkOutputFile(o.flag, o.path); err != nil {
+			return err
+		}
+	}
+	if f.checkpoint != "" {
+		// Save writes a temporary file beside the checkpoint and renames
+		// it: the directory must be writable too.
+		if err := checkWritableDir("checkpoint", f.checkpoint, filepath.Dir(f.checkpoint)); err != nil {
+			return err
+		}
+	}
+	return checkOutputDir("plot", f.plot)
 }
 
 // cpuProfile is the CPU profile of --cpuprofile: its file, created before

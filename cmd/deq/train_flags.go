@@ -90,7 +90,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.ReadoutHidden, "readout-hidden", "hidden ReLU units of the readout between the fixed point's features and the logits (0: none, a linear readout)", false, "Model.ReadoutHidden")
 	text(&c.Model.Activation, "activation", "cell activation: relu or tanh", "Model.Activation")
 	floats(&c.Model.Gamma, "gamma", "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z", true, "Model.Gamma")
-	ints(&c.Model.ExactEvery, "exact-every", fmt.Sprintf("l2 constraint: exact spectral norm every N projections (power iteration in between); conv: Fourier bound every N (default %d)", train.DefaultConvCertifyEvery), true, "Model.ExactEvery")
+	ints(&c.Model.ExactEvery, "exact-every", fmt.Sprintf("l2 constraint: exact spectral norm every N projections (power iteration in between); --cell conv: Fourier bound every N, %d when not given", train.DefaultConvCertifyEvery), true, "Model.ExactEvery")
 	text(&c.Model.Norm, "norm", "norm of the hidden state: l2, lp:P, linf or schatten:P", "Model.Norm")
 	text(&c.Forward.Method, "solver", "forward solver: "+methods, "Forward.Method")
 	floats(&c.Forward.Tol, "tol", "forward residual tolerance, absolute unless --tol-relative: a solve succeeds when its certified residual bound is at most tol", true, "Forward.Tol")
