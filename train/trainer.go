@@ -361,6 +361,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		trainTime := time.Since(start)
 		em := t.acc.finish(t.epoch + 1)
+		first := em.TrainLoss
+		if len(t.history) > 0 {
+			first = t.history[0].TrainLoss
+		}
+		em.LossGrowth = lossGrowth(em.TrainLoss, first, t.model.Classes)
 		evalStart := time.Now()
 		ev, err := t.model.evaluate(ctx, t.evalLayer, t.test, t.cfg.EvalBatchSize, t.cfg.Eval.Tol, mix3(t.cfg.Seed, streamEval, uint64(t.epoch)))
 		if err != nil {

@@ -241,12 +241,18 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		defer metricsFile.Close()
 	}
 	var metricsErr error
+	warned := false   // the loss-growth warning was printed
 	var gamma float64 // the cell's declared bound, once the trainer exists
 	opts := &train.Options{
 		Checkpoint: f.checkpoint,
 		OnBatch:    lg.batch,
 		OnEpoch: func(e *train.EpochMetrics) {
 			lg.epoch(e, cfg.Epochs, gamma)
+			if e.LossGrowth > 0 && !warned {
+				// Once per run, even with --quiet; the run goes on.
+				warned = true
+				fmt.Fprintln(stderr, oneLine(lossGrowthWarning(e, cfg.LR)))
+			}
 			if metricsFile != nil && metricsErr == nil {
 				b, err := json.Marshal(e)
 				if err == nil {
@@ -317,6 +323,13 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return runtimeError{profErr}
 	}
 	return nil
+}
+
+// lossGrowthWarning is the warning of an epoch whose training loss grew
+// by orders of magnitude (train.EpochMetrics.LossGrowth).
+func lossGrowthWarning(e *train.EpochMetrics, lr float64) string {
+	return fmt.Sprintf("warning: epoch %d's mean training loss %.3g is %.3g times the reference loss (the first epoch's or ln(classes), the smaller; warned above %d times): the loss grows by orders of magnitude; a smaller --lr than %g may help",
+		e.Epoch, e.TrainLoss, e.LossGrowth, train.LossGrowthFactor, lr)
 }
 
 // checkOutputs refuses, before any work, an output path of the flags
