@@ -229,17 +229,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		cfg = dataDefaults(cfg, spec, cmd.Flags().Changed)
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)
-	var metricsFile *os.File
-	if f.metrics != "" {
-		mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if f.resume {
-			mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		}
-		if metricsFile, err = os.OpenFile(f.metrics, mode, 0o644); err != nil {
-			return runtimeError{err}
-		}
-		defer metricsFile.Close()
-	}
+	var metricsFile *os.File // opened once the trainer accepts the data
 	var metricsErr error
 	warned := false   // the loss-growth warning was printed
 	var gamma float64 // the cell's declared bound, once the trainer exists
@@ -278,6 +268,16 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	}
 	if err != nil {
 		return runtimeError{err}
+	}
+	if f.metrics != "" {
+		mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if f.resume {
+			mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		if metricsFile, err = os.OpenFile(f.metrics, mode, 0o644); err != nil {
+			return runtimeError{err}
+		}
+		defer metricsFile.Close()
 	}
 	gamma = tr.Model().Cell().Gamma()
 	lg.start(tr, data)

@@ -547,8 +547,8 @@ func TestDownloadFlag(t *testing.T) {
 		{"eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--data", datasets.MNIST10k},
 	} {
 		code, _, errOut := runCmd(args...)
-		require.Equal(t, exitFailure, code, errOut)
-		require.Contains(t, errOut, "Download.Enabled", "without --download the error says how to fetch")
+		require.Equal(t, exitUsage, code, errOut)
+		require.Contains(t, errOut, "--download", "without --download the error says how to fetch")
 		require.NoFileExists(t, log, "without --download npm is not run")
 
 		code, _, errOut = runCmd(append(args, "--download")...)
