@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -63,6 +64,11 @@ func (d *dataFlags) open(ctx context.Context, spec string) (*datasets.Data, erro
 			where += ni.NoCache
 		}
 		return nil, usagef("--data %s: not installed in %s; add --download to fetch it", ni.Name, where)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, datasets.ErrFormat) {
+		// A directory without the IDX files, or with malformed ones: the
+		// value of --data cannot be served.
+		return nil, usagef("--data %s: %v", spec, err)
 	}
 	if err != nil {
 		return nil, runtimeError{err}

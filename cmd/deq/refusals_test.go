@@ -62,6 +62,9 @@ func TestRefusalsNameTheFlag(t *testing.T) {
 	missing := filepath.Join(dir, "no-such-dir")
 	other := writeIDXDir(t, 20, 28, 28, 10) // digits' shape, another name
 	small := writeIDXDir(t, 20, 8, 8, 10)   // another image size
+	empty := t.TempDir()                    // no IDX files
+	broken := writeIDXDir(t, 20, 28, 28, 10)
+	require.NoError(t, os.Truncate(filepath.Join(broken, datasets.StandardFiles[0]), 100))
 	train := func(extra ...string) []string {
 		return append([]string{"train", "--data", "synthetic", "--train-limit", "384", "--test-limit", "10", "--quiet",
 			"--hidden", "8", "--epochs", "1", "--metrics", filepath.Join(dir, "m.jsonl")}, extra...)
@@ -86,6 +89,10 @@ func TestRefusalsNameTheFlag(t *testing.T) {
 		{[]string{"bench", "--out", file}, []string{"--out", "not a directory"}},
 		{[]string{"bench", "--out", filepath.Join(file, "sub")}, []string{"--out", "not a directory"}},
 		{[]string{"bench", "--out", dir, "--markdown", filepath.Join(missing, "B.md")}, []string{"--markdown", "does not exist"}},
+		// A --data directory that cannot be served.
+		{train("--data", empty), []string{"--data " + empty, "no train-images-idx3-ubyte"}},
+		{train("--data", broken), []string{"--data " + broken, "truncated"}},
+		{[]string{"eval", "--checkpoint", ck, "--data", empty}, []string{"--data " + empty}},
 		// deq eval on other data than the checkpoint's.
 		{[]string{"eval", "--checkpoint", ck, "--data", other}, []string{"--data " + other, "synthetic", "--force"}},
 		{[]string{"eval", "--checkpoint", ck, "--data", small}, []string{"--data " + small, "8×8", "784 pixels"}},
