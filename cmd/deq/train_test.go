@@ -936,7 +936,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 // TestTrainCPUProfile: --cpuprofile writes a gzip-compressed profile of the
-// training, and a file that cannot be created is a runtime error naming the
+// training, and a file that cannot be created is a usage error naming the
 // flag, before any training and before --metrics is truncated.
 func TestTrainCPUProfile(t *testing.T) {
 	dir := t.TempDir()
@@ -956,7 +956,7 @@ func TestTrainCPUProfile(t *testing.T) {
 	metrics := filepath.Join(other, "m.jsonl")
 	require.NoError(t, os.WriteFile(metrics, []byte("{}\n"), 0o644))
 	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "1", "--metrics", metrics, "--cpuprofile", filepath.Join(other, "missing", "cpu.prof"))...)
-	require.Equal(t, exitFailure, code)
+	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--cpuprofile")
 	_, err = os.Stat(filepath.Join(other, "run.ckpt"))
 	require.True(t, os.IsNotExist(err), "no epoch ran")
