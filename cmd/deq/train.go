@@ -263,7 +263,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		tr, err = train.New(cfg, data.Train, data.Test, opts)
 		var fe *train.FieldError
 		if errors.As(err, &fe) && f.flagOf(fe.Field) != "" {
-			return usagef("--%s = %v %s", f.flagOf(fe.Field), fe.Value, fe.Reason)
+			return f.fieldUsage(fe)
 		}
 	}
 	if err != nil {

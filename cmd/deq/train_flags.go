@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -183,7 +185,7 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 	var fe *train.FieldError
 	if errors.As(err, &fe) {
 		if name := f.flagOf(fe.Field); name != "" {
-			return d, usagef("--%s = %v %s", name, fe.Value, fe.Reason)
+			return d, f.fieldUsage(fe)
 		}
 	}
 	if err != nil {
@@ -224,6 +226,26 @@ func (f *trainFlags) cellDefaults(c *train.Config, changed func(string) bool) {
 			d.Set(s)
 		}
 	}
+}
+
+// fieldUsage returns the usage error of a train.FieldError whose field
+// has a flag: the flag, the value and the reason, in which every Config
+// field path of the flag table (the reason may name another field, such as
+// Forward.Method) is spelt as its flag.
+func (f *trainFlags) fieldUsage(fe *train.FieldError) error {
+	var paths []string
+	flags := map[string]string{}
+	for _, b := range f.bound {
+		for _, x := range b.fields {
+			paths = append(paths, regexp.QuoteMeta(x))
+			flags[x] = "--" + b.name
+		}
+	}
+	// Longest first, so that Model.Normalization is not read as Model.Norm.
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	re := regexp.MustCompile(`\b(` + strings.Join(paths, "|") + `)\b`)
+	reason := re.ReplaceAllStringFunc(fe.Reason, func(x string) string { return flags[x] })
+	return usagef("--%s = %v %s", f.flagOf(fe.Field), fe.Value, reason)
 }
 
 // flagOf returns the name of the flag that sets the Config field, or "".
