@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,9 +93,12 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	if err := checkOutputDir("out", f.out); err != nil {
 		return bench.Config{}, err
 	}
-	if f.markdown != "" && filepath.Dir(f.markdown) != filepath.Clean(f.out) {
-		// A report inside --out is written after MkdirAll creates it.
-		if err := checkOutputFile("markdown", f.markdown); err != nil {
+	if f.markdown != "" {
+		// The report's directory is created as --out is.
+		if st, err := os.Stat(f.markdown); err == nil && st.IsDir() {
+			return bench.Config{}, usagef("--markdown %s is a directory, not a file", f.markdown)
+		}
+		if err := checkOutputDir("markdown", filepath.Dir(f.markdown)); err != nil {
 			return bench.Config{}, err
 		}
 	}

@@ -92,7 +92,8 @@ func TestRefusalsNameTheFlag(t *testing.T) {
 		{train("--cpuprofile", dir), []string{"--cpuprofile", "is a directory"}},
 		{[]string{"bench", "--out", file}, []string{"--out", "not a directory"}},
 		{[]string{"bench", "--out", filepath.Join(file, "sub")}, []string{"--out", "not a directory"}},
-		{[]string{"bench", "--out", dir, "--markdown", filepath.Join(missing, "B.md")}, []string{"--markdown", "does not exist"}},
+		{[]string{"bench", "--out", dir, "--markdown", filepath.Join(file, "B.md")}, []string{"--markdown", "not a directory"}},
+		{[]string{"bench", "--out", dir, "--markdown", dir}, []string{"--markdown", "is a directory"}},
 		// A reason that names another field names its flag.
 		{train("--dropout", "0.5", "--solver", "vrghal", "--batch", "64"), []string{"--dropout = 0.5", "--solver = vrghal"}},
 		{train("--jac-freq", "2"), []string{"--jac-freq = 2", "positive --jac-weight"}},
