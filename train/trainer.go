@@ -187,7 +187,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 		t.opts = *opts
 	}
 	if c.BatchSize > train.Len() {
-		return nil, fmt.Errorf("train: Config.BatchSize = %d exceeds the %d training images", c.BatchSize, train.Len())
+		return nil, fieldErr("BatchSize", c.BatchSize, fmt.Sprintf("exceeds the %d training images", train.Len()))
 	}
 	if err := checkProven(c, m); err != nil {
 		return nil, err
@@ -361,6 +361,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		trainTime := time.Since(start)
 		em := t.acc.finish(t.epoch + 1)
+		first := em.TrainLoss
+		if len(t.history) > 0 {
+			first = t.history[0].TrainLoss
+		}
+		em.LossGrowth = lossGrowth(em.TrainLoss, first, t.model.Classes)
 		evalStart := time.Now()
 		ev, err := t.model.evaluate(ctx, t.evalLayer, t.test, t.cfg.EvalBatchSize, t.cfg.Eval.Tol, mix3(t.cfg.Seed, streamEval, uint64(t.epoch)))
 		if err != nil {

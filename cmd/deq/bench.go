@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -87,6 +89,20 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	switch {
 	case f.out == "":
 		return bench.Config{}, usagef("--out must not be empty")
+	}
+	if err := checkOutputDir("out", f.out); err != nil {
+		return bench.Config{}, err
+	}
+	if f.markdown != "" {
+		// The report's directory is created as --out is.
+		if st, err := os.Stat(f.markdown); err == nil && st.IsDir() {
+			return bench.Config{}, usagef("--markdown %s is a directory, not a file", f.markdown)
+		}
+		if err := checkOutputDir("markdown", filepath.Dir(f.markdown)); err != nil {
+			return bench.Config{}, err
+		}
+	}
+	switch {
 	case f.seeds < 0:
 		return bench.Config{}, usagef("--seeds = %d must not be negative", f.seeds)
 	case f.seed == 0:

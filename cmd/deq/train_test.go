@@ -547,8 +547,8 @@ func TestDownloadFlag(t *testing.T) {
 		{"eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--data", datasets.MNIST10k},
 	} {
 		code, _, errOut := runCmd(args...)
-		require.Equal(t, exitFailure, code, errOut)
-		require.Contains(t, errOut, "Download.Enabled", "without --download the error says how to fetch")
+		require.Equal(t, exitUsage, code, errOut)
+		require.Contains(t, errOut, "--download", "without --download the error says how to fetch")
 		require.NoFileExists(t, log, "without --download npm is not run")
 
 		code, _, errOut = runCmd(append(args, "--download")...)
@@ -936,7 +936,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 // TestTrainCPUProfile: --cpuprofile writes a gzip-compressed profile of the
-// training, and a file that cannot be created is a runtime error naming the
+// training, and a file that cannot be created is a usage error naming the
 // flag, before any training and before --metrics is truncated.
 func TestTrainCPUProfile(t *testing.T) {
 	dir := t.TempDir()
@@ -956,7 +956,7 @@ func TestTrainCPUProfile(t *testing.T) {
 	metrics := filepath.Join(other, "m.jsonl")
 	require.NoError(t, os.WriteFile(metrics, []byte("{}\n"), 0o644))
 	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "1", "--metrics", metrics, "--cpuprofile", filepath.Join(other, "missing", "cpu.prof"))...)
-	require.Equal(t, exitFailure, code)
+	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--cpuprofile")
 	_, err = os.Stat(filepath.Join(other, "run.ckpt"))
 	require.True(t, os.IsNotExist(err), "no epoch ran")
