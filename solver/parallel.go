@@ -69,6 +69,7 @@ type parallel struct {
 	cf  copyFiniteTask
 	fin finiteTask
 	sub subTask
+	axpy axpyTask // Env.AddScaled's
 }
 
 // blocks returns the number of blocks of a vector of length n.
