@@ -169,8 +169,6 @@ type graphCellEval struct {
 	graphs graphs[*graphCellGraph]
 }
 
-var _ Evaluator = (*graphCellEval)(nil)
-
 func (e *graphCellEval) Model() solver.Model { return solver.Deterministic }
 
 func (e *graphCellEval) SetInput(x []float64) error {
@@ -203,7 +201,7 @@ func (e *graphCellEval) graph(full bool, k int) (*graphCellGraph, error) {
 			x, gg.x = gr.input("x", e.rows, d)
 			ps := make(G.Nodes, len(c.params))
 			for i, p := range c.params {
-				ps[i] = gr.bound(p.name, p.value)
+				ps[i] = gr.bound(p.name, p.tensor())
 			}
 			out, err := c.build(gr.g, z, x, ps)
 			switch {
