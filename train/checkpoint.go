@@ -101,6 +101,9 @@ type meta struct {
 // new one in full, even if the process is killed. It refuses to write
 // parameters or optimiser moments that are not finite.
 func (t *Trainer) Save(path string) error {
+	if t.model.custom {
+		return fmt.Errorf("train: Save: %w", ErrCustomCell)
+	}
 	b, err := t.marshal()
 	if err != nil {
 		return err
