@@ -65,10 +65,10 @@ type parallel struct {
 	helper func() // p.help, made once
 
 	// Reusable tasks of the Env's own passes.
-	cp  copyTask
-	cf  copyFiniteTask
-	fin finiteTask
-	sub subTask
+	cp   copyTask
+	cf   copyFiniteTask
+	fin  finiteTask
+	sub  subTask
 	axpy axpyTask // Env.AddScaled's
 }
 
