@@ -44,18 +44,16 @@ type CellFunc func(input, hidden int, seed uint64) (layers.Cell, error)
 // and Aids.JacWeight a cell whose evaluators implement
 // layers.JacobianPenalizer.
 //
-// Checkpoints hold no code, so a run of a CellFunc's cell is not
-// checkpointed: Options.Checkpoint must be empty, and Save returns an error
-// wrapping ErrCustomCell.
+// Checkpoints hold the cell's parameters (named "cell." and their names)
+// but no code: LoadWithCell and ResumeWithCell read them back with the
+// same CellFunc, and Load and Resume refuse them with an error wrapping
+// ErrCustomCell.
 func NewWithCell(cfg Config, newCell CellFunc, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
 	if newCell == nil {
 		return nil, errors.New("train: NewWithCell: newCell is nil")
 	}
 	if err := cfg.Model.checkCustom(); err != nil {
 		return nil, err
-	}
-	if opts != nil && opts.Checkpoint != "" {
-		return nil, fmt.Errorf("train: Options.Checkpoint = %q: %w", opts.Checkpoint, ErrCustomCell)
 	}
 	c, err := cfg.Defaults()
 	if err != nil {
@@ -75,9 +73,54 @@ func NewWithCell(cfg Config, newCell CellFunc, train, test *datasets.Dataset, op
 	return newTrainer(c, m, train, test, opts)
 }
 
-// ErrCustomCell is wrapped by the errors of the checkpoint functions for a
-// model whose cell a CellFunc builds (see NewWithCell).
-var ErrCustomCell = errors.New("a model with a CellFunc's cell is not checkpointed (a checkpoint holds no code)")
+// ErrCustomCell is wrapped by the error of Load and Resume for a
+// checkpoint of a model whose cell a CellFunc built (see NewWithCell), and
+// by that of LoadWithCell and ResumeWithCell for one of a built-in cell.
+var ErrCustomCell = errors.New("checkpoint and CellFunc do not match")
+
+// LoadWithCell is Load for a checkpoint written by a Trainer of
+// NewWithCell: newCell, the CellFunc of the run, builds the cell (with the
+// run's sizes and seed) and the checkpoint's values replace its
+// parameters, which must have the same names and shapes. The error wraps
+// ErrCustomCell when the checkpoint holds a built-in cell.
+func LoadWithCell(path string, newCell CellFunc) (*Checkpoint, error) {
+	if newCell == nil {
+		return nil, errors.New("train: LoadWithCell: newCell is nil")
+	}
+	return load(path, newCell)
+}
+
+// ResumeWithCell is Resume for a checkpoint written by a Trainer of
+// NewWithCell, whose CellFunc newCell is (see LoadWithCell).
+func ResumeWithCell(path string, newCell CellFunc, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
+	ck, err := LoadWithCell(path, newCell)
+	if err != nil {
+		return nil, err
+	}
+	return ck.Resume(train, test, opts)
+}
+
+// checkCellFunc refuses a checkpoint whose cell is a CellFunc's (custom)
+// without a CellFunc, and one of a built-in cell with one.
+func checkCellFunc(custom bool, newCell CellFunc) error {
+	switch {
+	case custom && newCell == nil:
+		return fmt.Errorf("%w: the checkpoint's cell was built by a CellFunc; load it with LoadWithCell or ResumeWithCell", ErrCustomCell)
+	case !custom && newCell != nil:
+		return fmt.Errorf("%w: the checkpoint holds a built-in cell; load it with Load or Resume", ErrCustomCell)
+	}
+	return nil
+}
+
+// minStored is the least number of values the checkpoint of m must store
+// (see ModelConfig.minParams), for a CellFunc's cell the dense encoder's
+// weights alone.
+func minStored(c ModelConfig, m meta) float64 {
+	if !m.CustomCell {
+		return c.minParams(m.InputDim, m.Classes)
+	}
+	return float64(m.InputDim) * float64(c.Encoder)
+}
 
 // checkCustom refuses the fields of a model configuration that configure
 // a built-in cell (see NewWithCell).
