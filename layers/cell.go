@@ -74,8 +74,12 @@ const MaxCachedBatches = 4
 // graphs for everything. A cell written by hand implements these methods
 // in plain Go and needs no graph.
 //
-// For a cell that averages M terms, a Sample of Size m first rounds m up to
-// the next power of two m'. If m' < M, Eval and VJPHidden draw m' term
+// A stochastic evaluator reports the unit samples each call used, draws the
+// same terms for the same Sample in Eval and VJPHidden, and computes the
+// exact average for a Size of at least Terms(); deqtest checks the rest of
+// the contract (unbiasedness, VJPs, the bound). This package's cells that
+// average M terms (and a GraphCell of Terms > 1) sample as follows. A
+// Sample of Size m first rounds m up to the next power of two m'. If m' < M, Eval and VJPHidden draw m' term
 // indices uniformly with replacement from rand.NewPCG(Seed, ·), so the same
 // Sample at two points (and in Eval and VJPHidden) uses the same terms, and
 // report m' samples; otherwise they use the exact average and report M
