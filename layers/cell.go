@@ -78,20 +78,19 @@ const MaxCachedBatches = 4
 // same terms for the same Sample in Eval and VJPHidden, and computes the
 // exact average for a Size of at least Terms(); deqtest checks the rest of
 // the contract (unbiasedness, VJPs, the bound). This package's cells that
-// average M terms (and a GraphCell of Terms > 1) sample as follows. A
-// Sample of Size m first rounds m up to the next power of two m'. If m' < M, Eval and VJPHidden draw m' term
-// indices uniformly with replacement from rand.NewPCG(Seed, ·), so the same
-// Sample at two points (and in Eval and VJPHidden) uses the same terms, and
-// report m' samples; otherwise they use the exact average and report M
-// samples. Drawing more terms than asked keeps the estimate unbiased and
-// only lowers its variance; in exchange an evaluator builds at most
-// ⌈log₂M⌉ + 1 hidden-state VJP graphs (one per size, the exact one
-// included; only when its graphs run) whatever sizes a solver asks for, and
-// keeps them all: together they are at most about twice the size of the
-// exact one. (A solver checks
-// its sample budget against the size it asks for, so a solve can end up to
-// one requested size over its budget.) Deterministic cells ignore the Sample
-// and report one sample.
+// average M terms (and a GraphCell of Terms > 1) sample as follows. A Sample
+// of Size m first rounds m up to the next power of two m'. If m' < M, Eval
+// and VJPHidden draw m' term indices uniformly with replacement from
+// rand.NewPCG(Seed, ·), so the same Sample at two points (and in Eval and
+// VJPHidden) uses the same terms, and report m' samples; otherwise they use
+// the exact average and report M samples. Drawing more terms than asked
+// keeps the estimate unbiased and only lowers its variance; in exchange an
+// evaluator builds at most ⌈log₂M⌉ + 1 hidden-state VJP graphs (one per
+// size, the exact one included; only when its graphs run) whatever sizes a
+// solver asks for, and keeps them all: together they are at most about twice
+// the size of the exact one. (A solver checks its sample budget against the
+// size it asks for, so a solve can end up to one requested size over its
+// budget.) Deterministic cells ignore the Sample and report one sample.
 //
 // SetInput caches the input's contribution (such as xU + b), which Eval,
 // EvalExact, VJPHidden and VJP use, so it must be called again after the
