@@ -55,11 +55,12 @@ type GraphCellConfig struct {
 	// deterministic cell, f = Build's expression.
 	Terms int
 	// Model is what the sampled oracle of a stochastic cell (Terms > 1)
-	// guarantees, the Model its evaluators report; Proven then also
-	// claims, for solver.SamplewiseLipschitz, that every term is
+	// guarantees, the Model its evaluators report; Proven then claims the
+	// bound for each unit sample in the sense of Model too (see
+	// Cell.Proven): for solver.SamplewiseLipschitz, that every term is
 	// Gamma-Lipschitz. The zero value means solver.BoundedVariance, the
-	// weakest model, which every finite average satisfies. It must be zero
-	// for a deterministic cell.
+	// weakest model, which claims nothing of the terms' Lipschitz
+	// constants. It must be zero for a deterministic cell.
 	Model solver.Model
 	// Gamma is the Lipschitz bound γ̄ of z ↦ f(z, x) that the user declares
 	// (and that Project, if given, maintains). Required: positive and
