@@ -84,6 +84,15 @@
 // helpers work only during a pass: each has finished its blocks when the
 // pass returns and exits right after.
 //
+// # Methods written outside the package
+//
+// Any type with a Run(*Env) error method is a Method. Besides evaluating
+// and recording through the Env, it can take its vectors from the solve's
+// Workspace (Env.Buffer, so that a solve through a kept Workspace allocates
+// nothing) and run its vector work through the Env's passes (Env.Copy,
+// Env.Sub, Env.AddScaled, Env.Dist), which Settings.Workers shares as it
+// does the built-in methods' (ExampleEnv_Buffer).
+//
 // # Errors
 //
 // Errors name the argument or field at fault. Those that callers branch on

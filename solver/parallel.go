@@ -65,10 +65,11 @@ type parallel struct {
 	helper func() // p.help, made once
 
 	// Reusable tasks of the Env's own passes.
-	cp  copyTask
-	cf  copyFiniteTask
-	fin finiteTask
-	sub subTask
+	cp   copyTask
+	cf   copyFiniteTask
+	fin  finiteTask
+	sub  subTask
+	axpy axpyTask // Env.AddScaled's
 }
 
 // blocks returns the number of blocks of a vector of length n.

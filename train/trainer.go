@@ -245,7 +245,7 @@ func checkProven(c Config, m *Model) error {
 		if c.Model.Normalization == layers.WeightNorm {
 			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("proves no Lipschitz bound, which %s = %v needs (the conv cell has one only under the projection, without GroupNorm, in l2 or schatten:2)", s.field, s.m))
 		}
-		return fieldErr(s.field, s.m, unprovenReason(c.Model))
+		return fieldErr(s.field, s.m, m.unprovenReason())
 	}
 	return nil
 }
@@ -255,7 +255,7 @@ func checkProven(c Config, m *Model) error {
 // a conv cell without a proven bound. The deterministic solvers run either
 // way.
 func (m *Model) lacksProof(meth Method) bool {
-	return m.Config.Cell == ConvCell && !m.Proven() && meth.Info().Stochastic
+	return (m.Config.Cell == ConvCell || m.custom) && !m.Proven() && meth.Info().Stochastic
 }
 
 // lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
@@ -265,8 +265,13 @@ func (m *Model) lacksGamma(meth Method) bool {
 }
 
 // unprovenReason is the reason of the refusal of a stochastic method on
-// the conv cell of c, which proves no bound.
-func unprovenReason(c ModelConfig) string {
+// the model's cell, which proves no bound: a conv cell's configuration, or
+// a CellFunc's cell whose Proven method is false.
+func (m *Model) unprovenReason() string {
+	c := m.Config
+	if m.custom {
+		return fmt.Sprintf("needs a proven Lipschitz bound, and the model's cell does not prove its bound γ̄ = %g in Model.Norm = %v (its Proven method is false)", m.cell.Gamma(), c.Norm)
+	}
 	return fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm, under the projection and in float64 (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Normalization = %v; Model.Precision = %v)", c.Norm, c.Groups, c.Normalization, c.Precision)
 }
 
@@ -282,7 +287,7 @@ func checkAids(c Config, m *Model) error {
 			return err
 		}
 		if _, ok := ev.(layers.JacobianPenalizer); !ok {
-			return fieldErr("Aids.JacWeight", c.Aids.JacWeight, fmt.Sprintf("needs a cell with an exact Jacobian-penalty gradient (the dense cell); the %v cell has none", c.Model.Cell))
+			return fieldErr("Aids.JacWeight", c.Aids.JacWeight, fmt.Sprintf("needs a cell with an exact Jacobian-penalty gradient (the dense cell); the %s cell has none", m.cellName()))
 		}
 	}
 	gamma := m.cell.Gamma()

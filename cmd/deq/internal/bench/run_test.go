@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -95,7 +96,7 @@ func TestDenseForwardWorkloadComputesTheCell(t *testing.T) {
 	require.NoError(t, err)
 	a, b := make([]float64, ev.Len()), make([]float64, ev.Len())
 	require.NoError(t, ev.EvalExact(a, z))
-	require.NoError(t, ev.EvalGraph(b, z))
+	require.NoError(t, ev.(layers.GraphEvaluator).EvalGraph(b, z))
 	require.InDeltaSlice(t, b, a, 1e-12)
 }
 
