@@ -59,8 +59,9 @@ type PreprocessOptions struct {
 //     output pixel the average of the area it covers (anti-aliased), and
 //     scaled again so that the brightest is 1.
 //  5. Centring: the scaled box is placed in the PreprocessSize² frame so
-//     that its centre of mass falls on the frame's centre (to the nearest
-//     pixel); ink pushed outside the frame is dropped.
+//     that its centre of mass falls on pixel (14, 14), 0-based, where
+//     MNIST's digits have theirs (to the nearest pixel); ink pushed outside
+//     the frame is dropped.
 //
 // opts may be nil (the zero PreprocessOptions).
 func Preprocess(img image.Image, opts *PreprocessOptions) ([]float64, error) {
@@ -212,7 +213,8 @@ func areaWeights(n, m int) []areaWeight {
 }
 
 // centre places the ow×oh box in a PreprocessSize² frame with its centre
-// of mass on the frame's centre, to the nearest pixel.
+// of mass at pixel (PreprocessSize/2, PreprocessSize/2), to the nearest
+// pixel, as in MNIST.
 func centre(box []float64, ow, oh int) []float64 {
 	var mass, my, mx float64
 	for y := range oh {
@@ -223,7 +225,9 @@ func centre(box []float64, ow, oh int) []float64 {
 			mx += v * float64(x)
 		}
 	}
-	c := float64(PreprocessSize-1) / 2
+	// MNIST's digits have their centre of mass at (14, 14) in 0-based
+	// pixel indices, half a pixel below and right of the frame's middle.
+	c := float64(PreprocessSize) / 2
 	dy, dx := int(math.Round(c-my/mass)), int(math.Round(c-mx/mass))
 	out := make([]float64, PreprocessSize*PreprocessSize)
 	for y := range oh {

@@ -206,6 +206,9 @@ func readPredictInputs(file string, dim int, opts *datasets.PreprocessOptions) (
 }
 
 func (r *predictReport) write(w io.Writer) error {
+	if len(r.Predictions) == 0 {
+		return nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "image\tclass\tprobability\tcertificate (%s)\tprobabilities\n", r.Solver)
 	for _, p := range r.Predictions {
