@@ -28,7 +28,8 @@ type Prediction struct {
 // image is solved on its own, so the certificate is the image's. A method
 // the cell's bound does not support is refused as Evaluate refuses it (a
 // *FieldError naming Eval.Method); so is an image of another size or with
-// a non-finite pixel.
+// a non-finite pixel. It returns ctx's error when ctx is done before the
+// solve ends.
 func (m *Model) Predict(ctx context.Context, pixels []float64, s SolverConfig) (*Prediction, error) {
 	if len(pixels) != m.InputDim {
 		return nil, fmt.Errorf("train: Predict: %d pixels, the model reads %d", len(pixels), m.InputDim)
@@ -57,6 +58,11 @@ func (m *Model) Predict(ctx context.Context, pixels []float64, s SolverConfig) (
 	l.SetSeeds(0, 0)
 	sol, err := l.Forward(ctx, w.e)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// A canceled solve keeps its best point; a prediction from it is
+		// not asked for.
 		return nil, err
 	}
 	m.readout(w, sol.Z, 1)
