@@ -65,6 +65,9 @@ func (d *dataFlags) open(ctx context.Context, spec string) (*datasets.Data, erro
 		}
 		return nil, usagef("--data %s: not installed in %s; add --download to fetch it", ni.Name, where)
 	}
+	if errors.Is(err, datasets.ErrNoGoToolchain) {
+		return nil, runtimeError{noGoToolchain(spec)}
+	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, datasets.ErrFormat) {
 		// A directory without the IDX files, or with malformed ones: the
 		// value of --data cannot be served.
