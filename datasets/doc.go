@@ -166,6 +166,27 @@
 // centre (bilinear interpolation, zero fill, angles and factors drawn
 // from a seed; Warp transforms one image), both allocating nothing.
 //
+// # Pictures
+//
+// Preprocess turns any image.Image (a PNG or JPEG a user drew or
+// photographed) into the 28×28 input of a model trained on MNIST-style
+// digits, normalised as MNIST's digits were: greyscale, polarity detected
+// from the border (dark ink on light paper is inverted, MNIST's ink being
+// light on black), background removed, the digit's bounding box scaled to
+// fit 20×20 preserving its aspect ratio, and its centre of mass placed at
+// pixel (14, 14). See Preprocess for the details.
+//
+// # Corruptions
+//
+// Corrupt applies one corruption of a suite in the spirit of MNIST-C (Mu
+// and Gilmer, 2019) to every image of a data set, deterministically from a
+// seed: affine changes (Shear, Rotate, Scale, Translate), noise (ShotNoise,
+// ImpulseNoise, GaussianNoise), blur (GlassBlur, MotionBlur), stroke changes
+// (Dilate, Erode, Thicken), intensity (Brightness, Stripe, Fog) and clutter
+// (DottedLine, Zigzag, Spatter, CannyEdges): 19 corruptions, none the
+// identity. Corruption documents each one's parameters; Corruptions and
+// CorruptionNames list them.
+//
 // # Limitations
 //
 //   - Only unsigned-byte IDX files (type 0x08) are read, the type of every
