@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -135,8 +136,9 @@ const streamCorrupt = 0x5b1c_0de5_7a11_0100
 // Corrupt returns a copy of ds with corruption c applied to every image
 // (see Corruption), its parameters drawn from seed. The labels, shape and
 // name (with "/" and c's name appended) carry over. ds's pixels must lie in
-// [0, 1] (unnormalised); the error names the first that does not.
-func Corrupt(ds *Dataset, c Corruption, seed uint64) (*Dataset, error) {
+// [0, 1] (unnormalised); the error names the first that does not. Corrupt
+// stops with ctx's error when ctx is done.
+func Corrupt(ctx context.Context, ds *Dataset, c Corruption, seed uint64) (*Dataset, error) {
 	if err := corruptions.Check(c); err != nil {
 		return nil, err
 	}
@@ -159,6 +161,11 @@ func Corrupt(ds *Dataset, c Corruption, seed uint64) (*Dataset, error) {
 	}
 	k := newCorrupter(ds.Rows, ds.Cols)
 	for i := range ds.Len() {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		seedPCG(&k.pcg, seed, streamCorrupt+uint64(c), uint64(i))
 		k.apply(c, out.Image(i), ds.Image(i))
 	}

@@ -19,15 +19,16 @@ func seeded(c Corruption) bool {
 }
 
 func TestCorruptSuite(t *testing.T) {
-	ds, err := Synthetic(context.Background(), 40, 7)
+	ctx := context.Background()
+	ds, err := Synthetic(ctx, 40, 7)
 	require.NoError(t, err)
 	orig := slices.Clone(ds.X)
 	require.Len(t, Corruptions(), len(CorruptionNames()))
 	for _, c := range Corruptions() {
 		t.Run(c.String(), func(t *testing.T) {
-			a, err := Corrupt(ds, c, 11)
+			a, err := Corrupt(ctx, ds, c, 11)
 			require.NoError(t, err)
-			b, err := Corrupt(ds, c, 11)
+			b, err := Corrupt(ctx, ds, c, 11)
 			require.NoError(t, err)
 			require.Equal(t, a.X, b.X, "same seed, same images")
 			require.Equal(t, ds.Y, a.Y)
@@ -44,13 +45,13 @@ func TestCorruptSuite(t *testing.T) {
 				require.Greater(t, diff, 0.05, "image %d is (nearly) unchanged", i)
 			}
 			if seeded(c) {
-				d, err := Corrupt(ds, c, 12)
+				d, err := Corrupt(ctx, ds, c, 12)
 				require.NoError(t, err)
 				require.NotEqual(t, a.X, d.X, "another seed, other images")
 			}
 			// An image's corruption depends on its index and the seed
 			// alone, not on the rest of the set.
-			h, err := Corrupt(ds.Head(5), c, 11)
+			h, err := Corrupt(ctx, ds.Head(5), c, 11)
 			require.NoError(t, err)
 			require.Equal(t, a.X[:5*ds.Dim()], h.X)
 		})
@@ -65,17 +66,27 @@ func TestCorruptionNames(t *testing.T) {
 	}
 	_, err := ParseCorruption("identity")
 	require.ErrorIs(t, err, ErrUnknownCorruption)
-	_, err = Corrupt(&Dataset{Rows: 1, Cols: 1, Classes: 2, X: []float64{0}, Y: []int{0}}, Corruption(99), 1)
+	_, err = Corrupt(context.Background(), &Dataset{Rows: 1, Cols: 1, Classes: 2, X: []float64{0}, Y: []int{0}}, Corruption(99), 1)
 	require.Error(t, err)
 }
 
 func TestCorruptRejectsNormalized(t *testing.T) {
 	ds := &Dataset{Name: "n", Rows: 2, Cols: 2, Classes: 2, X: []float64{0, 0.5, 1.5, 0}, Y: []int{1}}
-	_, err := Corrupt(ds, Shear, 1)
+	ctx := context.Background()
+	_, err := Corrupt(ctx, ds, Shear, 1)
 	require.ErrorContains(t, err, "outside [0, 1]")
 	ds.X[2] = math.NaN()
-	_, err = Corrupt(ds, Shear, 1)
+	_, err = Corrupt(ctx, ds, Shear, 1)
 	require.ErrorContains(t, err, "NaN")
+}
+
+func TestCorruptCanceled(t *testing.T) {
+	ds, err := Synthetic(context.Background(), 3, 7)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Corrupt(ctx, ds, Rotate, 1)
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 // TestCannyBlank checks that edges of a blank image are blank and that a
@@ -102,12 +113,13 @@ func TestCannyBlank(t *testing.T) {
 
 // BenchmarkCorrupt reports the time to corrupt 100 synthetic digits.
 func BenchmarkCorrupt(b *testing.B) {
-	ds, err := Synthetic(context.Background(), 100, 7)
+	ctx := context.Background()
+	ds, err := Synthetic(ctx, 100, 7)
 	require.NoError(b, err)
 	for _, c := range Corruptions() {
 		b.Run(c.String(), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := Corrupt(ds, c, 1); err != nil {
+				if _, err := Corrupt(ctx, ds, c, 1); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -60,7 +60,7 @@ func evalCorruptions(ctx context.Context, m *train.Model, test *datasets.Dataset
 	sum := &corruptionSummary{Seed: seed}
 	total := 0.0
 	for i, c := range cs {
-		ds, err := datasets.Corrupt(test, c, seed)
+		ds, err := datasets.Corrupt(ctx, test, c, seed)
 		if err != nil {
 			return nil, err
 		}
