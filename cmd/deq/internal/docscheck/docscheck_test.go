@@ -32,8 +32,8 @@ func TestProcessWording(t *testing.T) {
 		2: {"unversioned release"},
 		4: {"issue number", "item number"},
 		5: {"branch name", "branch name"},
-		6: {"temporary build"},
-		7: {"the task"},
+		6: {"temporary-build"},
+		7: {"the-task"},
 		8: {"developer"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -128,17 +128,40 @@ func TestCommandLines(t *testing.T) {
 	}
 }
 
-// TestCheckLinks checks that the missing page is reported and the existing
-// page, the URL, the anchor and the link inside a code span are not.
+// TestCheckLinks checks that the missing page and the missing anchors (on
+// the page and on another page) are reported, and the existing page, the
+// URL, the existing anchors and the link inside a code span are not.
 func TestCheckLinks(t *testing.T) {
 	path := filepath.Join("testdata", "planted.md")
 	err := CheckLinks(path, readTestdata(t, "planted.md"))
 	if err == nil {
 		t.Fatal("CheckLinks found no broken link")
 	}
-	msgs := strings.Split(err.Error(), "\n")
-	if len(msgs) != 1 || !strings.Contains(msgs[0], "missing.md#top") {
-		t.Errorf("CheckLinks: %v, want one error naming missing.md#top", err)
+	var got []string
+	for _, m := range strings.Split(err.Error(), "\n") {
+		_, target, _ := strings.Cut(m, "link ")
+		got = append(got, strings.TrimSuffix(target, " does not resolve"))
+	}
+	want := []string{"missing.md#top", "anchors.md#gone", "#no-such-heading"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CheckLinks reported %q, want %q", got, want)
+	}
+}
+
+// TestAnchors checks GitHub's heading anchors: punctuation and symbols
+// dropped, spaces to hyphens, repeats numbered.
+func TestAnchors(t *testing.T) {
+	got := Anchors(readTestdata(t, "anchors.md"))
+	for _, a := range []string{
+		"anchors", "why-3-like-for-like-is-out-of-reach",
+		"stochastic-deq-on-fashion-mnist-mean-field-cell-m--4096-units", "repeat", "repeat-1",
+	} {
+		if !got[a] {
+			t.Errorf("anchor %q missing from %v", a, got)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("%d anchors, want 5: %v", len(got), got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 )
@@ -229,15 +230,71 @@ func RelativeLinks(md string) []Link {
 	return out
 }
 
-// CheckLinks returns an error for each relative link of the Markdown page
-// at path whose file or directory does not exist.
+// CheckLinks returns an error for each link of the Markdown page at path
+// that does not resolve: a relative link whose file or directory does not
+// exist, or whose #anchor names no heading of the Markdown page it points
+// to, and a same-page #anchor that names no heading of md.
 func CheckLinks(path, md string) error {
 	var errs []error
+	bad := func(l Link) {
+		errs = append(errs, fmt.Errorf("%s:%d: link %s does not resolve", path, l.Line, l.Target))
+	}
 	for _, l := range RelativeLinks(md) {
-		target, _, _ := strings.Cut(l.Target, "#")
-		if _, err := os.Stat(filepath.Join(filepath.Dir(path), filepath.FromSlash(target))); err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: link %s does not resolve", path, l.Line, l.Target))
+		target, anchor, _ := strings.Cut(l.Target, "#")
+		file := filepath.Join(filepath.Dir(path), filepath.FromSlash(target))
+		if _, err := os.Stat(file); err != nil {
+			bad(l)
+			continue
+		}
+		if anchor == "" || !strings.HasSuffix(file, ".md") {
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil || !Anchors(string(b))[anchor] {
+			bad(l)
+		}
+	}
+	anchors := Anchors(md)
+	for i, line := range prose(md) {
+		line = inlineCode.ReplaceAllString(line, "")
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			if a, ok := strings.CutPrefix(m[1], "#"); ok && !anchors[a] {
+				bad(Link{Line: i + 1, Target: m[1]})
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Anchors returns the anchors GitHub gives the headings of md: the
+// heading's text in lower case, without the characters that are neither
+// letters, digits, spaces, hyphens nor underscores, spaces replaced by
+// hyphens, and "-1", "-2", … appended to repeats.
+func Anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range prose(md) {
+		t := strings.TrimLeft(line, "#")
+		if len(t) == len(line) || len(line)-len(t) > 6 || !strings.HasPrefix(t, " ") {
+			continue
+		}
+		t = inlineCode.ReplaceAllString(strings.TrimSpace(t), "$1")
+		var b strings.Builder
+		for _, r := range strings.ToLower(t) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
 }
