@@ -58,7 +58,7 @@ import "math"
 // a centre much finer than τ, when the oracle's calls use all s requested
 // samples (with fewer, V is recomputed from the fewest used and ρ from the
 // formula at the fixed τ, which holds for any V at least the second
-// moment). With the range bounded by 2τ alone (m = τ, an earlier version
+// moment). With the range bounded by 2τ alone (m = τ, a cruder form
 // of this rule) the constant was √(2κ) + √(2C/3) ≈ 2.23: the sharper range
 // saves about a fifth of the samples for the same radius. The bound fails
 // only if the centre's event

@@ -168,25 +168,25 @@ func hilbertNorm(norm Norm) bool {
 // between a and 2a in practice (the buckets' Chebyshev sizing leaves most
 // of them well within ε). The choice only decides which rigorous rule is
 // drawn, so any value keeps the guarantee; 1.5 was measured on affine-t
-// (BENCHMARKS.md, issue 13) against 2 and 1.25: certified counts under the
+// (the stochastic section of `deq bench`) against 2 and 1.25: certified counts under the
 // samplewise model 1.99e4, 1.62e5, 1.76e6 at ε = 1e-2, 3.2e-3, 1e-3,
 // against 1.73e4, 2.25e5, 1.97e6 (2) and 2.28e4, 1.92e5, 1.70e6 (1.25);
 // 1.0 gave 2.61e4, 2.33e5, 2.10e6 there while it helped shift at ε = 1e-3
-// after the restarts (2.64e6 against 1.66e7; BENCHMARKS.md, issue 13).
+// after the restarts (2.64e6 against 1.66e7).
 // With the anchoring rule of VRGHAL's Restarts section, 1.0 is worse on
 // shift at every ε (9.21e4, 4.96e5, 3.34e6 against 3.47e4, 3.16e5,
-// 2.03e6; BENCHMARKS.md, issue 13, item 10), and 1.5 puts the truncated
+// 2.03e6), and 1.5 puts the truncated
 // estimate's realised radius (about 1.29a) at the median of means' typical
 // reported one (1.23–1.37a). With the sharper range of the truncated mean
-// (BENCHMARKS.md, issue 13, item 15) 1.5 is still the best of 1.0, 1.25,
+// 1.5 is still the best of 1.0, 1.25,
 // 1.5 and 2 on affine-t at ε = 3.2e-3 and 1e-3 (at 1e-2, 1.0 and 2 gave
 // 1.66e4 and 1.68e4 against 1.86e4). On shift, with the long epochs of
-// item 14 as well (BENCHMARKS.md, issue 13, the bullet after the table),
+// VRGHAL's early end as well,
 // 2 does better at every ε (1.01, 0.79, 0.74× PAGE-Halpern against 1.21,
 // 0.82, 0.81× at 1.5) and 1.25 at 1e-2 (0.97×), but 2 takes affine-t to
 // 1.62–1.72× minibatch KM and 1.25 past 2× at 1e-2; no factor meets shift
-// at all three ε with affine-t within 2×, so 1.5 is kept. (Before item
-// 14, 1.5 was also the best on shift at 1e-2 and 3.2e-3.)
+// at all three ε with affine-t within 2×, so 1.5 is kept. (Without the long
+// epochs, 1.5 was also the best on shift at 1e-2 and 3.2e-3.)
 const vrTruncAim = 1.5
 
 // truncatedEstimate is the variance branch of tunedRun.estimate in a flat

@@ -196,7 +196,7 @@ import (
 //     geometric series over any number of steps; and B_k rests on the
 //     closing estimate alone: the argument above holds unchanged. The lead
 //     of four levels was measured against 0 to 3 and every level
-//     (BENCHMARKS.md, issue 13, item 14).
+//     (the stochastic section of `deq bench`).
 //   - Restarts. With γ̄ = 1, when the residual bound of an epoch start has
 //     fallen to half the bound at the current anchor, the accuracy schedule
 //     restarts there; with γ̄ < 1, a bound just missing Tol at the end
@@ -303,8 +303,8 @@ import (
 // estimate aims at the same radius) instead of halving it, once per level.
 // Its start estimate is fresh at that radius and its steps contract the
 // rest of the residual, so its bound often meets Tol at about a quarter of
-// the cost of the finer level (the bimodal counts on mdp, BENCHMARKS.md,
-// issue 13). The validity argument below covers both rules.
+// the cost of the finer level (the bimodal counts on mdp in the
+// stochastic section of `deq bench`). The validity argument below covers both rules.
 //
 // Validity. The Master Theorem holds for any start point and any ε₀,
 // λ̄₀ > 0 (they enter only its constants A_p), so each restarted run has
@@ -343,7 +343,7 @@ import (
 // suite's shift at ε = 1e-3 one seed's first epoch at level 7 (global
 // epoch 13, λ̄ = 2^-13) drew 8.5 million samples in its inner steps
 // against 0.44 million in its closing estimate. Two other rules were
-// measured (BENCHMARKS.md, issue 13): λ̄ = λ̄₀β^ℓ at the level of each epoch (the paper's ratio exactly;
+// measured (the stochastic section of `deq bench`): λ̄ = λ̄₀β^ℓ at the level of each epoch (the paper's ratio exactly;
 // λ̄ grows back at a restart and the repeated epochs progress less), and
 // λ̄ = λ̄₀β^M with M the finest level so far (λ̄ held until a new finest
 // level, whatever the anchoring term: fewer samples on the suite's shift

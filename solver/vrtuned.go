@@ -146,7 +146,8 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 // of a restarted run are still distinct terms of this one sum.
 // Measured against a pilot weight of 1/16 with 7/16 after K*, this split
 // certifies mdp at ε = 1e-2 and 3.2e-3 with 4% and 16% fewer samples and
-// mdp-large at 3.2e-3 with 5% more (BENCHMARKS.md, issue 13).
+// mdp-large at 3.2e-3 with 5% more (the stochastic section of
+// `deq bench`).
 func (r *tunedRun) weight(k int) float64 {
 	if k == 0 {
 		return vrPilotWeight
@@ -247,10 +248,10 @@ func (r *tunedRun) maybeRepeat(k int) {
 // point of T + e, e the start estimate's error, whose residual is about
 // ‖e‖; J_k steps or the early end at βR̃_{k−1} stop while the residual is
 // still about half the start's, which put the closing bound R̃ + ηTol of
-// the planned epoch at 1.0–1.3·Tol on mdp at ε = 1e-3 (BENCHMARKS.md,
-// issue 13, item 13). With γ̄ = 1 the anchored steps converge likewise to
+// the planned epoch at 1.0–1.3·Tol on mdp at ε = 1e-3 (the stochastic
+// section of `deq bench`). With γ̄ = 1 the anchored steps converge likewise to
 // the anchored map's fixed point, and the early end at βR̃_{k−1} made every
-// halving of the residual cost a new epoch-start estimate (item 14 there).
+// halving of the residual cost a new epoch-start estimate.
 // A planned level K* > 0 implies a tolerance in force:
 // align sets it only when Tol > 0, which it checks before the first
 // record (so never under Settings.Relative, whose tolerance is NaN until

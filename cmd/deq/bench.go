@@ -43,8 +43,9 @@ against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic
 solvers on a trained DEQ (forward; the model is trained once and cached in
 --out) and GFLOP/s and memory of training epochs (training). It writes bench.json and the PNG plots into
---out and the Markdown report to --markdown (default: --out/BENCHMARKS.md);
-text after the report's end marker in an existing Markdown file is kept.
+--out and the Markdown report to --markdown (default: --out/BENCHMARKS.md),
+which it replaces; the report's header names the commit, the BLAS, the
+machine and its load average.
 Sample counts are reproducible from the flags; timings depend on the machine.
 --quick is a smoke run that finishes in under a minute.`,
 		f.run)

@@ -737,8 +737,9 @@ func TestResumeLegacyPrecision(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, f.checkResume(cfg, stored, changed), "--precision = float32 contradicts the checkpoint's float64")
 
-	// End to end: a float64 checkpoint edited into an older release's
-	// spelling (the precision omitted, the checksum recomputed).
+	// End to end: a float64 checkpoint edited into the spelling of
+	// checkpoints written before the field existed (the precision omitted,
+	// the checksum recomputed).
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "conv.ckpt")
 	args := []string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20", "--cell", "conv", "--channels", "2",
