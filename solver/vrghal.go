@@ -164,7 +164,6 @@ func (v VRGHAL) config(om Model) (vrConfig, error) {
 	return c, nil
 }
 
-
 // Run implements Method. It runs the tuned schedule (newTunedRun) or the
 // paper's (newVRRun), as Constants selects.
 func (v VRGHAL) Run(e *Env) error {

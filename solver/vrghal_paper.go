@@ -36,7 +36,7 @@ func newVRRun(e *Env, c vrConfig) *vrRun {
 	return &vrRun{
 		e: e, c: c, norm: e.Norm(),
 		det:   c.model == Deterministic,
-		multi: c.model == LipschitzInExpectation || c.model == SamplewiseLipschitz,
+		multi: c.multiQuery(),
 		xhat:  next(), t0: next(), y0: next(), tt: next(), yPrev: next(), yCur: next(),
 		tau1: next(), tau2: next(), acc: next(),
 	}

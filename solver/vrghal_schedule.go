@@ -114,4 +114,3 @@ func (p *vrEpoch) samples() float64 {
 
 // samples returns the unit samples the estimate requests.
 func (m vrMoM) samples() float64 { return float64(m.buckets) * float64(m.size) }
-
