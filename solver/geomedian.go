@@ -9,7 +9,7 @@ import (
 // radius that bounds any candidate's error, which VR-GHAL's variance
 // estimates use in a Hilbert norm.
 
-// GeometricMedian writes into dst an approximate geometric median of the
+// geometricMedian writes into dst an approximate geometric median of the
 // points, argmin_z Σ_i ‖z − p_i‖₂ in the Euclidean norm of the flat
 // vectors, by Weiszfeld's iteration from the coordinatewise mean (iters
 // steps, stopping early once a step moves less than 1e-12 of the spread),
@@ -26,10 +26,10 @@ import (
 // keeps — if more than half the means lie within ε of μ and more than half
 // lie within r of z, the two sets share a mean, so ‖z − μ‖ ≤ r + ε in any
 // norm (the argument of Hsu and Sabato 2016, Proposition 9).
-func GeometricMedian(dst []float64, points [][]float64, iters int) []float64 {
+func geometricMedian(dst []float64, points [][]float64, iters int) []float64 {
 	k := len(points)
 	if k == 0 {
-		panic("solver: GeometricMedian of no points")
+		panic("solver: geometricMedian of no points")
 	}
 	n := len(points[0])
 	clear(dst)

@@ -57,7 +57,7 @@ func (r *tunedRun) pilotAccuracy() (float64, error) {
 //     (the Banach-space √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N), or the
 //     smaller coordinatewise Bernstein radius) is at most a;
 //   - a variance bound σ² (VarianceBound): k buckets of m unit samples with
-//     (k, p) = MoMChebyshevBuckets(δ) and m = ⌈κσ²/(p a²)⌉, so that each
+//     (k, p) = momChebyshevBuckets(δ) and m = ⌈κσ²/(p a²)⌉, so that each
 //     bucket is within ε = a of T(x) with probability at least 1 − p
 //     (Chebyshev and the paper's minibatch-variance lemma); the estimate is
 //     the Hsu–Sabato selection, or the geometric median in a Hilbert norm
@@ -130,11 +130,11 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 	if est, ok, err := r.truncatedEstimate(dst, x, a, delta, v, terms, k); ok {
 		return est, err
 	}
-	buckets, p := MoMChebyshevBuckets(delta)
+	buckets, p := momChebyshevBuckets(delta)
 	rigorous := !math.IsInf(v, 1)
 	if !rigorous && buckets < 3 {
 		buckets = 3
-		p = MoMBucketFailure(buckets, delta)
+		p = momBucketFailure(buckets, delta)
 	}
 	vv := v
 	if !rigorous {
@@ -172,12 +172,12 @@ func (r *tunedRun) estimate(dst, x []float64, a, delta float64, k int) (vrEstima
 			return vrEstimate{}, err
 		}
 	}
-	_, rad := MedianOfMeans(dst, means, norm, r.momWork)
+	_, rad := medianOfMeans(dst, means, norm, r.momWork)
 	if len(r.row) < buckets {
 		r.row = make([]float64, buckets)
 	}
 	if hilbertNorm(norm) {
-		GeometricMedian(r.gm, means, vrWeiszfeld)
+		geometricMedian(r.gm, means, vrWeiszfeld)
 		if rg := majorityRadius(r.gm, means, norm, r.diff, r.row); rg < rad {
 			rad = rg
 			copy(dst, r.gm)
@@ -212,7 +212,7 @@ const vrTruncAim = 1.5
 // cheaper: it plans the truncated mean (planTruncated) at radius
 // vrTruncAim·a and δ, compares its closed-form size with that of the
 // Chebyshev median of means tunedRun.estimate would draw (buckets of
-// MoMChebyshevBuckets(δ) at ε = a), both before any draw, and when the
+// momChebyshevBuckets(δ) at ε = a), both before any draw, and when the
 // truncated plan is smaller (and below a finite sum's Terms(), where the
 // exact call is cheaper) draws it with fresh seeds at x into dst. ok
 // reports whether it drew; the radius holds with probability at least
@@ -223,7 +223,7 @@ func (r *tunedRun) truncatedEstimate(dst, x []float64, a, delta, v, terms float6
 		return vrEstimate{}, false, nil
 	}
 	w := norm.Kappa() * v
-	buckets, p := MoMChebyshevBuckets(delta)
+	buckets, p := momChebyshevBuckets(delta)
 	tp, ok := truncCheaper(norm.Kappa(), norm.C(), w, delta, vrTruncAim*a, momCost(w, a, buckets, p, 1))
 	if !ok || tp.total >= terms || tp.total > maxDraw {
 		return vrEstimate{}, false, nil

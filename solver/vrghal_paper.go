@@ -144,7 +144,7 @@ func (r *vrRun) step(p *vrEpoch, radius float64) error {
 			return err
 		}
 		subInto(r.acc, r.tau1, r.tau2)
-		ClipDifference(r.acc, r.acc, radius, r.norm)
+		clipDifference(r.acc, r.acc, radius, r.norm)
 		for i, v := range r.acc {
 			r.tt[i] += v
 		}
@@ -165,7 +165,7 @@ func (r *vrRun) step(p *vrEpoch, radius float64) error {
 			return err
 		}
 		subInto(r.tau1, r.tau1, r.tau2)
-		ClipDifference(r.tau1, r.tau1, radius, r.norm)
+		clipDifference(r.tau1, r.tau1, radius, r.norm)
 		for i, v := range r.tau1 {
 			r.acc[i] += v
 		}
@@ -179,7 +179,7 @@ func (r *vrRun) step(p *vrEpoch, radius float64) error {
 
 // mome writes into dst the median-of-means estimate of T(x) sized by m:
 // m.buckets independent oracle calls of m.size unit samples, combined by
-// MedianOfMeans.
+// medianOfMeans.
 func (r *vrRun) mome(dst, x []float64, m vrMoM) error {
 	r.growBuckets(m.buckets)
 	means := r.means[:m.buckets]
@@ -188,7 +188,7 @@ func (r *vrRun) mome(dst, x []float64, m vrMoM) error {
 			return err
 		}
 	}
-	MedianOfMeans(dst, means, r.norm, r.momWork)
+	medianOfMeans(dst, means, r.norm, r.momWork)
 	return nil
 }
 
@@ -202,5 +202,5 @@ func (r *vrRun) growBuckets(k int) {
 	for len(r.means) < k {
 		r.means = append(r.means, make([]float64, n))
 	}
-	r.momWork = make([]float64, MedianOfMeansWork(k, n))
+	r.momWork = make([]float64, medianOfMeansWork(k, n))
 }

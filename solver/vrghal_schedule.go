@@ -58,7 +58,7 @@ func (c *vrConfig) momPlan(k int) (vrMoM, error) {
 		return m, fmt.Errorf("epoch %d: failure probability δ_k underflows", k)
 	}
 	var err error
-	m.buckets = MoMBuckets(m.delta)
+	m.buckets = momBuckets(m.delta)
 	m.size, err = drawCount(c.scale*27/(m.eps*m.eps), "a bucket size", k)
 	return m, err
 }

@@ -227,7 +227,7 @@ func (r *tunedRun) drawDifference(m int, dy float64) error {
 			return err
 		}
 		subInto(d, r.tau1, r.tau2)
-		ClipDifference(d, d, radius, r.norm)
+		clipDifference(d, d, radius, r.norm)
 	}
 	for i, v := range r.acc {
 		r.diff[i] = (v + s.half[i]) / 2

@@ -50,7 +50,7 @@ func TestVRGHALConstantsValidate(t *testing.T) {
 // of outliers stays near the majority, where the mean does not.
 func TestGeometricMedianRobust(t *testing.T) {
 	pts := [][]float64{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0.5, 0.5}, {100, 100}, {-100, 100}}
-	z := GeometricMedian(make([]float64, 2), pts, 200)
+	z := geometricMedian(make([]float64, 2), pts, 200)
 	require.InDelta(t, 0.5, z[0], 0.3)
 	require.InDelta(t, 0.6, z[1], 0.4)
 }
