@@ -6,10 +6,9 @@ import (
 	"math"
 )
 
-// VRGHAL is the variance-reduced gradual Halpern algorithm (VR-GHAL) of the
-// reference paper, for fixed points of a γ-Lipschitz operator T, γ ≤ 1, known
-// only through a stochastic oracle, with residuals, variances and Lipschitz
-// constants measured in the problem's norm.
+// VRGHAL is the variance-reduced gradual Halpern algorithm of the reference
+// paper, for fixed points of a γ-Lipschitz operator T, γ ≤ 1, known only
+// through a stochastic oracle, everything measured in the problem's norm.
 //
 // It runs epochs k = 1, 2, … (Settings.MaxIter of them at most) from x0. Epoch
 // k makes up to J_k anchored steps y_{j+1} = λ_k y₀ + (1 − λ_k)T̃_j from the
@@ -44,11 +43,9 @@ type VRGHAL struct {
 	// steps and the clipping. It must be at least T's Lipschitz constant in
 	// the problem's norm. Zero means DefaultVRGHALGamma (nonexpansive T).
 	Gamma float64
-	// Eps0 is the initial accuracy scale ε₀ > 0. Zero means
-	// DefaultVRGHALEps0.
+	// Eps0 is the initial accuracy scale ε₀ > 0 (DefaultVRGHALEps0 if zero).
 	Eps0 float64
-	// Lambda0 is the initial anchoring scale λ̄₀ > 0. Zero means
-	// DefaultVRGHALLambda0.
+	// Lambda0 is the initial anchoring λ̄₀ > 0 (DefaultVRGHALLambda0 if zero).
 	Lambda0 float64
 	// Model is the oracle model to assume. Zero (UnspecifiedModel) means
 	// Problem.Oracle's own Model(); assuming a stronger model than the
@@ -59,9 +56,7 @@ type VRGHAL struct {
 	// minibatches m_{k,j} under TunedConstants. Zero means
 	// DefaultVRGHALSampleScale, the paper's constants.
 	SampleScale float64
-	// Constants selects the constants of the schedules: TunedConstants
-	// (the zero value, efficient) or PaperConstants (the reference paper's
-	// exactly, for reproducing the Master Theorem).
+	// Constants selects the schedules; zero means TunedConstants.
 	Constants VRConstants
 }
 

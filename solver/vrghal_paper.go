@@ -82,7 +82,7 @@ func (r *vrRun) run() error {
 }
 
 // record computes R̃ = ‖T̃_{k,0} − x̂_k‖ and records the completed epoch
-// with its rigorous bound (see the Stopping section of VRGHAL).
+// with its rigorous bound (see bound).
 func (r *vrRun) record(m vrMoM) error {
 	r.residual = r.e.Dist(r.t0, r.xhat)
 	r.e.SuggestCertSamples(m.size)
