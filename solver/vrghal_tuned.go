@@ -77,8 +77,9 @@ func newTunedRun(e *Env, c vrConfig) *tunedRun {
 // weight returns the weight w_k of epoch k in the δ allocation: the
 // estimate at x̂_k (k ≥ 0) fails with probability at most
 // (1 − vrInnerDelta)·δ·w_k (deltaEst) and the inner steps of epoch k ≥ 1
-// with vrInnerDelta·δ·w_k (deltaIn), the weights summing to at most 1 over all k: w₀ = 1/4 for the pilot
-// (made before K* is known, so its weight must not depend on it),
+// with vrInnerDelta·δ·w_k (deltaIn), the weights summing to at most 1 over
+// all k: w₀ = 1/4 for the pilot (made before K* is known, so its weight
+// must not depend on it),
 // w_k = 2^{−(K*−k+2)} for 1 ≤ k ≤ K* (less than 1/2 in all, most of it on
 // the planned last epochs, whose estimates are the largest) and
 // w_k = 3/(2π²(k−K*)²) after it (1/4 in all), so that Σ_k δ_k ≤ δ for

@@ -420,7 +420,7 @@ func TestVRGHALAnchoringAcrossRestarts(t *testing.T) {
 // TestVRGHALFinalEpochsRunLong: the final epochs (at or past the planned
 // level K* in the contractive regime, from K* − vrLongLead with γ̄ = 1) run
 // their inner steps until the running residual is at most
-// min{βR̃_{k−1}, θ·Tol} (finalEpoch). Over 20 seeds of a declared affine
+// min{βR̃_{k−1}, θ·Tol} (longFinalEpochs). Over 20 seeds of a declared affine
 // contraction in ℓ∞ and in ℓ2 at Tol = 0.002, and of the declared cyclic
 // shift (nonexpansive, restarts on) in ℓ2 at Tol = 0.01, every run stops
 // with Success on its own bound within its δ shares, no bound is below the
@@ -472,7 +472,7 @@ func TestVRGHALFinalEpochsRunLong(t *testing.T) {
 	}
 }
 
-// TestVRGHALBalancedAim checks balancedAim's arithmetic: the aim a when an
+// TestVRGHALBalancedAim checks balanceEstimates.aim's arithmetic: the aim a when an
 // estimate at a would cost at least vrEstShare of the epoch's inner
 // samples (or nothing is known of the last estimate); otherwise the radius
 // at which the last estimate's cost, scaled by (its aim/radius)², is that
