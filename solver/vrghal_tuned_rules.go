@@ -57,6 +57,19 @@ func chooseTunedRules(c vrConfig, sampled bool) tunedRules {
 	return t
 }
 
+var (
+	_ anchorRule   = noAnchoring{}
+	_ anchorRule   = (*heldAnchoring)(nil)
+	_ scheduleRule = fixedSchedule{}
+	_ scheduleRule = (*repeatNearTol)(nil)
+	_ scheduleRule = (*restartAtHalving)(nil)
+	_ lengthRule   = paperLength{}
+	_ lengthRule   = longFinalEpochs{}
+	_ balanceRule  = noBalance{}
+	_ balanceRule  = balanceInner{}
+	_ balanceRule  = balanceEstimates{}
+)
+
 // contractive reports whether the run knows T to be a contraction, γ̄ < 1:
 // its epochs restart from their start point without anchoring (λ_k = 0).
 func (c *vrConfig) contractive() bool { return c.gamma < 1 }

@@ -63,6 +63,7 @@ func (r *tunedRun) sampledSettle(est vrEstimate) error {
 	}
 	e := r.e
 	b := r.residual + vrSampledZ*s.se
+	// With γ̄ < 1 the check may be made at the next point (checkNext).
 	next := b > e.Tol() && r.checkNext()
 	// Where sampling cannot reach Tol, the warm-up ends when two exact
 	// calls are predicted to certify (warmDone): the check is made at the
@@ -98,8 +99,8 @@ func (r *tunedRun) sampledSettle(est vrEstimate) error {
 // variance measured by the previous sampled estimate (the pilot uses
 // vrPilotSize samples), or one exact evaluation (see docs/vrghal.md,
 // "Sampled mode", for when). sizedByFloor reports that the estimate is a
-// warm-up estimate sized by twoCallFloor. It measures the standard error ‖τ_a − τ_b‖/2
-// and the unit variance of the new estimate.
+// warm-up estimate sized by twoCallFloor. It measures the standard error
+// ‖τ_a − τ_b‖/2 and the unit variance of the new estimate.
 func (r *tunedRun) sampledEstimate(dst, x []float64, a float64, k int, sizedByFloor bool) (vrEstimate, error) {
 	e, s := r.e, r.sampled
 	terms := float64(r.fs.Terms())
