@@ -25,9 +25,10 @@ type tunedRules struct {
 //	schedule          repeatNearTol           restartAtHalving
 //	length            longFinalEpochs{0}      longFinalEpochs{vrLongLead}
 //
-// except that sampled mode keeps its schedule fixed and its epochs run their
-// own length (fixedSchedule, paperLength), as does BoundedVariance
-// (paperLength: its m_{k,j} grows like J_k²); and, by the model,
+// except that sampled mode keeps its schedule fixed and runs epochs of its
+// own (fixedSchedule, paperLength), and that epochs keep the paper's length
+// (paperLength) under BoundedVariance, whose m_{k,j} grows like J_k², and
+// for a Deterministic oracle; and, by the model,
 //
 //	balance           balanceInner (LipschitzInExpectation, SamplewiseLipschitz),
 //	                  balanceEstimates (BoundedVariance), noBalance (Deterministic).
