@@ -28,7 +28,7 @@ import (
 // The stochastic rules draw fresh samples, independent of the solve's. Their
 // budget is N = n·K unit samples, with n = CertifySettings.Samples, or the
 // size the method suggested (VR-GHAL: its last bucket size), or the solve's
-// samples divided by 4K, and K = CertifySettings.Calls or MoMBuckets(δ).
+// samples divided by 4K, and K = CertifySettings.Calls or momBuckets(δ).
 //
 // The exact rules reuse the method's last exact evaluation when it was at
 // x̂ itself (last, which may be nil, returns T(x̂) then, nil otherwise): the certificate then
@@ -75,7 +75,7 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	delta := s.Certify.Delta
 	kref := s.Certify.Calls
 	if kref == 0 {
-		kref = MoMBuckets(delta)
+		kref = momBuckets(delta)
 	}
 	size := s.Certify.Samples
 	if size == 0 {
@@ -95,9 +95,9 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
 		k, pFail := s.Certify.Calls, 0.0
 		if k == 0 {
-			k, pFail = MoMChebyshevBuckets(delta)
+			k, pFail = momChebyshevBuckets(delta)
 		} else {
-			pFail = MoMBucketFailure(k, delta)
+			pFail = momBucketFailure(k, delta)
 		}
 		size := perCall(budget, k, s.Certify.Samples)
 		w := norm.Kappa() * v
@@ -344,7 +344,7 @@ func boundedNoise(d *drawer, norm Norm, delta float64, nd noiseDecl, k, size int
 
 // varianceMoM is RuleVarianceMoM: the median of means of k buckets
 // (oracle calls) of m unit samples at x̂, each failing with probability at
-// most p (MoMChebyshevBuckets or MoMBucketFailure). With τ̂ the MedianOfMeans
+// most p (momChebyshevBuckets or momBucketFailure). With τ̂ the medianOfMeans
 // selection, r* its radius and σ² the declared variance bound at x̂, it
 // returns
 //
@@ -373,13 +373,13 @@ func varianceMoM(d *drawer, norm Norm, delta, v float64, k int, p float64, size 
 	for _, u := range used {
 		m = min(m, u)
 	}
-	best, rstar := MedianOfMeans(nil, taus, norm, nil)
+	best, rstar := medianOfMeans(nil, taus, norm, nil)
 	eps := math.Sqrt(norm.Kappa() * v / (float64(m) * p))
 	return d.finish(&Certificate{Delta: delta, Rule: RuleVarianceMoM}, norm, taus[best], rstar+eps), nil
 }
 
 // estimate is RuleEstimate: k calls of size unit samples at x̂, the
-// MedianOfMeans selection τ̂ with radius r*, and
+// medianOfMeans selection τ̂ with radius r*, and
 //
 //	Bound = ‖τ̂ − x̂‖ + r* + √(3V̂),  V̂ = mean_{i<j} ‖τ_i − τ_j‖².
 //
@@ -400,7 +400,7 @@ func estimate(d *drawer, norm Norm, k, size int) (*Certificate, error) {
 	return d.finish(&Certificate{Delta: math.NaN(), Rule: RuleEstimate}, norm, taus[best], rstar+eps), nil
 }
 
-// momScale returns the MedianOfMeans selection among the bucket means taus
+// momScale returns the medianOfMeans selection among the bucket means taus
 // (at least two), its radius r* and the scale ε̂ = √(3V̂) with
 // V̂ = mean_{i<j} ‖τ_i − τ_j‖², sharing the pairwise distances. diff
 // (length norm.Len()) is scratch.
