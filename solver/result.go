@@ -1,9 +1,19 @@
 package solver
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrNonFinite is wrapped by every error that reports a NaN or an infinity
+// where a finite value is required: in an argument (Solve's x0,
+// CertifyRadius's x), in an oracle evaluation during a solve or its
+// certificate, or in a residual estimate. The packages built on this one
+// (deq, train, datasets) wrap it too for the values that enter them, so
+// that a caller tests for every such fault with errors.Is(err,
+// ErrNonFinite).
+var ErrNonFinite = errors.New("non-finite value (NaN or ±Inf)")
 
 // Status says why a method stopped.
 type Status int
@@ -25,8 +35,10 @@ const (
 	TimeLimit
 	// Canceled: the context was canceled or its deadline passed.
 	Canceled
-	// Diverged: the residual grew past Settings.DivergenceFactor times its best
-	// value, or an evaluation produced NaN or Inf.
+	// Diverged: the residual grew past Settings.DivergenceFactor times its
+	// best value (an overflow to +Inf included), or an evaluation or a
+	// residual estimate was NaN or ±Inf. In the second case Solve also
+	// returns an error wrapping ErrNonFinite.
 	Diverged
 	// Stagnated: the method can make no further progress (for instance a
 	// singular update it cannot repair).
@@ -139,8 +151,11 @@ type Result struct {
 	Tol    float64
 	Status Status
 	Stats  Stats
-	// Certificate is nil when Settings.Certify.Skip is set, and for a
+	// Certificate is nil when Settings.Certify.Skip is set, for a
 	// stochastic oracle when the context was done before the certificate's
-	// samples could be drawn (Status Canceled).
+	// samples could be drawn (Status Canceled), and when the certificate
+	// failed (Solve then returns its error; a certificate whose
+	// evaluations are NaN or ±Inf is such a failure, wrapping
+	// ErrNonFinite). Its Bound is never NaN.
 	Certificate *Certificate
 }
