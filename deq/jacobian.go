@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/internal/check"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -141,6 +142,9 @@ func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 		return nil, fmt.Errorf("deq: z has length %d, want the evaluator's Len() = %d", len(z), ev.Len())
 	}
 	n := ev.Examples()
+	if err := checkFinite("z", z, n); err != nil {
+		return nil, err
+	}
 	zmax := 0.0
 	for _, v := range z {
 		zmax = math.Max(zmax, math.Abs(v))
@@ -156,7 +160,8 @@ func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 }
 
 // jvp writes J·v into dst by central differences of EvalExact; each
-// example's block of v must have ℓ2 norm one or zero.
+// example's block of v must have ℓ2 norm one or zero. It returns an error
+// wrapping solver.ErrNonFinite if J·v is not finite.
 func (j *jac) jvp(dst, v []float64) error {
 	for i := range j.z {
 		j.zp[i] = j.z[i] + j.h*v[i]
@@ -173,13 +178,38 @@ func (j *jac) jvp(dst, v []float64) error {
 	for i := range dst {
 		dst[i] = (j.fp[i] - j.fm[i]) / (2 * j.h)
 	}
+	if !numeric.AllFinite(dst) {
+		return checkFinite("Jacobian–vector product", dst, j.n)
+	}
 	return nil
 }
 
-// vjp writes Jᵀ·g into dst through the evaluator's exact VJPHidden.
+// vjp writes Jᵀ·g into dst through the evaluator's exact VJPHidden. It
+// returns an error wrapping solver.ErrNonFinite if Jᵀ·g is not finite.
 func (j *jac) vjp(dst, g []float64) error {
-	_, err := j.ev.VJPHidden(dst, j.z, g, j.exact)
-	return err
+	if _, err := j.ev.VJPHidden(dst, j.z, g, j.exact); err != nil {
+		return err
+	}
+	if !numeric.AllFinite(dst) {
+		return checkFinite("vector–Jacobian product", dst, j.n)
+	}
+	return nil
+}
+
+// finiteHessenberg returns an error wrapping solver.ErrNonFinite if
+// example b's Hessenberg matrix m holds a NaN or ±Inf: no eigenvalue
+// computation is ever run on one (LAPACK's balancing does not terminate
+// on it).
+func finiteHessenberg(m mat.Matrix, b int) error {
+	r, c := m.Dims()
+	for i := range r {
+		for k := range c {
+			if v := m.At(i, k); v-v != 0 {
+				return fmt.Errorf("deq: SpectralRadius: the Hessenberg matrix of example %d holds %v at (%d, %d): %w", b, v, i, k, solver.ErrNonFinite)
+			}
+		}
+	}
+	return nil
 }
 
 // vec returns a new vector of the state's length.
@@ -207,6 +237,9 @@ func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] 
 // see the generalized Jacobian of the pieces around z.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
+// A NaN or ±Inf in z, in a Jacobian–vector product or in a Hessenberg
+// matrix is an error wrapping solver.ErrNonFinite, returned before any
+// eigenvalue computation sees it.
 func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
 	opts, j, rng, err := prepare(ev, z, o, 0x510e527fade682d1)
 	if err != nil {
@@ -261,6 +294,9 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 			beta := norm2(wb)
 			hs[b].Set(k+1, k, beta)
 			sq := hs[b].Slice(0, k+1, 0, k+1)
+			if err := finiteHessenberg(sq, b); err != nil {
+				return est, err
+			}
 			if !eig.Factorize(sq, mat.EigenNone) {
 				return est, fmt.Errorf("deq: SpectralRadius: eigenvalues of the %d×%d Hessenberg matrix of example %d did not converge", k+1, k+1, b)
 			}
@@ -307,6 +343,8 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 // (σ₂/σ₁)² per iteration.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
+// A NaN or ±Inf in z or in a Jacobian product is an error wrapping
+// solver.ErrNonFinite.
 func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
 	opts, j, rng, err := prepare(ev, z, o, 0x9b05688c2b3e6c1f)
 	if err != nil {
@@ -366,6 +404,8 @@ func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spectra
 // from the probes' spread.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
+// A NaN or ±Inf in z or in a vector–Jacobian product is an error wrapping
+// solver.ErrNonFinite.
 func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
 	opts, j, rng, err := prepare(ev, z, o, 0x1f83d9abfb41bd6b)
 	if err != nil {
