@@ -204,3 +204,22 @@ func TestAbortsAfterConsecutiveBadBatches(t *testing.T) {
 	_, err = os.Stat(path)
 	require.True(t, errors.Is(err, os.ErrNotExist), "an aborted run writes no checkpoint")
 }
+
+// TestMeasurementsRefuseNonFinitePixel: Model.Evaluate and Model.Spectral
+// on a data set holding one NaN pixel return an error wrapping
+// solver.ErrNonFinite (the spectral measurement, which standardises the
+// first images itself, used to hand the eigenvalue computation a NaN
+// matrix, on which it never returned).
+func TestMeasurementsRefuseNonFinitePixel(t *testing.T) {
+	tr, te := blobData(256, 100)
+	trn, err := New(tinyConfig(), tr, te, nil)
+	require.NoError(t, err)
+	m := trn.Model()
+	te.X[3] = math.NaN() // image 0, which the spectral batch holds
+	_, err = m.Evaluate(context.Background(), te, SolverConfig{}, 0)
+	require.ErrorIs(t, err, solver.ErrNonFinite)
+	require.ErrorContains(t, err, "image 0 holds NaN")
+	_, err = m.Spectral(context.Background(), te, SolverConfig{})
+	require.ErrorIs(t, err, solver.ErrNonFinite)
+	require.ErrorContains(t, err, "image 0 holds NaN")
+}
