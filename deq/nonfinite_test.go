@@ -215,4 +215,14 @@ func TestJacobianNonFinite(t *testing.T) {
 			})
 		}
 	}
+	t.Run("radius/overflow", func(t *testing.T) {
+		// A finite but huge evaluation makes a Gram–Schmidt norm overflow:
+		// the Hessenberg matrix then holds +Inf, and is refused.
+		fc := &faultyCell{Cell: gc.cell, value: 1e300, evals: map[int]bool{1: true}}
+		ev := must(fc.Evaluator(gc.n))
+		require.NoError(t, ev.SetInput(randVec(rand.New(rand.NewPCG(9, 10)), gc.n*d, 1)))
+		_, err := SpectralRadius(ev, randVec(rand.New(rand.NewPCG(11, 12)), ev.Len(), 0.5), nil)
+		require.ErrorIs(t, err, solver.ErrNonFinite)
+		require.ErrorContains(t, err, "Hessenberg matrix of example 0")
+	})
 }
