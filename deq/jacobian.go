@@ -2,6 +2,7 @@ package deq
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -112,6 +113,7 @@ type FrobeniusEstimate struct {
 
 // jac holds what the measurements share.
 type jac struct {
+	ctx   context.Context
 	ev    layers.Evaluator
 	z     []float64
 	n, d  int // examples, per-example length
@@ -125,16 +127,19 @@ type jac struct {
 // prepare validates the options and the arguments of a measurement, and
 // returns its random stream: JacobianOptions.Seed on the measurement's own
 // stream.
-func prepare(ev layers.Evaluator, z []float64, o *JacobianOptions, stream uint64) (JacobianOptions, *jac, *rand.Rand, error) {
+func prepare(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions, stream uint64) (JacobianOptions, *jac, *rand.Rand, error) {
 	opts, err := o.withDefaults()
 	if err != nil {
 		return opts, nil, nil, err
 	}
-	j, err := newJac(ev, z, opts.Step)
+	j, err := newJac(ctx, ev, z, opts.Step)
 	return opts, j, rand.New(rand.NewPCG(opts.Seed, stream)), err
 }
 
-func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
+func newJac(ctx context.Context, ev layers.Evaluator, z []float64, step float64) (*jac, error) {
+	if ctx == nil {
+		return nil, errors.New("deq: nil context")
+	}
 	if ev == nil {
 		return nil, errors.New("deq: nil evaluator")
 	}
@@ -150,7 +155,7 @@ func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 		zmax = math.Max(zmax, math.Abs(v))
 	}
 	return &jac{
-		ev: ev, z: z, n: n, d: ev.Len() / n,
+		ctx: ctx, ev: ev, z: z, n: n, d: ev.Len() / n,
 		h:     step * math.Max(1, zmax),
 		fp:    make([]float64, len(z)),
 		fm:    make([]float64, len(z)),
@@ -163,6 +168,9 @@ func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 // example's block of v must have ℓ2 norm one or zero. It returns an error
 // wrapping solver.ErrNonFinite if J·v is not finite.
 func (j *jac) jvp(dst, v []float64) error {
+	if err := j.stopped(); err != nil {
+		return err
+	}
 	for i := range j.z {
 		j.zp[i] = j.z[i] + j.h*v[i]
 	}
@@ -187,6 +195,9 @@ func (j *jac) jvp(dst, v []float64) error {
 // vjp writes Jᵀ·g into dst through the evaluator's exact VJPHidden. It
 // returns an error wrapping solver.ErrNonFinite if Jᵀ·g is not finite.
 func (j *jac) vjp(dst, g []float64) error {
+	if err := j.stopped(); err != nil {
+		return err
+	}
 	if _, err := j.ev.VJPHidden(dst, j.z, g, j.exact); err != nil {
 		return err
 	}
@@ -208,6 +219,15 @@ func finiteHessenberg(m mat.Matrix, b int) error {
 				return fmt.Errorf("deq: SpectralRadius: the Hessenberg matrix of example %d holds %v at (%d, %d): %w", b, v, i, k, solver.ErrNonFinite)
 			}
 		}
+	}
+	return nil
+}
+
+// stopped returns an error wrapping the context's error once it is done,
+// and nil before: every measurement checks it before each Jacobian product.
+func (j *jac) stopped() error {
+	if err := j.ctx.Err(); err != nil {
+		return fmt.Errorf("deq: Jacobian measurement stopped: %w", err)
 	}
 	return nil
 }
@@ -240,8 +260,10 @@ func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] 
 // A NaN or ±Inf in z, in a Jacobian–vector product or in a Hessenberg
 // matrix is an error wrapping solver.ErrNonFinite, returned before any
 // eigenvalue computation sees it.
-func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, j, rng, err := prepare(ev, z, o, 0x510e527fade682d1)
+// ctx is checked before every Jacobian product: once it is done the
+// measurement returns the estimate so far with an error wrapping ctx.Err().
+func SpectralRadius(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
+	opts, j, rng, err := prepare(ctx, ev, z, o, 0x510e527fade682d1)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
@@ -345,8 +367,10 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 // A NaN or ±Inf in z or in a Jacobian product is an error wrapping
 // solver.ErrNonFinite.
-func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, j, rng, err := prepare(ev, z, o, 0x9b05688c2b3e6c1f)
+// ctx is checked before every Jacobian product: once it is done the
+// measurement returns the estimate so far with an error wrapping ctx.Err().
+func SpectralNorm(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
+	opts, j, rng, err := prepare(ctx, ev, z, o, 0x9b05688c2b3e6c1f)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
@@ -406,8 +430,10 @@ func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spectra
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
 // A NaN or ±Inf in z or in a vector–Jacobian product is an error wrapping
 // solver.ErrNonFinite.
-func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
-	opts, j, rng, err := prepare(ev, z, o, 0x1f83d9abfb41bd6b)
+// ctx is checked before every Jacobian product: once it is done the
+// measurement returns the estimate so far with an error wrapping ctx.Err().
+func JacobianFrobenius(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
+	opts, j, rng, err := prepare(ctx, ev, z, o, 0x1f83d9abfb41bd6b)
 	if err != nil {
 		return FrobeniusEstimate{}, err
 	}

@@ -189,9 +189,18 @@ func TestJacobianNonFinite(t *testing.T) {
 		f    func(layers.Evaluator, []float64) error
 	}
 	measures := []measure{
-		{"radius", func(ev layers.Evaluator, z []float64) error { _, err := SpectralRadius(ev, z, nil); return err }},
-		{"norm", func(ev layers.Evaluator, z []float64) error { _, err := SpectralNorm(ev, z, nil); return err }},
-		{"frobenius", func(ev layers.Evaluator, z []float64) error { _, err := JacobianFrobenius(ev, z, nil); return err }},
+		{"radius", func(ev layers.Evaluator, z []float64) error {
+			_, err := SpectralRadius(context.Background(), ev, z, nil)
+			return err
+		}},
+		{"norm", func(ev layers.Evaluator, z []float64) error {
+			_, err := SpectralNorm(context.Background(), ev, z, nil)
+			return err
+		}},
+		{"frobenius", func(ev layers.Evaluator, z []float64) error {
+			_, err := JacobianFrobenius(context.Background(), ev, z, nil)
+			return err
+		}},
 	}
 	gc := gradCells()[0]
 	d := gc.cell.Shape().InputLen()
@@ -221,7 +230,7 @@ func TestJacobianNonFinite(t *testing.T) {
 		fc := &faultyCell{Cell: gc.cell, value: 1e300, evals: map[int]bool{1: true}}
 		ev := must(fc.Evaluator(gc.n))
 		require.NoError(t, ev.SetInput(randVec(rand.New(rand.NewPCG(9, 10)), gc.n*d, 1)))
-		_, err := SpectralRadius(ev, randVec(rand.New(rand.NewPCG(11, 12)), ev.Len(), 0.5), nil)
+		_, err := SpectralRadius(context.Background(), ev, randVec(rand.New(rand.NewPCG(11, 12)), ev.Len(), 0.5), nil)
 		require.ErrorIs(t, err, solver.ErrNonFinite)
 		require.ErrorContains(t, err, "Hessenberg matrix of example 0")
 	})

@@ -335,8 +335,8 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 // whose states are C×(H'·W') matrices; N_k is block k's GroupNorm of
 // Groups (by default), or without it relu (and the relu between blocks is
 // then that relu alone), the cell is N(relu(W∗z + e + b)) or
-// relu(W∗z + e + b), and L is DefaultConvEncoderLayers by default (1, the
-// single stride-2 block, in earlier releases).
+// relu(W∗z + e + b), and L is DefaultConvEncoderLayers by default (1 gives the
+// single stride-2 block).
 type ModelConfig struct {
 	// Cell is DenseCell (the zero value, deterministic), MeanFieldCell (a
 	// stochastic cell: the injection of the encoder's features plus the
