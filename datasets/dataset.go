@@ -8,14 +8,16 @@ import (
 	"slices"
 
 	"github.com/deqgo/deq/internal/enum"
+	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/solver"
 )
 
 // Dataset holds N labelled greyscale images as float64 rows.
 //
 // Image i is X[i·Dim() : (i+1)·Dim()], row-major (Rows rows of Cols
-// pixels); its label is Y[i] ∈ [0, Classes). Images read from IDX files
-// are scaled to [0, 1] (byte/255) and synthetic ones are generated in
-// [0, 1]; a Normalizer may then shift and scale them.
+// pixels); its label is Y[i] ∈ [0, Classes). Pixels must be finite. Images
+// read from IDX files are scaled to [0, 1] (byte/255) and synthetic ones
+// are generated in [0, 1]; a Normalizer may then shift and scale them.
 type Dataset struct {
 	// Name describes the data (for example "fashion-mnist/train").
 	Name string
@@ -42,7 +44,10 @@ func (d *Dataset) Image(i int) []float64 {
 }
 
 // Validate reports an inconsistent Dataset: a non-positive shape or class
-// count, len(X) ≠ Len()·Dim(), or a label outside [0, Classes).
+// count, len(X) ≠ Len()·Dim(), a label outside [0, Classes), or a NaN or
+// ±Inf pixel (an error wrapping solver.ErrNonFinite that names the image,
+// row and column). NewBatcher and FitNormalizer call it, so that a
+// non-finite pixel is refused before it reaches a model.
 func (d *Dataset) Validate() error {
 	switch {
 	case d.Rows <= 0 || d.Cols <= 0:
@@ -55,6 +60,16 @@ func (d *Dataset) Validate() error {
 	for i, y := range d.Y {
 		if y < 0 || y >= d.Classes {
 			return fmt.Errorf("datasets: %s: label %d of image %d outside [0, %d)", d.Name, y, i, d.Classes)
+		}
+	}
+	if !numeric.AllFinite(d.X) {
+		dim := d.Dim()
+		for k, v := range d.X {
+			if v-v != 0 {
+				p := k % dim
+				return fmt.Errorf("datasets: %s: image %d holds %v at pixel %d (row %d, column %d): %w",
+					d.Name, k/dim, v, p, p/d.Cols, p%d.Cols, solver.ErrNonFinite)
+			}
 		}
 	}
 	return nil
@@ -161,10 +176,14 @@ type Normalizer struct {
 }
 
 // FitNormalizer computes the statistics of mode on train. It returns nil for
-// NormNone.
+// NormNone, and an error for an inconsistent train (see Validate: a NaN or
+// ±Inf pixel among others).
 func FitNormalizer(train *Dataset, mode Normalization) (*Normalizer, error) {
 	if train.Len() == 0 {
 		return nil, fmt.Errorf("datasets: %s: cannot fit a normalizer on no images", train.Name)
+	}
+	if err := train.Validate(); err != nil {
+		return nil, err
 	}
 	n, dim := train.Len(), train.Dim()
 	switch mode {
@@ -206,8 +225,10 @@ func FitNormalizer(train *Dataset, mode Normalization) (*Normalizer, error) {
 }
 
 // Apply standardises every image of d in place. A nil Normalizer leaves d
-// unchanged. It returns an error if per-pixel statistics do not match
-// d.Dim().
+// unchanged. It returns an error, changing nothing, if per-pixel
+// statistics do not match d.Dim(), if a mean is not finite or a deviation
+// not positive and finite (wrapping solver.ErrNonFinite for a NaN or
+// ±Inf), or if d is inconsistent (see Validate).
 func (z *Normalizer) Apply(d *Dataset) error {
 	if z == nil {
 		return nil
@@ -215,6 +236,16 @@ func (z *Normalizer) Apply(d *Dataset) error {
 	if len(z.Mean) != len(z.Std) || (len(z.Mean) != 1 && len(z.Mean) != d.Dim()) {
 		return fmt.Errorf("datasets: %s: normalizer has %d means and %d deviations, want 1 or %d",
 			d.Name, len(z.Mean), len(z.Std), d.Dim())
+	}
+	for j, m := range z.Mean {
+		if sd := z.Std[j]; m-m != 0 || sd-sd != 0 {
+			return fmt.Errorf("datasets: %s: normalizer Mean[%d] = %v, Std[%d] = %v: %w", d.Name, j, m, j, sd, solver.ErrNonFinite)
+		} else if !(sd > 0) {
+			return fmt.Errorf("datasets: %s: normalizer Std[%d] = %v must be positive", d.Name, j, sd)
+		}
+	}
+	if err := d.Validate(); err != nil {
+		return err
 	}
 	if len(z.Mean) == 1 {
 		m, s := z.Mean[0], z.Std[0]

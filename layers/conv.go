@@ -387,7 +387,7 @@ func (c *Conv) Project() error {
 		return c.projectWeightNorm()
 	}
 	if !numeric.AllFinite(c.w.Data()) {
-		return fmt.Errorf("layers: Conv.Project: W holds NaN or Inf")
+		return fmt.Errorf("layers: Conv.Project: W is not finite: %w", solver.ErrNonFinite)
 	}
 	c.calls++
 	certify := c.certEvery > 0 && (c.calls-1)%c.certEvery == 0

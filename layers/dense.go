@@ -201,7 +201,7 @@ func (c *Dense) Project() error {
 // project enforces the Constraint on W.
 func (c *Dense) project() error {
 	if b := c.con.project(c.w.Data(), c.shape.Hidden); math.IsNaN(b) {
-		return fmt.Errorf("layers: Dense.Project: W holds NaN")
+		return fmt.Errorf("layers: Dense.Project: W is not finite: %w", solver.ErrNonFinite)
 	}
 	return nil
 }

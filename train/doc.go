@@ -58,8 +58,10 @@
 // ‖f(z) − z‖ and the fraction of batches whose bound met the tolerance.
 // After every epoch the test set is evaluated with its own solver budget
 // (Config.Eval, by default ten times tighter than the forward tolerance).
-// Batches with non-finite inputs, losses or gradients, or a diverged solve,
-// are skipped without touching the parameters (see Trainer).
+// A NaN or ±Inf in an input, a solve, the loss, a gradient or a parameter
+// stops training with an error wrapping solver.ErrNonFinite that names the
+// epoch and batch; a batch whose solve diverges with finite values is
+// skipped without touching the parameters (see Trainer).
 //
 // # Training aids
 //

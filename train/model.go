@@ -636,6 +636,9 @@ func (m *Model) spectral(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 		return Spectrum{}, fmt.Errorf("train: %s has %d pixels per image, the model %d", d.Name, d.Dim(), m.InputDim)
 	}
 	n := min(SpectralBatch, d.Len())
+	if err := d.Head(n).Validate(); err != nil {
+		return Spectrum{}, err
+	}
 	w := m.work(n)
 	m.standardize(w.xs, d.X[:n*m.InputDim])
 	if err := m.encode(w.e, w.xs, n); err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // ErrTooManyBadBatches is returned by Run when Config.MaxBadBatches
-// consecutive batches had to be skipped.
+// consecutive batches had to be skipped because a solve diverged.
 var ErrTooManyBadBatches = errors.New("train: too many consecutive bad batches")
 
 // Options control what a Trainer does besides training; none of them
@@ -31,7 +31,8 @@ type Options struct {
 	OnBatch func(*BatchMetrics)
 	// OnEpoch, if not nil, is called after every epoch's evaluation.
 	OnEpoch func(*EpochMetrics)
-	// Logf, if not nil, receives a line for every skipped batch.
+	// Logf, if not nil, receives a line for every skipped batch (see
+	// Trainer, Numerical faults).
 	Logf func(format string, args ...any)
 }
 
@@ -52,18 +53,31 @@ type Options struct {
 //
 // # Numerical faults
 //
-// A batch is skipped — no parameter, optimiser moment or projection state
-// changes, and its gradients are discarded — when its input holds NaN or
-// Inf, its forward solve diverges (Status Diverged, which includes NaN or
-// Inf in an evaluation), its loss is not finite, its adjoint solve
-// diverges, or its gradient holds NaN or Inf. A skipped batch is counted
-// (EpochMetrics.Skipped), reported to Options.Logf and OnBatch, left out of
-// the epoch's loss, accuracy and solver figures, and still advances the
-// schedule. After Config.MaxBadBatches consecutive skipped batches Run
-// stops with ErrTooManyBadBatches, writing no checkpoint (the last one
-// written holds finite parameters). Solves that merely stop short of their
-// tolerance (an iteration limit) are not faults: they are used and counted
-// as unconverged.
+// A NaN or ±Inf stops Run at once with an error wrapping
+// solver.ErrNonFinite that names the epoch (from 1) and the batch (from 0)
+// and what was not finite: the standardised input, a value of the cell
+// during the forward or adjoint solve (see deq.Layer.Forward and
+// Backward), the loss, the Jacobian penalty, the correction loss, a
+// parameter's gradient, or a parameter after the optimiser step. Skipping
+// such a batch would not help: a non-finite value in the data or the
+// parameters poisons every batch that follows, and the measurements after
+// the epoch with them. Nothing is updated by the failing batch (a
+// parameter made non-finite by the step itself is reported after it) and
+// no checkpoint is written, so the last one written holds finite
+// parameters; New and Resume already refuse a data set holding a
+// non-finite pixel (datasets.Dataset.Validate).
+//
+// A batch whose forward or adjoint solve diverges with finite values (its
+// residual grew past the solver's DivergenceFactor times its best, Status
+// Diverged without an error) is skipped — no parameter, optimiser moment
+// or projection state changes, and its gradients are discarded. A skipped
+// batch is counted (EpochMetrics.Skipped), reported to Options.Logf and
+// OnBatch, left out of the epoch's loss, accuracy and solver figures, and
+// still advances the schedule. After Config.MaxBadBatches consecutive
+// skipped batches Run stops with ErrTooManyBadBatches, writing no
+// checkpoint. Solves that merely stop short of their tolerance (an
+// iteration limit) are not faults: they are used and counted as
+// unconverged.
 //
 // # Checkpoints and resuming
 //
@@ -110,10 +124,12 @@ type Trainer struct {
 	history      []EpochMetrics
 
 	// Fault injection for tests: beforeRun may corrupt a batch's
-	// standardised input after the input check, afterBackward its
-	// gradients.
+	// standardised input after the input check, afterForward its forward
+	// solution, afterBackward its gradients and afterStep its parameters.
 	beforeRun     func(epoch, batch int, x []float64)
+	afterForward  func(epoch, batch int, sol *deq.Solution)
 	afterBackward func(epoch, batch int, grads [][]float64)
+	afterStep     func(epoch, batch int, vals [][]float64)
 }
 
 // Result is what Run returns.
@@ -377,7 +393,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			if ctx.Err() != nil {
 				return t.interrupt(ctx.Err())
 			}
-			return t.result(false), err
+			return t.result(false), fmt.Errorf("train: epoch %d: evaluation: %w", t.epoch+1, err)
 		}
 		em.TestAcc, em.TestLoss, em.Test, em.TermRelVar = ev.Accuracy, ev.Loss, ev.Solver, ev.TermRelVar
 		// Seed 0, as Model.Spectral (and so deq eval) measures.
@@ -386,7 +402,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			if ctx.Err() != nil {
 				return t.interrupt(ctx.Err())
 			}
-			return t.result(false), err
+			return t.result(false), fmt.Errorf("train: epoch %d: spectral measurement: %w", t.epoch+1, err)
 		}
 		em.SpectralRadius, em.SpectralNorm = sp.Radius, sp.Norm
 		em.TrainSeconds = trainTime.Seconds()
@@ -468,7 +484,7 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	}
 	bm.GradNorm = globalNorm(t.grads)
 	if notFinite(bm.GradNorm) {
-		return bm, t.skip(bm, "non-finite gradient")
+		return bm, t.nonFinite(t.grads, "the gradient of")
 	}
 	clipTo(t.grads, bm.GradNorm, t.cfg.ClipNorm)
 	if wd := t.cfg.WeightDecay; wd > 0 {
@@ -479,6 +495,12 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 		return bm, err
 	}
 	if err := t.model.cell.Project(); err != nil {
+		return bm, err
+	}
+	if t.afterStep != nil {
+		t.afterStep(t.epoch, t.batch, t.vals)
+	}
+	if err := t.nonFinite(t.vals, "after the optimiser step,"); err != nil {
 		return bm, err
 	}
 	n := b.Len()
@@ -519,7 +541,11 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	t.zeroGrads()
 	m.standardize(w.xs, x)
 	if !numeric.AllFinite(w.xs) {
-		return nil, 0, "non-finite input", nil
+		for k, v := range w.xs {
+			if v-v != 0 {
+				return nil, 0, "", t.nonFiniteValue(fmt.Sprintf("the standardised input holds %v at pixel %d of the batch's image %d", v, k%m.InputDim, k/m.InputDim))
+			}
+		}
 	}
 	if t.beforeRun != nil {
 		t.beforeRun(t.epoch, t.batch, w.xs)
@@ -533,11 +559,12 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	ctx := context.Background()
 	sol, err = t.layer.Forward(ctx, w.e)
 	if sol != nil {
+		if t.afterForward != nil {
+			t.afterForward(t.epoch, t.batch, sol)
+		}
 		bm.Forward = sol.Result
 	}
 	switch {
-	case err != nil && sol != nil && sol.Result.Status == solver.Diverged:
-		return sol, 0, fmt.Sprintf("forward solve diverged (%v)", err), nil
 	case err != nil && sol == nil && t.cfg.Aids.CorrectionStates > 0 && errors.Is(err, deq.ErrNoIterates):
 		// No method of the registry does this today; a new one that
 		// returns no iterates cannot serve fixed-point correction.
@@ -553,7 +580,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	case sol.Result.Status == solver.Diverged:
 		return sol, correct, "forward solve diverged", nil
 	case notFinite(bm.Loss):
-		return sol, correct, "non-finite loss", nil
+		return sol, correct, "", t.nonFiniteValue(fmt.Sprintf("the loss %v", bm.Loss))
 	}
 	m.readoutBackward(w, sol.Z, n)
 	if a := t.cfg.Aids; a.JacWeight > 0 && t.steps%a.JacFreq == 0 {
@@ -598,7 +625,7 @@ func (t *Trainer) jacobian(sol *deq.Solution, w *work, bm *BatchMetrics) (string
 		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.JacWeight: %w", t.epoch+1, t.batch, err)
 	}
 	if notFinite(est.Value) {
-		return "non-finite Jacobian penalty", nil
+		return "", t.nonFiniteValue(fmt.Sprintf("the Jacobian penalty %v", est.Value))
 	}
 	addTo(w.gz, w.jdz)
 	bm.JacApplied, bm.JacFrob = true, est.Value
@@ -640,7 +667,7 @@ func (t *Trainer) correction(sol *deq.Solution, w *work, labels []int, bm *Batch
 	}
 	bm.CorrectionLoss = loss
 	if notFinite(loss) {
-		return "non-finite correction loss", nil
+		return "", t.nonFiniteValue(fmt.Sprintf("the correction loss %v", loss))
 	}
 	if _, err := t.layer.CorrectionBackward(sol, w.gs[:k], w.cdx); err != nil {
 		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
@@ -677,6 +704,29 @@ func (t *Trainer) zeroGrads() {
 	for _, g := range t.grads {
 		clear(g)
 	}
+}
+
+// nonFiniteValue returns the error that stops Run at the current batch
+// because what is not finite.
+func (t *Trainer) nonFiniteValue(what string) error {
+	return fmt.Errorf("train: epoch %d batch %d: %s: %w", t.epoch+1, t.batch, what, solver.ErrNonFinite)
+}
+
+// nonFinite returns nil when every one of vs (the parameters' values or
+// gradients, in checkpoint order) is finite, and otherwise the error that
+// stops Run, naming the first parameter and element at fault after what.
+func (t *Trainer) nonFinite(vs [][]float64, what string) error {
+	for i, v := range vs {
+		if numeric.AllFinite(v) {
+			continue
+		}
+		for j, x := range v {
+			if x-x != 0 {
+				return t.nonFiniteValue(fmt.Sprintf("%s parameter %s holds %v at %d", what, t.model.params[i].name, x, j))
+			}
+		}
+	}
+	return nil
 }
 
 // skip records a skipped batch and discards its gradients.
