@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
@@ -91,7 +92,7 @@ const (
 	// forward, 7.3 backward iterations per batch) and test accuracy
 	// (95.95% and 96.05%, two of 2,000 test images apart; README, "Conv DEQ
 	// on real digits"). A conv run whose forward, adjoint or evaluation
-	// method needs a proven Lipschitz bound (Method.NeedsProvenBound) and
+	// method needs a proven Lipschitz bound (a method whose guarantees rest on γ̄: GHAL, VR-GHAL, growing-batch) and
 	// whose cell would prove it in float64 (no GroupNorm, the projection,
 	// ℓ2 or Schatten-2) defaults to Float64 instead: float32 products meet
 	// γ̄ only up to rounding, so the cell's bound is not proven
@@ -357,7 +358,7 @@ type ModelConfig struct {
 	// ℓ2. Residuals, tolerances and certificates are measured in it, and
 	// the cell's Lipschitz constraint is layers.ConstraintFor it (ℓ2 for
 	// Schatten-p, which on vector states is the ℓ2 norm).
-	Norm NormSpec
+	Norm solver.NormSpec
 	// Units is the MeanField cell's number of hidden units M. Zero means
 	// DefaultUnitsPerDim·Hidden.
 	Units int
@@ -428,7 +429,7 @@ type ModelConfig struct {
 	// stores explicitly: DefaultConvPrecision (Float32) for ConvCell,
 	// except that a conv run whose Forward, Eval or (in implicit mode)
 	// Backward.Solver method needs a proven Lipschitz bound
-	// (Method.NeedsProvenBound: GHAL, VR-GHAL, growing-batch) takes
+	// (GHAL, VR-GHAL, growing-batch) takes
 	// Float64 when float64 products would prove it (Groups < 0, the
 	// projection, Norm ℓ2 or Schatten-2; with GroupNorm or weight
 	// normalisation nothing is proven in either precision, and the
@@ -457,11 +458,12 @@ type ModelConfig struct {
 
 // SolverConfig names a fixed-point method and its budget.
 type SolverConfig struct {
-	// Method is a method of the solver registry (see Methods). The
+	// Method is a method of the solver registry (see Methods); the zero
+	// value is unset, which Defaults fills in. The
 	// deterministic methods see the cell's exact operator; the stochastic
 	// one (VR-GHAL) sees the minibatch oracle of a stochastic cell (and the
 	// exact operator, as a deterministic oracle, of the dense cell).
-	Method Method
+	Method solver.MethodSpec
 	// Tol is the residual tolerance in the model's norm, for every example
 	// of a batch, absolute unless Relative: a solve succeeds when a proven
 	// bound on its residual is at most Tol (see solver.Status). A batch
@@ -493,7 +495,7 @@ type SolverConfig struct {
 
 // defaultMethod returns the default method of the forward and adjoint
 // solves: Broyden's.
-func defaultMethod() Method { return method(solver.Broyden{}) }
+func defaultMethod() solver.MethodSpec { return method(solver.Broyden{}) }
 
 // DefaultForward returns the forward solver used where Config.Forward's
 // fields are zero: Broyden, DefaultForwardTol, DefaultForwardIter
@@ -607,8 +609,8 @@ func (d Config) defaultPrecision() Precision {
 	if d.Model.Cell != ConvCell {
 		return Float64
 	}
-	if d.Model.provableConv() && (d.Forward.Method.NeedsProvenBound() || d.Eval.Method.NeedsProvenBound() ||
-		(d.Backward.Mode == Implicit && d.Backward.Solver.Method.NeedsProvenBound())) {
+	if d.Model.provableConv() && (NeedsProvenBound(d.Forward.Method) || NeedsProvenBound(d.Eval.Method) ||
+		(d.Backward.Mode == Implicit && NeedsProvenBound(d.Backward.Solver.Method))) {
 		return Float64
 	}
 	return DefaultConvPrecision
@@ -621,7 +623,7 @@ func (d Config) defaultPrecision() Precision {
 // products prove nothing more than float32 ones.
 func (m ModelConfig) provableConv() bool {
 	return m.Groups < 0 && m.Normalization == layers.Projection &&
-		(m.Norm.kind == normL2 || (m.Norm.kind == normSchatten && m.Norm.p == 2))
+		(m.Norm.Kind == solver.NormL2 || (m.Norm.Kind == solver.NormSchatten && m.Norm.P == 2))
 }
 
 func (m ModelConfig) defaults() (ModelConfig, error) {
@@ -656,7 +658,7 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 	}
 	d.Channels, d.Groups, d.Kernels = 0, 0, 0
 	if _, err := m.Norm.Norm(1, 1); err != nil {
-		return d, fieldErr("Model.Norm", m.Norm, "is not a norm")
+		return d, &FieldError{Field: "Model.Norm", Value: m.Norm, Reason: "is not a norm", cause: err}
 	}
 	d.Hidden = cmp.Or(m.Hidden, DefaultHidden)
 	d.Gamma = cmp.Or(m.Gamma, DefaultGamma)
@@ -682,7 +684,7 @@ func (m ModelConfig) convDefaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Encoder", m.Encoder, "does not apply to the conv cell (its encoder has Channels channels)")
 	}
 	if _, err := m.Norm.Norm(1, 1); err != nil {
-		return d, fieldErr("Model.Norm", m.Norm, "is not a norm")
+		return d, &FieldError{Field: "Model.Norm", Value: m.Norm, Reason: "is not a norm", cause: err}
 	}
 	d.Units, d.Terms = 0, 0
 	d.Channels = cmp.Or(m.Channels, DefaultConvChannels)
@@ -745,13 +747,22 @@ func DefaultsFor(k CellKind) Config {
 	return c
 }
 
-// method returns the registry method of m's type, which must exist.
-func method(m solver.Method) Method {
-	r, err := MethodOf(m)
+// method returns the registry entry of m's type, which must exist.
+func method(m solver.Method) solver.MethodSpec {
+	r, err := solver.MethodSpecOf(m)
 	if err != nil {
 		panic(err)
 	}
 	return r
+}
+
+// names joins the names of xs with ", ".
+func names[T fmt.Stringer](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = x.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // validText reports whether v is a value of its enumeration (one of
@@ -764,9 +775,8 @@ func validText(v encoding.TextMarshaler) bool {
 // merge validates s and fills its zero fields from base.
 func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, error) {
 	switch {
-	case s.Method.index < 0 || s.Method.index > len(solver.Methods()) ||
-		(!s.Method.IsZero() && s.Method.Info().Baseline):
-		return s, fieldErr(field+".Method", s.Method, "is not a method of Methods()")
+	case !s.Method.IsZero() && s.Method.Info().Baseline:
+		return s, fieldErr(field+".Method", s.Method, "is a stochastic baseline, which needs a variance bound a DEQ cell does not have (want "+names(Methods())+")")
 	case s.Tol < 0 || notFinite(s.Tol):
 		return s, fieldErr(field+".Tol", s.Tol, "must be positive and finite")
 	case s.MaxIter < 0:
@@ -794,7 +804,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 // method builds the solver.Method of s for a cell with Lipschitz bound
 // gamma.
 func (s SolverConfig) method(gamma float64) solver.Method {
-	return s.Method.Info().New(solver.MethodOptions{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale, Memory: s.Memory})
+	return s.Method.New(solver.MethodOptions{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale, Memory: s.Memory})
 }
 
 // settings returns the solver.Settings of s; relative makes Tol relative
@@ -877,7 +887,7 @@ type FieldDiff struct {
 // Diff returns the fields in which c and o differ, in the order of their
 // declaration. Nested configurations (ModelConfig, SolverConfig,
 // BackwardConfig) are compared field by field; every other field, typed
-// values included, as a whole.
+// values with a text form included, as a whole.
 func (c Config) Diff(o Config) []FieldDiff {
 	return diff(nil, "", reflect.ValueOf(c), reflect.ValueOf(o))
 }
@@ -887,7 +897,7 @@ func diff(out []FieldDiff, prefix string, a, b reflect.Value) []FieldDiff {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		fa, fb := a.Field(i), b.Field(i)
-		if f.Type.Kind() == reflect.Struct && hasExported(f.Type) {
+		if f.Type.Kind() == reflect.Struct && !f.Type.Implements(textMarshaler) && hasExported(f.Type) {
 			out = diff(out, prefix+f.Name+".", fa, fb)
 			continue
 		}
@@ -898,9 +908,12 @@ func diff(out []FieldDiff, prefix string, a, b reflect.Value) []FieldDiff {
 	return out
 }
 
-// hasExported reports whether the struct type t has an exported field:
-// the nested configurations do, the typed values (Method, NormSpec) do
-// not.
+// textMarshaler is the type of encoding.TextMarshaler: the typed values
+// (solver.MethodSpec, solver.NormSpec) implement it, the nested
+// configurations do not.
+var textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+
+// hasExported reports whether the struct type t has an exported field.
 func hasExported(t reflect.Type) bool {
 	for i := range t.NumField() {
 		if t.Field(i).IsExported() {

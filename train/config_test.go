@@ -108,10 +108,10 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
-	baseline := Method{}
-	for i, m := range solver.Methods() {
-		if m.Baseline {
-			baseline = Method{index: i + 1}
+	var baseline solver.MethodSpec
+	for _, m := range solver.MethodSpecs() {
+		if m.Info().Baseline {
+			baseline = m
 		}
 	}
 	require.False(t, baseline.IsZero())
@@ -143,7 +143,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Model: ModelConfig{Cell: ExpertsCell, Terms: -3}}, "Model.Terms"},
 		{Config{Model: ModelConfig{Cell: MeanFieldCell, Units: -1}}, "Model.Units"},
 		{Config{Forward: SolverConfig{Method: baseline}}, "Forward.Method"},
-		{Config{Forward: SolverConfig{Method: Method{index: 99}}}, "Forward.Method"},
+		{Config{Model: ModelConfig{Norm: solver.NormSpec{Kind: solver.NormLP, P: 1}}}, "Model.Norm"},
+		{Config{Model: ModelConfig{Norm: solver.NormSpec{Kind: 9}}}, "Model.Norm"},
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
 		{Config{Backward: BackwardConfig{Mode: BackwardMode(7)}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
@@ -168,9 +169,7 @@ func TestParseNames(t *testing.T) {
 		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "meanfield", "experts", "conv"}, []string{"convolution", "", "Dense", "wide", "mixture"}},
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
 		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
-		{"method", func(s string) (any, error) { return ParseMethod(s) }, []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}, []string{"newton", "minibatch-km", "page-halpern", "stochastic-halpern", ""}},
 		{"backward", func(s string) (any, error) { return ParseBackwardMode(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "Implicit", "default"}},
-		{"norm", func(s string) (any, error) { return ParseNormSpec(s) }, []string{"l2", "lp:4", "linf", "schatten:3", "schatten:inf"}, []string{"l1", "schatten:1", "lp:1", ""}},
 	} {
 		for _, s := range tc.good {
 			v, err := tc.parse(s)
@@ -203,8 +202,6 @@ func TestParseNames(t *testing.T) {
 	require.Equal(t, want, names, "Methods are the registry's non-baselines")
 	// Unknown names are refused with ErrUnknownName.
 	_, err := ParseCellKind("convolution")
-	require.ErrorIs(t, err, ErrUnknownName)
-	_, err = ParseMethod("newton")
 	require.ErrorIs(t, err, ErrUnknownName)
 	// A norm builds the solver's norm for a shape, as ParseNorm does.
 	for _, s := range []string{"l2", "lp:3", "linf", "schatten:3"} {
@@ -313,7 +310,7 @@ func TestConfigDiff(t *testing.T) {
 	require.Equal(t, []FieldDiff{
 		{"Seed", uint64(0), uint64(9)},
 		{"Schedule", Cosine, Step},
-		{"Model.Norm", NormSpec{}, normSpec("linf")},
+		{"Model.Norm", solver.NormSpec{}, normSpec("linf")},
 		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 // param is a trainable matrix of the model, stored row-major, with its
@@ -517,7 +518,7 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 // checkMethod refuses, naming field, a method whose guarantees rest on a
 // bound the model's cell lacks (the checks of checkProven and checkAids for
 // one solve without dropout).
-func (m *Model) checkMethod(field string, meth Method) error {
+func (m *Model) checkMethod(field string, meth solver.MethodSpec) error {
 	switch {
 	case m.lacksProof(meth):
 		return fieldErr(field, meth, unprovenReason(m.Config))

@@ -3,8 +3,6 @@ package train
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
@@ -159,54 +157,18 @@ func (n Normalization) Datasets() datasets.Normalization {
 	return -1
 }
 
-// Method is a fixed-point method of the solver registry (solver.Methods)
-// that is not a stochastic baseline. The zero value is unset: Config's
-// Defaults replaces it (see SolverConfig.Method). Methods are compared with
-// ==; their text form is the registry name.
-type Method struct {
-	index int // 1 + the index of the entry in solver.Methods(); 0: unset
-}
-
-// Methods returns the methods a SolverConfig accepts, in the order of the
-// solver registry.
-func Methods() []Method {
-	var out []Method
-	for i, m := range solver.Methods() {
-		if !m.Baseline {
-			out = append(out, Method{i + 1})
+// Methods returns the methods a SolverConfig accepts: the entries of the
+// solver registry (solver.Methods) that are not stochastic baselines, which
+// need a variance bound that a DEQ cell does not have. Their order is the
+// registry's.
+func Methods() []solver.MethodSpec {
+	var out []solver.MethodSpec
+	for _, m := range solver.MethodSpecs() {
+		if !m.Info().Baseline {
+			out = append(out, m)
 		}
 	}
 	return out
-}
-
-// ParseMethod returns the method of the registry named name. Stochastic
-// baselines (solver.MethodInfo.Baseline) are refused: they need a variance
-// bound that a DEQ cell does not have.
-func ParseMethod(name string) (Method, error) {
-	var names []string
-	for _, m := range Methods() {
-		if m.Info().Name == name {
-			return m, nil
-		}
-		names = append(names, m.String())
-	}
-	return Method{}, fmt.Errorf("%w method %q (want %s)", ErrUnknownName, name, strings.Join(names, ", "))
-}
-
-// MethodOf returns the Method whose registry entry builds methods of the
-// type of m (the entry named m.String()), or an error wrapping
-// ErrUnknownName.
-func MethodOf(m solver.Method) (Method, error) { return ParseMethod(m.String()) }
-
-// IsZero reports whether m is unset.
-func (m Method) IsZero() bool { return m.index == 0 }
-
-// Info returns the registry entry of m. It panics if m is unset.
-func (m Method) Info() solver.MethodInfo {
-	if m.index == 0 {
-		panic("train: Info of an unset Method")
-	}
-	return solver.Methods()[m.index-1]
 }
 
 // NeedsProvenBound reports whether the guarantees of m rest on a Lipschitz
@@ -215,121 +177,14 @@ func (m Method) Info() solver.MethodInfo {
 // proven) and of the methods whose schedule rests on γ̄ (GHAL and VR-GHAL,
 // solver.MethodInfo.NeedsGamma). Where the conv cell's run uses one, its
 // default precision is Float64 (see ModelConfig.Precision). It is false
-// for an unset Method.
-func (m Method) NeedsProvenBound() bool {
+// for an unset m.
+func NeedsProvenBound(m solver.MethodSpec) bool {
 	if m.IsZero() {
 		return false
 	}
 	info := m.Info()
 	return info.Stochastic || info.NeedsGamma
 }
-
-// String returns the registry name of m, or "" if m is unset.
-func (m Method) String() string {
-	if m.index == 0 {
-		return ""
-	}
-	return m.Info().Name
-}
-
-// MarshalText implements encoding.TextMarshaler with the registry name
-// ("" for an unset Method).
-func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseMethod; ""
-// means unset.
-func (m *Method) UnmarshalText(b []byte) error {
-	if len(b) == 0 {
-		*m = Method{}
-		return nil
-	}
-	return enum.Unmarshal(m, b, ParseMethod)
-}
-
-// normKind is the family of a NormSpec.
-type normKind int
-
-const (
-	normL2 normKind = iota
-	normLP
-	normLInf
-	normSchatten
-)
-
-// NormSpec names a per-example norm of a model's hidden state
-// independently of its shape: ℓ2 (the zero value), ℓp, ℓ∞ or Schatten-p.
-// Norm builds the solver.Norm for a shape. Its text form is the canonical
-// name of solver.ParseNorm ("l2", "lp:P", "linf", "schatten:P").
-type NormSpec struct {
-	kind normKind
-	p    float64 // the exponent of normLP and normSchatten
-}
-
-// ParseNormSpec returns the norm named s in the syntax of solver.ParseNorm.
-// Its errors are the *solver.NormError of ParseNorm.
-func ParseNormSpec(s string) (NormSpec, error) {
-	n, err := solver.ParseNorm(s, 1, 1)
-	if err != nil {
-		return NormSpec{}, err
-	}
-	switch n := n.(type) {
-	case solver.LP:
-		if n.P() == 2 {
-			return NormSpec{}, nil
-		}
-		return NormSpec{kind: normLP, p: n.P()}, nil
-	case solver.LInf:
-		return NormSpec{kind: normLInf}, nil
-	case *solver.Schatten:
-		return NormSpec{kind: normSchatten, p: n.P()}, nil
-	}
-	return NormSpec{}, fmt.Errorf("train: norm %q: solver.ParseNorm returned an unknown norm type %T", s, n)
-}
-
-// Norm returns the norm on rows×cols states (ℓp norms treat the state as a
-// vector of rows·cols entries), as solver.ParseNorm(n.String(), rows, cols)
-// does.
-func (n NormSpec) Norm(rows, cols int) (solver.Norm, error) {
-	if rows < 1 || cols < 1 || rows > math.MaxInt/cols {
-		return nil, fmt.Errorf("train: norm %s: shape %d×%d", n, rows, cols)
-	}
-	switch n.kind {
-	case normL2:
-		return solver.NewLP(2, rows*cols)
-	case normLP:
-		return solver.NewLP(n.p, rows*cols)
-	case normLInf:
-		return solver.NewLInf(rows * cols)
-	case normSchatten:
-		s, err := solver.NewSchatten(n.p, rows, cols)
-		if err != nil {
-			return nil, err // not a nil *Schatten in a non-nil Norm
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("train: NormSpec of unknown kind %d", n.kind)
-}
-
-// String returns the canonical name of n.
-func (n NormSpec) String() string {
-	x, err := n.Norm(1, 1)
-	if err != nil {
-		return fmt.Sprintf("NormSpec(%d, %v)", n.kind, n.p)
-	}
-	return x.String()
-}
-
-// MarshalText implements encoding.TextMarshaler with the canonical name.
-func (n NormSpec) MarshalText() ([]byte, error) {
-	x, err := n.Norm(1, 1)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(x.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseNormSpec.
-func (n *NormSpec) UnmarshalText(b []byte) error { return enum.Unmarshal(n, b, ParseNormSpec) }
 
 // Precision is the precision of the matrix products of a model's cell
 // (see ModelConfig.Precision). The zero value, DefaultPrecision, stands for

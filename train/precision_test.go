@@ -8,6 +8,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 // TestFloat32TrainsAsFloat64 trains the dense model on blobs and the conv
@@ -84,9 +85,9 @@ func TestPrecisionErrorsNameTheField(t *testing.T) {
 func TestDefaultPrecision(t *testing.T) {
 	solve := func(name string) SolverConfig { return SolverConfig{Method: methodNamed(name)} }
 	provable := ModelConfig{Cell: ConvCell, Groups: -1}
-	schatten2, err := ParseNormSpec("schatten:2")
+	schatten2, err := solver.ParseNormSpec("schatten:2")
 	require.NoError(t, err)
-	linf, err := ParseNormSpec("linf")
+	linf, err := solver.ParseNormSpec("linf")
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string

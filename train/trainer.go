@@ -237,7 +237,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 func checkProven(c Config, m *Model) error {
 	for _, s := range []struct {
 		field string
-		m     Method
+		m     solver.MethodSpec
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
 		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit) || !m.lacksProof(s.m) {
 			continue
@@ -254,13 +254,13 @@ func checkProven(c Config, m *Model) error {
 // that the model's cell does not prove: meth is stochastic and the cell is
 // a conv cell without a proven bound. The deterministic solvers run either
 // way.
-func (m *Model) lacksProof(meth Method) bool {
+func (m *Model) lacksProof(meth solver.MethodSpec) bool {
 	return m.Config.Cell == ConvCell && !m.Proven() && meth.Info().Stochastic
 }
 
 // lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
 // VR-GHAL) that the model's cell does not declare (weight normalisation).
-func (m *Model) lacksGamma(meth Method) bool {
+func (m *Model) lacksGamma(meth solver.MethodSpec) bool {
 	return needsGamma(meth) && math.IsInf(m.cell.Gamma(), 1)
 }
 
@@ -288,7 +288,7 @@ func checkAids(c Config, m *Model) error {
 	gamma := m.cell.Gamma()
 	for _, s := range []struct {
 		field string
-		m     Method
+		m     solver.MethodSpec
 		used  bool // the solve runs
 		train bool // the solve sees the dropout mask
 	}{
@@ -309,7 +309,7 @@ func checkAids(c Config, m *Model) error {
 
 // needsGamma reports whether the method's guarantees and schedule rest on
 // a Lipschitz bound γ̄ (GHAL and VR-GHAL).
-func needsGamma(m Method) bool { return m.Info().NeedsGamma }
+func needsGamma(m solver.MethodSpec) bool { return m.Info().NeedsGamma }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *Model { return t.model }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
 
@@ -20,7 +21,7 @@ type evalFlags struct {
 	checkpoint              string
 	data                    dataFlags
 	batch                   int
-	solver                  train.Method
+	solver                  solver.MethodSpec
 	tol, delta, sampleScale float64
 	maxIter, memory         int
 	json                    bool

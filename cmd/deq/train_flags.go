@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
 
@@ -153,7 +154,7 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 			return c, usagef("--%s = %g must be a number ≥ 0 (0: none)", a.name, a.v)
 		}
 	}
-	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
+	stochastic := func(m solver.MethodSpec) bool { return !m.IsZero() && m.Info().Stochastic }
 	conv := c.Model.Cell == train.ConvCell
 	switch {
 	case c.Model.Terms != 0 && c.Model.Cell != train.ExpertsCell:
@@ -317,12 +318,12 @@ func (c *clipValue) Set(s string) error {
 }
 
 // provenMethods returns the methods that need a proven Lipschitz bound
-// (train.Method.NeedsProvenBound), which make float64 the conv cell's
+// (train.NeedsProvenBound), which make float64 the conv cell's
 // default precision.
-func provenMethods() []train.Method {
-	var out []train.Method
+func provenMethods() []solver.MethodSpec {
+	var out []solver.MethodSpec
 	for _, m := range train.Methods() {
-		if m.NeedsProvenBound() {
+		if train.NeedsProvenBound(m) {
 			out = append(out, m)
 		}
 	}

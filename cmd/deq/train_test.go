@@ -471,7 +471,7 @@ func TestTrainConvCell(t *testing.T) {
 	}
 	var runs []run
 	for _, s := range train.Methods() {
-		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, s.NeedsProvenBound()})
+		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, train.NeedsProvenBound(s)})
 	}
 	methodRuns := len(runs)
 	for _, b := range train.BackwardModes() {
