@@ -109,8 +109,8 @@ const (
 	// training epoch without translations took 32.2 s against 52.8 s on
 	// an idle machine (1.64×; 1.50× between the fastest epochs of a peer
 	// bench run; README, "Conv DEQ on real digits"). The descent direction is not
-	// the gradient; Backward.Mode Implicit restores it.
-	DefaultConvBackward = JacobianFree
+	// the gradient; Backward.Mode deq.Implicit restores it.
+	DefaultConvBackward = deq.JacobianFree
 )
 
 // Config configures a training run. The zero value of every field selects
@@ -513,11 +513,11 @@ func DefaultBackwardSolver() SolverConfig {
 
 // BackwardConfig selects how gradients pass through the fixed point.
 type BackwardConfig struct {
-	// Mode is the backward mode. The zero value, DefaultBackward, selects
-	// DefaultConvBackward (JacobianFree: one VJP, no adjoint solve) for the
-	// conv cell and Implicit (solve the adjoint fixed point with Solver)
+	// Mode is the backward mode. The zero value, deq.DefaultBackward, selects
+	// DefaultConvBackward (deq.JacobianFree: one VJP, no adjoint solve) for the
+	// conv cell and deq.Implicit (solve the adjoint fixed point with Solver)
 	// for the others.
-	Mode BackwardMode
+	Mode deq.Backward
 	// Solver is the adjoint solver of implicit mode. Zero fields take the
 	// values of DefaultBackwardSolver() (DefaultsFor(ConvCell)'s for the
 	// conv cell). Its Tol is relative: the adjoint solve stops when its
@@ -556,7 +556,7 @@ func (c Config) Defaults() (Config, error) {
 		return d, fieldErr("Beta2", c.Beta2, "must lie in (0, 1)")
 	case c.AdamEps < 0 || notFinite(c.AdamEps):
 		return d, fieldErr("AdamEps", c.AdamEps, "must be positive and finite")
-	case !c.Backward.Mode.valid():
+	case !validText(c.Backward.Mode):
 		return d, fieldErr("Backward.Mode", c.Backward.Mode, "is not a backward mode")
 	}
 	if !c.Model.Cell.valid() {
@@ -610,7 +610,7 @@ func (d Config) defaultPrecision() Precision {
 		return Float64
 	}
 	if d.Model.provableConv() && (NeedsProvenBound(d.Forward.Method) || NeedsProvenBound(d.Eval.Method) ||
-		(d.Backward.Mode == Implicit && NeedsProvenBound(d.Backward.Solver.Method))) {
+		(d.Backward.Mode == deq.Implicit && NeedsProvenBound(d.Backward.Solver.Method))) {
 		return Float64
 	}
 	return DefaultConvPrecision
@@ -716,7 +716,7 @@ func gcd(a, b int) int {
 // fields that Config.Defaults fills in where they are zero and whose
 // defaults depend on the cell (Epochs, BatchSize, LR, Forward,
 // Backward.Mode, Backward.Solver and Augment). They are DefaultEpochs,
-// DefaultBatchSize, DefaultLR, DefaultForward(), Implicit,
+// DefaultBatchSize, DefaultLR, DefaultForward(), deq.Implicit,
 // DefaultBackwardSolver() and no augmentation (for every cell), except for
 // the conv cell: DefaultConvBackward (the one-step Jacobian-free gradient), DefaultConvEpochs,
 // DefaultConvBatchSize, DefaultConvLR, Anderson acceleration forward (tol
@@ -734,7 +734,7 @@ func DefaultsFor(k CellKind) Config {
 	c := Config{
 		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, LR: DefaultLR,
 		Forward:  DefaultForward(),
-		Backward: BackwardConfig{Mode: Implicit, Solver: DefaultBackwardSolver()},
+		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver()},
 	}
 	if k == ConvCell {
 		anderson := method(solver.Anderson{})

@@ -25,7 +25,7 @@ func TestConfigDefaults(t *testing.T) {
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
 		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: Float64},
 		Forward:  DefaultForward(),
-		Backward: BackwardConfig{Mode: Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
+		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
 		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
 	}
 	require.Equal(t, want, c)
@@ -62,7 +62,7 @@ func TestConfigDefaults(t *testing.T) {
 	// explicit mode is kept, for every cell.
 	require.Equal(t, DefaultConvBackward, cv.Backward.Mode)
 	for _, cell := range []CellKind{DenseCell, ConvCell} {
-		for _, m := range BackwardModes() {
+		for _, m := range deq.Backwards() {
 			d, err := Config{Model: ModelConfig{Cell: cell}, Backward: BackwardConfig{Mode: m}}.Defaults()
 			require.NoError(t, err)
 			require.Equal(t, m, d.Backward.Mode, "%v %v", cell, m)
@@ -81,7 +81,7 @@ func TestConfigDefaults(t *testing.T) {
 	ld, err := lc.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, lc, ld, "canonical")
-	require.Equal(t, Implicit, ld.Backward.Mode)
+	require.Equal(t, deq.Implicit, ld.Backward.Mode)
 	require.Equal(t, methodNamed("anderson"), cv.Forward.Method)
 	cv2, err := cv.Defaults()
 	require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Model: ModelConfig{Norm: solver.NormSpec{Kind: solver.NormLP, P: 1}}}, "Model.Norm"},
 		{Config{Model: ModelConfig{Norm: solver.NormSpec{Kind: 9}}}, "Model.Norm"},
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
-		{Config{Backward: BackwardConfig{Mode: BackwardMode(7)}}, "Backward.Mode"},
+		{Config{Backward: BackwardConfig{Mode: deq.Backward(7)}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Backward.Solver.Delta"},
 		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
@@ -169,7 +169,7 @@ func TestParseNames(t *testing.T) {
 		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "meanfield", "experts", "conv"}, []string{"convolution", "", "Dense", "wide", "mixture"}},
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
 		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
-		{"backward", func(s string) (any, error) { return ParseBackwardMode(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "Implicit", "default"}},
+		{"backward", func(s string) (any, error) { return deq.ParseBackward(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "deq.Implicit", "default"}},
 	} {
 		for _, s := range tc.good {
 			v, err := tc.parse(s)
@@ -219,8 +219,8 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: JacobianFree}},
-		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
 		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
@@ -373,14 +373,5 @@ func TestNewFieldsJSON(t *testing.T) {
 	require.NoError(t, err)
 	for _, absent := range []string{`"ReadoutHidden"`, `"EncoderLayers"`, `"Precision"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
 		require.NotContains(t, string(b), absent)
-	}
-}
-
-func TestBackwardModeDeq(t *testing.T) {
-	for m, want := range map[BackwardMode]deq.Backward{Implicit: deq.Implicit, JacobianFree: deq.JacobianFree, Phantom: deq.Phantom, DefaultBackward: -1, BackwardMode(9): -1} {
-		require.Equal(t, want, m.Deq(), "%d", int(m))
-		if want >= 0 {
-			require.Equal(t, want.String(), m.String(), "the same names as package deq")
-		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 )
 
@@ -49,13 +50,13 @@ func fixtures() []fixture {
 	dense.Model.Norm = normSpec("linf")
 	dense.Model.Precision = Float32
 	dense.Forward = SolverConfig{Method: methodNamed("anderson"), Memory: 3}
-	dense.Backward = BackwardConfig{Mode: Phantom, PhantomSteps: 3}
+	dense.Backward = BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}
 
 	spectral := base
 	spectral.Model.Normalization = layers.SpectralNorm
 	spectral.Model.Activation = layers.Tanh
 	spectral.Forward = SolverConfig{Method: methodNamed("ghal"), Tol: 1e-4, MaxIter: 200}
-	spectral.Backward = BackwardConfig{Mode: Implicit, Solver: SolverConfig{Method: methodNamed("picard"), MaxIter: 60}}
+	spectral.Backward = BackwardConfig{Mode: deq.Implicit, Solver: SolverConfig{Method: methodNamed("picard"), MaxIter: 60}}
 	spectral.Eval = SolverConfig{Method: methodNamed("km"), Relative: true}
 
 	meanfield := base
@@ -64,7 +65,7 @@ func fixtures() []fixture {
 	meanfield.Model.Units = 12
 	meanfield.Model.Norm = normSpec("lp:3")
 	meanfield.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MaxIter: 6, SampleScale: 0.05}
-	meanfield.Backward = BackwardConfig{Mode: JacobianFree}
+	meanfield.Backward = BackwardConfig{Mode: deq.JacobianFree}
 	meanfield.Eval = SolverConfig{Method: methodNamed("broyden")}
 
 	experts := base
@@ -81,7 +82,7 @@ func fixtures() []fixture {
 
 	conv64 := conv
 	conv64.Model = ModelConfig{Cell: ConvCell, Channels: 4, Groups: -1, Kernels: 2, EncoderLayers: 2, ReadoutHidden: 5}
-	conv64.Backward = BackwardConfig{Mode: Implicit}
+	conv64.Backward = BackwardConfig{Mode: deq.Implicit}
 	conv64.Forward = SolverConfig{Method: methodNamed("broyden")}
 	conv64.Augment = AugmentConfig{Shift: -1}
 

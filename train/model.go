@@ -555,12 +555,12 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	ds.Forward = s.method(gamma)
 	if b != nil {
-		ds.Backward = b.Mode.Deq()
+		ds.Backward = b.Mode
 		switch b.Mode {
-		case JacobianFree:
-		case Phantom:
+		case deq.JacobianFree:
+		case deq.Phantom:
 			ds.PhantomSteps = b.PhantomSteps
-		case Implicit:
+		case deq.Implicit:
 			ds.Adjoint = b.Solver.method(gamma)
 			ds.AdjointSettings = b.Solver.settings(true, true)
 			ds.AdjointOracle = b.Solver.oracle()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/enum"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -239,67 +238,6 @@ func (p Precision) Layers() layers.Precision {
 		return layers.Float64
 	case Float32:
 		return layers.Float32
-	}
-	return -1
-}
-
-// BackwardMode is how a run differentiates the loss through the fixed
-// point (see BackwardConfig.Mode). The zero value, DefaultBackward, stands
-// for the cell's default, which Config.Defaults resolves: DefaultConvBackward
-// (JacobianFree) for ConvCell and Implicit for the other cells; a Config in
-// canonical form (Defaults' result, and what checkpoints store) holds one of
-// the explicit modes. Its text form is "implicit", "jacobian-free" or
-// "phantom" (as deq.Backward's), and "" for DefaultBackward.
-type BackwardMode int
-
-const (
-	// DefaultBackward, the zero value, selects the cell's default mode.
-	DefaultBackward BackwardMode = iota
-	// Implicit is deq.Implicit: implicit differentiation, an adjoint
-	// fixed-point solve with BackwardConfig.Solver.
-	Implicit
-	// JacobianFree is deq.JacobianFree: the one-step Jacobian-free
-	// gradient, no solve.
-	JacobianFree
-	// Phantom is deq.Phantom: BackwardConfig.PhantomSteps unrolled steps.
-	Phantom
-)
-
-// backwardModes names the backward modes; "" is DefaultBackward.
-var backwardModes = enum.Table[BackwardMode]{Names: []string{"", "implicit", "jacobian-free", "phantom"}, Unknown: ErrUnknownName, What: "backward mode", Want: "implicit, jacobian-free or phantom"}
-
-// BackwardModes returns the explicit backward modes, Implicit,
-// JacobianFree and Phantom (not DefaultBackward).
-func BackwardModes() []BackwardMode { return backwardModes.Values()[1:] }
-
-// String returns the name ParseBackwardMode accepts: "implicit",
-// "jacobian-free", "phantom", or "" for DefaultBackward.
-func (b BackwardMode) String() string { return backwardModes.Name(b) }
-
-func (b BackwardMode) valid() bool { return backwardModes.Valid(b) }
-
-// ParseBackwardMode returns the backward mode named s ("" for
-// DefaultBackward).
-func ParseBackwardMode(s string) (BackwardMode, error) { return backwardModes.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the mode's name (""
-// for DefaultBackward).
-func (b BackwardMode) MarshalText() ([]byte, error) { return backwardModes.MarshalText(b) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseBackwardMode.
-func (b *BackwardMode) UnmarshalText(text []byte) error { return backwardModes.UnmarshalText(b, text) }
-
-// Deq returns the deq.Backward that b stands for. DefaultBackward stands
-// for none until Config.Defaults resolves it: for it, and for a value that
-// is not a mode, Deq returns −1, which deq.New refuses.
-func (b BackwardMode) Deq() deq.Backward {
-	switch b {
-	case Implicit:
-		return deq.Implicit
-	case JacobianFree:
-		return deq.JacobianFree
-	case Phantom:
-		return deq.Phantom
 	}
 	return -1
 }

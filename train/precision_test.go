@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -108,7 +109,7 @@ func TestDefaultPrecision(t *testing.T) {
 		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, Float64},
 		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, Float64},
 		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, Float64},
-		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: Implicit, Solver: solve("vrghal")}}, Float64},
+		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.Implicit, Solver: solve("vrghal")}}, Float64},
 		// The conv default mode (Jacobian-free) makes no adjoint solve.
 		{"conv-default-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Solver: solve("vrghal")}}, DefaultConvPrecision},
 		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, Float64},
@@ -117,7 +118,7 @@ func TestDefaultPrecision(t *testing.T) {
 		{"conv-weightnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Normalization: layers.WeightNorm}, Forward: solve("ghal")}, DefaultConvPrecision},
 		{"conv-linf-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: linf}, Forward: solve("ghal")}, DefaultConvPrecision},
 		// The adjoint solver runs only in implicit mode.
-		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
+		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
 		// An explicit precision is kept.
 		{"conv-float32-ghal", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float32}, Forward: solve("ghal")}, Float32},
 	} {
@@ -150,7 +151,7 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, DefaultPrecision, ""},
 		{"eval-vrghal", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, DefaultPrecision, ""},
 		{"backward-vrghal", func(c *Config) {
-			c.Backward.Mode = Implicit
+			c.Backward.Mode = deq.Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
 		}, DefaultPrecision, ""},
 		{"vrghal-float32", func(c *Config) {
@@ -158,7 +159,7 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 		}, Float32, "Forward.Method"},
 		{"eval-vrghal-float32", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, Float32, "Eval.Method"},
 		{"backward-vrghal-float32", func(c *Config) {
-			c.Backward.Mode = Implicit
+			c.Backward.Mode = deq.Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
 		}, Float32, "Backward.Solver.Method"},
 	} {

@@ -87,7 +87,7 @@ func tightConfig(c stepCase, n int) Config {
 	cfg.Model = c.model
 	tight := SolverConfig{Method: methodNamed("broyden"), Tol: 1e-12, MaxIter: 500}
 	cfg.Forward = tight
-	cfg.Backward = BackwardConfig{Mode: Implicit, Solver: tight} // the gradient (the conv default is Jacobian-free)
+	cfg.Backward = BackwardConfig{Mode: deq.Implicit, Solver: tight} // the gradient (the conv default is Jacobian-free)
 	cfg.Backward.Solver.Tol = 1e-13
 	return cfg
 }
@@ -211,7 +211,7 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 			continue
 		}
 		delete(chosen, c.name)
-		for _, mode := range []BackwardMode{Implicit, JacobianFree} {
+		for _, mode := range []deq.Backward{deq.Implicit, deq.JacobianFree} {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) { stepAllocations(t, c, mode) })
 		}
 	}
@@ -220,7 +220,7 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 
 // stepAllocations is one case of TestStepAllocatesNothingOfItsOwn, with the
 // backward mode given.
-func stepAllocations(t *testing.T, c stepCase, mode BackwardMode) {
+func stepAllocations(t *testing.T, c stepCase, mode deq.Backward) {
 	cfg := tinyConfig()
 	cfg.BatchSize = 8
 	cfg.WeightDecay = 1e-3

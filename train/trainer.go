@@ -239,7 +239,7 @@ func checkProven(c Config, m *Model) error {
 		field string
 		m     solver.MethodSpec
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
-		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit) || !m.lacksProof(s.m) {
+		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != deq.Implicit) || !m.lacksProof(s.m) {
 			continue
 		}
 		if c.Model.Normalization == layers.WeightNorm {
@@ -293,7 +293,7 @@ func checkAids(c Config, m *Model) error {
 		train bool // the solve sees the dropout mask
 	}{
 		{"Forward.Method", c.Forward.Method, true, true},
-		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == Implicit, true},
+		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit, true},
 		{"Eval.Method", c.Eval.Method, true, false},
 	} {
 		switch {

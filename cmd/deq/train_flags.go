@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
@@ -101,7 +102,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
 	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")
 	ints(&c.Forward.Memory, "memory", "Anderson's or Broyden's memory (0: the solver's default)", false, "Forward.Memory", "Backward.Solver.Memory", "Eval.Memory")
-	text(&c.Backward.Mode, "backward", fmt.Sprintf("backward mode: %s; default %v for --cell conv (the one-step gradient, TorchDEQ's default: no adjoint solve), implicit for the others", names(train.BackwardModes()), train.DefaultConvBackward), "Backward.Mode")
+	text(&c.Backward.Mode, "backward", fmt.Sprintf("backward mode: %s; default %v for --cell conv (the one-step gradient, TorchDEQ's default: no adjoint solve), implicit for the others", names(deq.Backwards()), train.DefaultConvBackward), "Backward.Mode")
 	text(&c.Backward.Solver.Method, "backward-solver", "adjoint solver of implicit mode: "+methods, "Backward.Solver.Method")
 	floats(&c.Backward.Solver.Tol, "backward-tol", "adjoint tolerance, relative to the first residual", true, "Backward.Solver.Tol")
 	ints(&c.Backward.Solver.MaxIter, "backward-max-iter", "adjoint iteration limit", true, "Backward.Solver.MaxIter")
@@ -196,11 +197,11 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 // checkModeFlags refuses, rather than ignores, the settings of a backward
 // mode other than mode, the run's (whose names it), given on the command
 // line: the conv cell's default mode makes no adjoint solve.
-func checkModeFlags(mode train.BackwardMode, whose string, changed func(string) bool) error {
+func checkModeFlags(mode deq.Backward, whose string, changed func(string) bool) error {
 	for _, a := range []struct {
 		flag string
-		mode train.BackwardMode
-	}{{"backward-solver", train.Implicit}, {"backward-tol", train.Implicit}, {"backward-max-iter", train.Implicit}, {"phantom-steps", train.Phantom}} {
+		mode deq.Backward
+	}{{"backward-solver", deq.Implicit}, {"backward-tol", deq.Implicit}, {"backward-max-iter", deq.Implicit}, {"phantom-steps", deq.Phantom}} {
 		if changed(a.flag) && mode != a.mode {
 			return usagef("--%s applies to --backward %v only (%s mode is %v)", a.flag, a.mode, whose, mode)
 		}

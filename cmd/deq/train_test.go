@@ -23,6 +23,7 @@ import (
 
 	"github.com/deqgo/deq/cmd/deq/internal/plots"
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
@@ -411,7 +412,7 @@ func TestTrainEveryOption(t *testing.T) {
 		runs = append(runs, []string{"--solver", s.String(), "--backward-solver", s.String()})
 	}
 	runs = append(runs, []string{"--cell", "meanfield", "--units", "16"}, []string{"--cell", "experts", "--terms", "4"}, []string{"--tol-relative"})
-	for _, b := range train.BackwardModes() {
+	for _, b := range deq.Backwards() {
 		runs = append(runs, []string{"--backward", b.String()})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
@@ -474,7 +475,7 @@ func TestTrainConvCell(t *testing.T) {
 		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, train.NeedsProvenBound(s)})
 	}
 	methodRuns := len(runs)
-	for _, b := range train.BackwardModes() {
+	for _, b := range deq.Backwards() {
 		runs = append(runs, run{[]string{"--backward", b.String()}, true})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/train"
 )
@@ -90,7 +91,7 @@ func (s *settings) peerSetups() []peerSetup {
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}, Augment: train.AugmentConfig{Shift: -1}}
 	dense.Model.Precision, conv.Model.Precision = s.PeerPrecision, s.PeerPrecision
 	implicit := conv
-	implicit.Backward.Mode = train.Implicit
+	implicit.Backward.Mode = deq.Implicit
 	var setups []peerSetup
 	if s.Quick {
 		dense.Model.Hidden, conv.Model.Channels, implicit.Model.Channels = 16, 8, 8
@@ -254,7 +255,7 @@ func peerSummary(cfg train.Config) string {
 	}
 	backward := fmt.Sprintf("implicit backward %s (tolerance %g relative to the first residual, at most %d iterations)",
 		cfg.Backward.Solver.Method, cfg.Backward.Solver.Tol, cfg.Backward.Solver.MaxIter)
-	if cfg.Backward.Mode == train.JacobianFree {
+	if cfg.Backward.Mode == deq.JacobianFree {
 		backward = "Jacobian-free backward (one cell step at z*, no adjoint solve: TorchDEQ's default one-step gradient)"
 	}
 	return fmt.Sprintf("%s Forward %s (tolerance %g on the largest per-example ℓ2 residual, at most %d iterations), %s; evaluation at tolerance %g, %d iterations. Batch %d, Adam %g with a cosine schedule, gradient clipping at %g.",
@@ -274,7 +275,7 @@ func peerArgs(model string, cfg train.Config, threads int) []string {
 		"--backward-tol", f(cfg.Backward.Solver.Tol), "--backward-iter", i(cfg.Backward.Solver.MaxIter),
 		"--threads", i(threads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
-	if cfg.Backward.Mode == train.JacobianFree {
+	if cfg.Backward.Mode == deq.JacobianFree {
 		args = append(args, "--backward", "jacobian-free")
 	}
 	if isConv(model) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/train"
 )
 
@@ -142,7 +143,7 @@ func TestPeerArgs(t *testing.T) {
 	// the peer's default and passes nothing.
 	require.Contains(t, args, "--backward jacobian-free")
 	cfg.Model.EncoderLayers = 1
-	cfg.Backward.Mode = train.Implicit
+	cfg.Backward.Mode = deq.Implicit
 	args = strings.Join(peerArgs("conv-implicit", cfg, 3), " ")
 	require.Contains(t, args, "--encoder-layers 1")
 	require.Contains(t, args, "--model conv ")
