@@ -377,11 +377,11 @@ func (ck *Checkpoint) build() error {
 		// stored 0. A current conv checkpoint stores the number.
 		c.Model.EncoderLayers = 1
 	}
-	if c := &ck.meta.Config; c.Model.Precision == DefaultPrecision {
-		// Written before the Precision type: Float64 was the zero
+	if c := &ck.meta.Config; c.Model.Precision == layers.DefaultPrecision {
+		// Written before the Precision type: layers.Float64 was the zero
 		// value, omitted, for every cell. A current checkpoint stores the
 		// precision.
-		c.Model.Precision = Float64
+		c.Model.Precision = layers.Float64
 	}
 	m := ck.meta
 	cfg, err := m.Config.Defaults()

@@ -94,10 +94,10 @@ const (
 	// on real digits"). A conv run whose forward, adjoint or evaluation
 	// method needs a proven Lipschitz bound (a method whose guarantees rest on γ̄: GHAL, VR-GHAL, growing-batch) and
 	// whose cell would prove it in float64 (no GroupNorm, the projection,
-	// ℓ2 or Schatten-2) defaults to Float64 instead: float32 products meet
+	// ℓ2 or Schatten-2) defaults to layers.Float64 instead: float32 products meet
 	// γ̄ only up to rounding, so the cell's bound is not proven
 	// (layers.Precision).
-	DefaultConvPrecision = Float32
+	DefaultConvPrecision = layers.Float32
 	// DefaultConvBackward is the conv model's default Backward.Mode: the
 	// one-step Jacobian-free gradient (as TorchDEQ's default, a one-step
 	// phantom gradient without damping), which skips the adjoint solve.
@@ -422,22 +422,22 @@ type ModelConfig struct {
 	Normalization layers.Normalization `json:",omitzero"`
 	// Precision is the precision of the dense or conv cell's matrix
 	// products (layers.DenseConfig.Precision, layers.ConvConfig.Precision):
-	// Float64, or Float32, single-precision products (a different map,
+	// layers.Float64, or layers.Float32, single-precision products (a different map,
 	// within float32 rounding, whose Lipschitz bound is not proven; see
-	// layers.Precision). Float32 only for DenseCell and ConvCell. The zero
-	// value, DefaultPrecision, selects the cell's default, which Defaults
-	// stores explicitly: DefaultConvPrecision (Float32) for ConvCell,
+	// layers.Precision). layers.Float32 only for DenseCell and ConvCell. The zero
+	// value, layers.DefaultPrecision, selects the cell's default, which Defaults
+	// stores explicitly: DefaultConvPrecision (layers.Float32) for ConvCell,
 	// except that a conv run whose Forward, Eval or (in implicit mode)
 	// Backward.Solver method needs a proven Lipschitz bound
 	// (GHAL, VR-GHAL, growing-batch) takes
-	// Float64 when float64 products would prove it (Groups < 0, the
+	// layers.Float64 when float64 products would prove it (Groups < 0, the
 	// projection, Norm ℓ2 or Schatten-2; with GroupNorm or weight
 	// normalisation nothing is proven in either precision, and the
-	// default stays Float32); Float64 for the other cells. An explicit Float32 is kept
+	// default stays layers.Float32); layers.Float64 for the other cells. An explicit layers.Float32 is kept
 	// with any method (the stochastic ones then refuse the conv cell, as
 	// they refuse any conv cell whose bound is not proven; see New).
-	// Checkpoints written before the Precision type omit Float64 (then
-	// the zero value, for every cell), which Load reads as Float64.
+	// Checkpoints written before the Precision type omit layers.Float64 (then
+	// the zero value, for every cell), which Load reads as layers.Float64.
 	//
 	// For ConvCell with EncoderLayers > 1 it is also the precision of the
 	// encoder's blocks after the first (layers.ConvEncoderConfig.Precision);
@@ -446,7 +446,7 @@ type ModelConfig struct {
 	// checkpoint of a deeper encoder written then resumes with them in
 	// float32: a different map, within float32 rounding, not the exact
 	// continuation.
-	Precision Precision `json:",omitzero"`
+	Precision layers.Precision `json:",omitzero"`
 	// ReadoutHidden, if positive, puts a hidden layer of ReadoutHidden
 	// ReLU units between the fixed point's features (z*, or for the conv
 	// model z* pooled over 2×2 blocks) and the logits: logits =
@@ -594,24 +594,24 @@ func (c Config) Defaults() (Config, error) {
 	if d.Eval, err = c.Eval.merge("Eval", evalBase); err != nil {
 		return d, err
 	}
-	if d.Model.Precision == DefaultPrecision {
+	if d.Model.Precision == layers.DefaultPrecision {
 		d.Model.Precision = d.defaultPrecision()
 	}
 	return d, nil
 }
 
-// defaultPrecision returns the precision that DefaultPrecision stands for
+// defaultPrecision returns the precision that layers.DefaultPrecision stands for
 // in the run d (its solvers' defaults filled in): DefaultConvPrecision
 // for the conv cell unless a solve of the run uses a method that needs a
-// proven Lipschitz bound, and Float64 otherwise (see
+// proven Lipschitz bound, and layers.Float64 otherwise (see
 // ModelConfig.Precision).
-func (d Config) defaultPrecision() Precision {
+func (d Config) defaultPrecision() layers.Precision {
 	if d.Model.Cell != ConvCell {
-		return Float64
+		return layers.Float64
 	}
 	if d.Model.provableConv() && (NeedsProvenBound(d.Forward.Method) || NeedsProvenBound(d.Eval.Method) ||
 		(d.Backward.Mode == deq.Implicit && NeedsProvenBound(d.Backward.Solver.Method))) {
-		return Float64
+		return layers.Float64
 	}
 	return DefaultConvPrecision
 }
@@ -646,9 +646,9 @@ func (m ModelConfig) defaults() (ModelConfig, error) {
 		return d, fieldErr("Model.Normalization", m.Normalization, "is not a normalisation")
 	case m.Normalization != layers.Projection && m.Cell != DenseCell && (m.Cell != ConvCell || m.Normalization != layers.WeightNorm):
 		return d, fieldErr("Model.Normalization", m.Normalization, fmt.Sprintf("does not apply to the %v cell (the dense cell takes weight and spectral, the conv cell weight; the others keep their Lipschitz bound by projection)", m.Cell))
-	case !m.Precision.valid():
+	case !validText(m.Precision):
 		return d, fieldErr("Model.Precision", m.Precision, "is not a precision")
-	case m.Precision == Float32 && m.Cell != DenseCell && m.Cell != ConvCell:
+	case m.Precision == layers.Float32 && m.Cell != DenseCell && m.Cell != ConvCell:
 		return d, fieldErr("Model.Precision", m.Precision, fmt.Sprintf("does not apply to the %v cell (only the dense and conv cells compute in float32)", m.Cell))
 	case m.EncoderLayers != 0 && m.Cell != ConvCell:
 		return d, fieldErr("Model.EncoderLayers", m.EncoderLayers, fmt.Sprintf("does not apply to the %v cell (only the conv model has a convolutional encoder)", m.Cell))

@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: NormalizeGlobal,
 		LR: DefaultLR, Schedule: Cosine, ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
-		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: Float64},
+		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: layers.Float64},
 		Forward:  DefaultForward(),
 		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
 		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
@@ -230,7 +230,7 @@ func goldenConfigs() []Config {
 // golden file's but for the explicit precision that Defaults stores since
 // the Precision type ("Precision": "float64" after ExactEvery: all of them
 // are vector cells), and the golden JSON, in which the precision is
-// absent (Float64 was the zero value), decodes to configurations whose
+// absent (layers.Float64 was the zero value), decodes to configurations whose
 // canonical form is the same.
 func TestConfigJSONIsUnchanged(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "configs.golden.json"))
@@ -239,7 +239,7 @@ func TestConfigJSONIsUnchanged(t *testing.T) {
 	for _, c := range goldenConfigs() {
 		d, err := c.Defaults()
 		require.NoError(t, err)
-		require.Equal(t, Float64, d.Model.Precision)
+		require.Equal(t, layers.Float64, d.Model.Precision)
 		out = append(out, d)
 	}
 	b, err := json.MarshalIndent(out, "", "\t")
@@ -252,7 +252,7 @@ func TestConfigJSONIsUnchanged(t *testing.T) {
 	var back []Config
 	require.NoError(t, json.Unmarshal(golden, &back))
 	for i := range back {
-		require.Equal(t, DefaultPrecision, back[i].Model.Precision)
+		require.Equal(t, layers.DefaultPrecision, back[i].Model.Precision)
 		back[i], err = back[i].Defaults()
 		require.NoError(t, err)
 	}
@@ -288,7 +288,7 @@ func TestLoadsCheckpointOfStringConfig(t *testing.T) {
 	again, err := json.Marshal(ck.Config)
 	require.NoError(t, err)
 	// The same JSON but for the explicit precision, which the checkpoint
-	// omits (Float64 was the zero value then).
+	// omits (layers.Float64 was the zero value then).
 	require.Equal(t, string(m.Config), strings.Replace(string(again), `,"Precision":"float64"`, "", 1))
 
 	tr, te := blobData(128, 50)
@@ -360,7 +360,7 @@ func TestAugmentDefaults(t *testing.T) {
 // rotations and scalings), which checkpoints store, and that they are
 // omitted when zero.
 func TestNewFieldsJSON(t *testing.T) {
-	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
+	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: layers.Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Precision":"float32"`, `"Augment":{"Rotate":10,"Scale":0.125}`} {

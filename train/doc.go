@@ -27,7 +27,7 @@
 // New builds a Trainer from a Config whose zero fields select documented
 // defaults. The Config's choices are typed values — CellKind, Schedule,
 // Normalization, solver.MethodSpec (an entry of the solver registry), solver.NormSpec,
-// Precision, deq.Backward and layers.Activation — whose text forms, read by their
+// layers.Precision, deq.Backward and layers.Activation — whose text forms, read by their
 // Parse functions and UnmarshalText, are the names used in checkpoints,
 // metrics and on the command line. Each batch's images are first
 // rotated and scaled, then translated, at random when Config.Augment asks

@@ -48,7 +48,7 @@ func fixtures() []fixture {
 	dense.Normalize = NormalizePerPixel
 	dense.Schedule = Step
 	dense.Model.Norm = normSpec("linf")
-	dense.Model.Precision = Float32
+	dense.Model.Precision = layers.Float32
 	dense.Forward = SolverConfig{Method: methodNamed("anderson"), Memory: 3}
 	dense.Backward = BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}
 

@@ -195,7 +195,7 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 		con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
 		switch cfg.Cell {
 		case DenseCell:
-			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Normalization: cfg.Normalization, Precision: cfg.Precision.Layers(), Seed: cellSeed})
+			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Normalization: cfg.Normalization, Precision: cfg.Precision, Seed: cellSeed})
 			if err != nil && cfg.Normalization != layers.Projection {
 				err = fmt.Errorf("train: Config.Model.Normalization = %v: %w", cfg.Normalization, err)
 			}
@@ -253,7 +253,7 @@ func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
 	// cell's precision (the first block is always float64).
 	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{
 		Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0),
-		Layers: cfg.EncoderLayers, Precision: cfg.Precision.Layers(), Seed: encSeed,
+		Layers: cfg.EncoderLayers, Precision: cfg.Precision, Seed: encSeed,
 	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)
@@ -265,7 +265,7 @@ func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
 	cell, err := layers.NewConv(layers.ConvConfig{
 		Channels: c, Height: h, Width: w, Kernels: cfg.Kernels, Activation: cfg.Activation,
 		Groups: max(cfg.Groups, 0), Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery,
-		Normalization: cfg.Normalization, Precision: cfg.Precision.Layers(), Seed: cellSeed,
+		Normalization: cfg.Normalization, Precision: cfg.Precision, Seed: cellSeed,
 	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/enum"
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -175,7 +174,7 @@ func Methods() []solver.MethodSpec {
 // and growing-batch, which New refuses for a conv cell whose bound is not
 // proven) and of the methods whose schedule rests on γ̄ (GHAL and VR-GHAL,
 // solver.MethodInfo.NeedsGamma). Where the conv cell's run uses one, its
-// default precision is Float64 (see ModelConfig.Precision). It is false
+// default precision is layers.Float64 (see ModelConfig.Precision). It is false
 // for an unset m.
 func NeedsProvenBound(m solver.MethodSpec) bool {
 	if m.IsZero() {
@@ -183,61 +182,4 @@ func NeedsProvenBound(m solver.MethodSpec) bool {
 	}
 	info := m.Info()
 	return info.Stochastic || info.NeedsGamma
-}
-
-// Precision is the precision of the matrix products of a model's cell
-// (see ModelConfig.Precision). The zero value, DefaultPrecision, stands for
-// the cell's default, which Config.Defaults resolves to Float64 or
-// Float32; a Config in canonical form (Defaults' result, and what
-// checkpoints store) holds one of those two. Its text form is "float64" or
-// "float32", and "" for DefaultPrecision.
-type Precision int
-
-const (
-	// DefaultPrecision, the zero value, selects the cell's default
-	// precision (see ModelConfig.Precision).
-	DefaultPrecision Precision = iota
-	// Float64 computes the cell's matrix products in double precision
-	// (layers.Float64).
-	Float64
-	// Float32 computes them in single precision (layers.Float32).
-	Float32
-)
-
-// precisions names the precisions; "" is DefaultPrecision.
-var precisions = enum.Table[Precision]{Names: []string{"", "float64", "float32"}, Unknown: ErrUnknownName, What: "precision", Want: "float64 or float32"}
-
-// Precisions returns the explicit precisions, Float64 and Float32 (not
-// DefaultPrecision).
-func Precisions() []Precision { return precisions.Values()[1:] }
-
-// String returns the name ParsePrecision accepts: "float64", "float32",
-// or "" for DefaultPrecision.
-func (p Precision) String() string { return precisions.Name(p) }
-
-func (p Precision) valid() bool { return precisions.Valid(p) }
-
-// ParsePrecision returns the precision named s: Float64 for "float64",
-// Float32 for "float32", and DefaultPrecision for "".
-func ParsePrecision(s string) (Precision, error) { return precisions.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the precision's name
-// ("" for DefaultPrecision).
-func (p Precision) MarshalText() ([]byte, error) { return precisions.MarshalText(p) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParsePrecision.
-func (p *Precision) UnmarshalText(b []byte) error { return precisions.UnmarshalText(p, b) }
-
-// Layers returns the layers.Precision that p stands for: layers.Float64
-// for Float64 and layers.Float32 for Float32. DefaultPrecision stands for
-// none until Config.Defaults resolves it: for it, and for a value that is
-// not a precision, Layers returns −1, which the layers constructors refuse.
-func (p Precision) Layers() layers.Precision {
-	switch p {
-	case Float64:
-		return layers.Float64
-	case Float32:
-		return layers.Float32
-	}
-	return -1
 }

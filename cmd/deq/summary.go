@@ -210,7 +210,7 @@ func (s *trainSummary) write(w io.Writer) error {
 		if s.Groups > 0 {
 			why = append(why, "GroupNorm")
 		}
-		if s.Precision == train.Float32.String() {
+		if s.Precision == layers.Float32.String() {
 			why = append(why, "float32 products")
 		}
 		if len(why) > 0 {

@@ -49,7 +49,7 @@ func flagDefaults(cell train.CellKind) train.Config {
 		panic(err) // the zero Config of every cell is valid
 	}
 	c.Model.Encoder, c.Model.Units, c.Model.Terms, c.Model.Groups = 0, 0, 0, 0
-	c.Model.Precision = train.DefaultPrecision
+	c.Model.Precision = layers.DefaultPrecision
 	c.Forward.SampleScale = 1
 	c.Eval = train.SolverConfig{}
 	return c

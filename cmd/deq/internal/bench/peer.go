@@ -22,6 +22,7 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -215,7 +216,7 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 		return nil, fmt.Errorf("bench: peer section (%s): %w", ps.model, err)
 	}
 	side := &report.PeerSide{BLAS: blasimpl.Name, DType: "float64", Backward: cfg.Backward.Mode.String()}
-	if cfg.Model.Precision == train.Float32 {
+	if cfg.Model.Precision == layers.Float32 {
 		side.DType = "float32 cell products, float64 state"
 	}
 	for _, e := range res.Epochs {
@@ -250,7 +251,7 @@ func peerSummary(cfg train.Config) string {
 		arch = fmt.Sprintf("Dense DEQ: encoder relu(x·We + be) of %d features, cell relu(z·W + e·U + b) of %d hidden units, the spectral norm of W projected onto %g after every step, a linear readout.",
 			m.Encoder, m.Hidden, m.Gamma)
 	}
-	if m.Precision != train.Float64 {
+	if m.Precision != layers.Float64 {
 		arch += fmt.Sprintf(" Ours computes the cell's matrix products in %v.", m.Precision)
 	}
 	backward := fmt.Sprintf("implicit backward %s (tolerance %g relative to the first residual, at most %d iterations)",
