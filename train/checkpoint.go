@@ -404,7 +404,7 @@ func (ck *Checkpoint) build() error {
 			return fmt.Errorf("%w: input standardisation has %d means and %d deviations", ErrCorrupt, len(mean), len(norm.Std))
 		}
 	}
-	if (norm == nil) != (cfg.Normalize == NormalizeNone) {
+	if (norm == nil) != (cfg.Normalize == datasets.NormNone) {
 		return fmt.Errorf("%w: input standardisation does not match Normalize = %v", ErrCorrupt, cfg.Normalize)
 	}
 	// Refuse shapes the stored tensors cannot hold before allocating the

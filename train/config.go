@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -141,8 +142,9 @@ type Config struct {
 	// means DefaultEvalBatchSize.
 	EvalBatchSize int
 	// Normalize standardises the pixels with statistics of the training set
-	// (saved in the model); the zero value is NormalizeGlobal.
-	Normalize Normalization
+	// (saved in the model); the zero value, datasets.NormDefault, selects
+	// datasets.NormGlobal, which Defaults stores.
+	Normalize datasets.Normalization
 
 	// LR is the peak learning rate of Adam. Zero means DefaultLR
 	// (DefaultConvLR for the conv cell).
@@ -540,7 +542,7 @@ func (c Config) Defaults() (Config, error) {
 		return d, err
 	}
 	switch {
-	case !c.Normalize.valid():
+	case !validText(c.Normalize):
 		return d, fieldErr("Normalize", c.Normalize, "is not a normalisation")
 	case c.LR < 0 || notFinite(c.LR):
 		return d, fieldErr("LR", c.LR, "must be positive and finite")
@@ -566,6 +568,7 @@ func (c Config) Defaults() (Config, error) {
 	d.Epochs = cmp.Or(c.Epochs, base.Epochs)
 	d.BatchSize = cmp.Or(c.BatchSize, base.BatchSize)
 	d.EvalBatchSize = cmp.Or(c.EvalBatchSize, DefaultEvalBatchSize)
+	d.Normalize = cmp.Or(c.Normalize, datasets.NormGlobal)
 	d.LR = cmp.Or(c.LR, base.LR)
 	d.ClipNorm = cmp.Or(c.ClipNorm, DefaultClipNorm)
 	d.Beta1 = cmp.Or(c.Beta1, DefaultBeta1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -20,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 	c, err := Config{}.Defaults()
 	require.NoError(t, err)
 	want := Config{
-		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: NormalizeGlobal,
+		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: datasets.NormGlobal,
 		LR: DefaultLR, Schedule: Cosine, ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
 		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: layers.Float64},
@@ -168,7 +169,7 @@ func TestParseNames(t *testing.T) {
 	}{
 		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "meanfield", "experts", "conv"}, []string{"convolution", "", "Dense", "wide", "mixture"}},
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
-		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
+		{"normalization", func(s string) (any, error) { return datasets.ParseNormalization(s) }, []string{"global", "per-pixel", "none", ""}, []string{"minmax", "Global"}},
 		{"backward", func(s string) (any, error) { return deq.ParseBackward(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "deq.Implicit", "default"}},
 	} {
 		for _, s := range tc.good {
@@ -219,8 +220,8 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
-		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Seed: 7, Normalize: datasets.NormPerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: datasets.NormNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
 		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}

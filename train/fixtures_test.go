@@ -45,7 +45,7 @@ func fixtures() []fixture {
 	base.Epochs = 1
 
 	dense := base
-	dense.Normalize = NormalizePerPixel
+	dense.Normalize = datasets.NormPerPixel
 	dense.Schedule = Step
 	dense.Model.Norm = normSpec("linf")
 	dense.Model.Precision = layers.Float32
@@ -60,7 +60,7 @@ func fixtures() []fixture {
 	spectral.Eval = SolverConfig{Method: methodNamed("km"), Relative: true}
 
 	meanfield := base
-	meanfield.Normalize = NormalizeNone
+	meanfield.Normalize = datasets.NormNone
 	meanfield.Model.Cell = MeanFieldCell
 	meanfield.Model.Units = 12
 	meanfield.Model.Norm = normSpec("lp:3")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/enum"
 	"github.com/deqgo/deq/solver"
 )
@@ -49,31 +48,10 @@ const (
 	Constant
 )
 
-// Normalization selects the standardisation of the input pixels (see
-// Config.Normalize). Its names are those of the datasets.Normalization it
-// stands for.
-type Normalization int
-
-const (
-	// NormalizeGlobal, the zero value, is datasets.NormGlobal.
-	NormalizeGlobal Normalization = iota
-	// NormalizePerPixel is datasets.NormPerPixel.
-	NormalizePerPixel
-	// NormalizeNone is datasets.NormNone: raw pixels in [0, 1].
-	NormalizeNone
-)
-
 // The names of the package's enumerations, one table each.
 var (
 	cells     = enum.Table[CellKind]{Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell"}
 	schedules = enum.Table[Schedule]{Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule"}
-	// normalizations are named as the datasets.Normalization each value
-	// stands for (see Normalization.Datasets).
-	normalizations = enum.Table[Normalization]{
-		Names:   []string{datasets.NormGlobal.String(), datasets.NormPerPixel.String(), datasets.NormNone.String()},
-		Unknown: ErrUnknownName,
-		What:    "normalization",
-	}
 )
 
 // retiredCells maps the names of the cells this package no longer offers
@@ -86,9 +64,6 @@ func CellKinds() []CellKind { return cells.Values() }
 // Schedules returns the schedules, in the order of their values.
 func Schedules() []Schedule { return schedules.Values() }
 
-// Normalizations returns the normalisations, in the order of their values.
-func Normalizations() []Normalization { return normalizations.Values() }
-
 // String returns the name ParseCellKind accepts: "dense", "meanfield",
 // "experts" or "conv".
 func (k CellKind) String() string { return cells.Name(k) }
@@ -97,13 +72,8 @@ func (k CellKind) String() string { return cells.Name(k) }
 // "constant".
 func (s Schedule) String() string { return schedules.Name(s) }
 
-// String returns the name ParseNormalization accepts: "global",
-// "per-pixel" or "none".
-func (n Normalization) String() string { return normalizations.Name(n) }
-
-func (k CellKind) valid() bool      { return cells.Valid(k) }
-func (s Schedule) valid() bool      { return schedules.Valid(s) }
-func (n Normalization) valid() bool { return normalizations.Valid(n) }
+func (k CellKind) valid() bool { return cells.Valid(k) }
+func (s Schedule) valid() bool { return schedules.Valid(s) }
 
 // ParseCellKind returns the cell kind named s. The retired names "wide"
 // and "mixture" (the first stochastic cells, which put the input inside
@@ -130,30 +100,6 @@ func (s Schedule) MarshalText() ([]byte, error) { return schedules.MarshalText(s
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseSchedule.
 func (s *Schedule) UnmarshalText(b []byte) error { return schedules.UnmarshalText(s, b) }
-
-// ParseNormalization returns the normalisation named s.
-func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the normalisation's
-// name.
-func (n Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(n) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with
-// ParseNormalization.
-func (n *Normalization) UnmarshalText(b []byte) error { return normalizations.UnmarshalText(n, b) }
-
-// Datasets returns the datasets.Normalization that n stands for.
-func (n Normalization) Datasets() datasets.Normalization {
-	switch n {
-	case NormalizeGlobal:
-		return datasets.NormGlobal
-	case NormalizePerPixel:
-		return datasets.NormPerPixel
-	case NormalizeNone:
-		return datasets.NormNone
-	}
-	return -1
-}
 
 // Methods returns the methods a SolverConfig accepts: the entries of the
 // solver registry (solver.Methods) that are not stochastic baselines, which

@@ -149,7 +149,7 @@ func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, er
 	if err := checkData(train, test); err != nil {
 		return nil, err
 	}
-	norm, err := datasets.FitNormalizer(train, c.Normalize.Datasets())
+	norm, err := datasets.FitNormalizer(train, c.Normalize)
 	if err != nil {
 		return nil, err
 	}

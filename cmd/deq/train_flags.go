@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -79,7 +80,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 		bind(name, nonzero, fields...)
 	}
 	methods := names(train.Methods())
-	text(&c.Normalize, "normalize", "pixel standardisation: "+names(train.Normalizations()), "Normalize")
+	text(&c.Normalize, "normalize", "pixel standardisation: "+names(datasets.Normalizations()), "Normalize")
 	text(&c.Model.Cell, "cell", "DEQ cell: "+names(train.CellKinds())+" (meanfield and experts are stochastic: the injection of the encoder's features plus an average of M terms, which VR-GHAL samples; the retired wide and mixture are refused)", "Model.Cell")
 	ints(&c.Model.Hidden, "hidden", "hidden state size", true, "Model.Hidden")
 	ints(&c.Model.Encoder, "encoder", "encoder features (0: --hidden)", false, "Model.Encoder")

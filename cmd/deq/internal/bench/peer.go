@@ -167,7 +167,7 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		if err := writePeerData(dir, d, cfg.Normalize.Datasets()); err != nil {
+		if err := writePeerData(dir, d, cfg.Normalize); err != nil {
 			return nil, fmt.Errorf("bench: peer section: writing the data: %w", err)
 		}
 	}
