@@ -2,7 +2,10 @@ package train
 
 import (
 	"cmp"
+	"fmt"
 	"math"
+
+	"github.com/deqgo/deq/deq"
 )
 
 // DefaultCorrectionGamma is the decay γ of fixed-point correction where
@@ -79,4 +82,86 @@ func (a AidsConfig) defaults() (AidsConfig, error) {
 		d.CorrectionGamma = cmp.Or(a.CorrectionGamma, DefaultCorrectionGamma)
 	}
 	return d, nil
+}
+
+// jacobian adds the Jacobian regularisation term JacWeight·R at the fixed
+// point of sol to the step: R's gradient through the cell's parameters
+// directly, through z* by adding ∂R/∂z* to the cotangent w.gz of the
+// backward pass that follows, and through the encoder by w.jdx (added to
+// the encoder's cotangent after that pass). It returns the reason to skip
+// the batch, or an error.
+func (t *Trainer) jacobian(sol *deq.Solution, w *work, bm *BatchMetrics) (string, error) {
+	if w.jdz == nil {
+		w.jdz, w.jdx = make([]float64, len(w.gz)), make([]float64, len(w.de))
+	}
+	est, err := t.layer.JacobianRegularize(sol, t.cfg.Aids.JacWeight, &deq.JacobianRegOptions{Seed: streamJacobian}, w.jdz, w.jdx)
+	if err != nil {
+		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.JacWeight: %w", t.epoch+1, t.batch, err)
+	}
+	if notFinite(est.Value) {
+		return "non-finite Jacobian penalty", nil
+	}
+	addTo(w.gz, w.jdz)
+	bm.JacApplied, bm.JacFrob = true, est.Value
+	return "", nil
+}
+
+// correction adds fixed-point correction to the step: the readout's mean
+// cross-entropy at f(z_k, x) for the K collected states z_k of sol,
+// weighted by γ^(K−1−k)/Σ_j γ^(K−1−j), with the one-step gradient (each z_k
+// held constant) into the readout's and the cell's parameters and into the
+// encoder's cotangent w.de. It returns the reason to skip the batch, or an
+// error.
+func (t *Trainer) correction(sol *deq.Solution, w *work, labels []int, bm *BatchMetrics) (string, error) {
+	m := t.model
+	n := len(labels)
+	fs, err := t.layer.CorrectionForward(sol)
+	if err != nil {
+		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
+	}
+	k := len(fs)
+	for len(w.gs) < k {
+		w.gs = append(w.gs, make([]float64, len(w.gz)))
+	}
+	if w.cdx == nil {
+		w.cdx = make([]float64, len(w.de))
+	}
+	weights := correctionWeights(w.cw[:0], k, t.cfg.Aids.CorrectionGamma)
+	w.cw = weights
+	loss := 0.0
+	for i, f := range fs {
+		m.readout(w, f, n)
+		l, _ := crossEntropy(w.dlogits, w.logits, labels, m.Classes)
+		loss += weights[i] * l / float64(n)
+		for j := range w.dlogits {
+			w.dlogits[j] *= weights[i]
+		}
+		m.readoutBackward(w, f, n)
+		copy(w.gs[i], w.gz)
+	}
+	bm.CorrectionLoss = loss
+	if notFinite(loss) {
+		return "non-finite correction loss", nil
+	}
+	if _, err := t.layer.CorrectionBackward(sol, w.gs[:k], w.cdx); err != nil {
+		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
+	}
+	addTo(w.de, w.cdx)
+	return "", nil
+}
+
+// correctionWeights appends to dst the k weights γ^(k−1−i)/Σ_j γ^(k−1−j),
+// i = 0, …, k−1, of fixed-point correction: decaying geometrically from
+// the last state (the fixed point) back, normalised to sum to one.
+func correctionWeights(dst []float64, k int, gamma float64) []float64 {
+	sum := 0.0
+	for i := range k {
+		v := math.Pow(gamma, float64(k-1-i))
+		dst = append(dst, v)
+		sum += v
+	}
+	for i := range dst {
+		dst[i] /= sum
+	}
+	return dst
 }
