@@ -91,7 +91,7 @@
 // 1.7 s on one core of an AMD EPYC of the development machine, about half
 // that on two).
 //
-// The jitter is calibrated to make the task neither trivial nor hopeless.
+// The jitter is calibrated to make the classification neither trivial nor hopeless.
 // Measured with the classifiers of classifier_test.go (minibatch SGD with
 // momentum on globally standardised pixels):
 //

@@ -395,9 +395,30 @@ func Find(name string, opts *Options) (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("datasets: %s not found in %s%s; Options.Download.Enabled or Fetch downloads it: %w",
-		name, strings.Join(dirs, ", "), where, fs.ErrNotExist)
+	return "", &NotInstalledError{Name: name, Dirs: dirs, NoCache: where}
 }
+
+// NotInstalledError is the error of Find (and Open without
+// Options.Download.Enabled) for a known data set that none of the
+// directories searched holds. It matches fs.ErrNotExist.
+type NotInstalledError struct {
+	// Name is the data set's name.
+	Name string
+	// Dirs are the directories searched, in order.
+	Dirs []string
+	// NoCache says why no cache directory was searched (empty when one
+	// was).
+	NoCache string
+}
+
+// Error implements error.
+func (e *NotInstalledError) Error() string {
+	return fmt.Sprintf("datasets: %s not found in %s%s; Options.Download.Enabled or Fetch downloads it: %v",
+		e.Name, strings.Join(e.Dirs, ", "), e.NoCache, fs.ErrNotExist)
+}
+
+// Unwrap returns fs.ErrNotExist.
+func (e *NotInstalledError) Unwrap() error { return fs.ErrNotExist }
 
 // standardPaths returns the paths of the four StandardFiles in dir, each
 // with ".gz" if that exists and without otherwise. The error matches

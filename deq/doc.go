@@ -115,6 +115,8 @@
 //   - Under a non-ℓ2 forward norm the adjoint map contracts in the dual norm,
 //     which package solver does not offer; the adjoint solve uses ℓ2 by
 //     default (Settings.AdjointNorm).
-//   - Forward starts every solve from z = 0 (no warm start).
+//   - Forward starts every solve from z = 0, or from the injection xU + b
+//     for a cell that has one (MeanField, Experts); there is no warm start
+//     from an earlier batch's fixed point.
 //   - A Layer is not safe for concurrent use.
 package deq

@@ -2,6 +2,7 @@ package deq
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -111,6 +112,7 @@ type FrobeniusEstimate struct {
 
 // jac holds what the measurements share.
 type jac struct {
+	ctx   context.Context
 	ev    layers.Evaluator
 	z     []float64
 	n, d  int // examples, per-example length
@@ -124,16 +126,19 @@ type jac struct {
 // prepare validates the options and the arguments of a measurement, and
 // returns its random stream: JacobianOptions.Seed on the measurement's own
 // stream.
-func prepare(ev layers.Evaluator, z []float64, o *JacobianOptions, stream uint64) (JacobianOptions, *jac, *rand.Rand, error) {
+func prepare(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions, stream uint64) (JacobianOptions, *jac, *rand.Rand, error) {
 	opts, err := o.withDefaults()
 	if err != nil {
 		return opts, nil, nil, err
 	}
-	j, err := newJac(ev, z, opts.Step)
+	j, err := newJac(ctx, ev, z, opts.Step)
 	return opts, j, rand.New(rand.NewPCG(opts.Seed, stream)), err
 }
 
-func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
+func newJac(ctx context.Context, ev layers.Evaluator, z []float64, step float64) (*jac, error) {
+	if ctx == nil {
+		return nil, errors.New("deq: nil context")
+	}
 	if ev == nil {
 		return nil, errors.New("deq: nil evaluator")
 	}
@@ -146,7 +151,7 @@ func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 		zmax = math.Max(zmax, math.Abs(v))
 	}
 	return &jac{
-		ev: ev, z: z, n: n, d: ev.Len() / n,
+		ctx: ctx, ev: ev, z: z, n: n, d: ev.Len() / n,
 		h:     step * math.Max(1, zmax),
 		fp:    make([]float64, len(z)),
 		fm:    make([]float64, len(z)),
@@ -158,6 +163,9 @@ func newJac(ev layers.Evaluator, z []float64, step float64) (*jac, error) {
 // jvp writes J·v into dst by central differences of EvalExact; each
 // example's block of v must have ℓ2 norm one or zero.
 func (j *jac) jvp(dst, v []float64) error {
+	if err := j.stopped(); err != nil {
+		return err
+	}
 	for i := range j.z {
 		j.zp[i] = j.z[i] + j.h*v[i]
 	}
@@ -178,8 +186,20 @@ func (j *jac) jvp(dst, v []float64) error {
 
 // vjp writes Jᵀ·g into dst through the evaluator's exact VJPHidden.
 func (j *jac) vjp(dst, g []float64) error {
+	if err := j.stopped(); err != nil {
+		return err
+	}
 	_, err := j.ev.VJPHidden(dst, j.z, g, j.exact)
 	return err
+}
+
+// stopped returns an error wrapping the context's error once it is done,
+// and nil before: every measurement checks it before each Jacobian product.
+func (j *jac) stopped() error {
+	if err := j.ctx.Err(); err != nil {
+		return fmt.Errorf("deq: Jacobian measurement stopped: %w", err)
+	}
+	return nil
 }
 
 // vec returns a new vector of the state's length.
@@ -207,8 +227,10 @@ func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] 
 // see the generalized Jacobian of the pieces around z.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
-func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, j, rng, err := prepare(ev, z, o, 0x510e527fade682d1)
+// ctx is checked before every Jacobian product: once it is done the
+// measurement returns the estimate so far with an error wrapping ctx.Err().
+func SpectralRadius(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
+	opts, j, rng, err := prepare(ctx, ev, z, o, 0x510e527fade682d1)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
@@ -307,8 +329,10 @@ func SpectralRadius(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spect
 // (σ₂/σ₁)² per iteration.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
-func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
-	opts, j, rng, err := prepare(ev, z, o, 0x9b05688c2b3e6c1f)
+// ctx is checked before every Jacobian product: once it is done the
+// measurement returns the estimate so far with an error wrapping ctx.Err().
+func SpectralNorm(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
+	opts, j, rng, err := prepare(ctx, ev, z, o, 0x9b05688c2b3e6c1f)
 	if err != nil {
 		return SpectralEstimate{}, err
 	}
@@ -366,8 +390,10 @@ func SpectralNorm(ev layers.Evaluator, z []float64, o *JacobianOptions) (Spectra
 // from the probes' spread.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
-func JacobianFrobenius(ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
-	opts, j, rng, err := prepare(ev, z, o, 0x1f83d9abfb41bd6b)
+// ctx is checked before every Jacobian product: once it is done the
+// measurement returns the estimate so far with an error wrapping ctx.Err().
+func JacobianFrobenius(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {
+	opts, j, rng, err := prepare(ctx, ev, z, o, 0x1f83d9abfb41bd6b)
 	if err != nil {
 		return FrobeniusEstimate{}, err
 	}

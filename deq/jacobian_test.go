@@ -1,6 +1,7 @@
 package deq
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/cmplx"
@@ -79,7 +80,7 @@ func TestSpectralRadiusMatchesEigenvalues(t *testing.T) {
 			// Iterations ≥ dim(z_b): the Krylov space is the whole space,
 			// so the Ritz values are the eigenvalues up to the central
 			// differences' error (about 1e-10 here).
-			got, err := SpectralRadius(e, z, &JacobianOptions{Iterations: d, Tol: 1e-14, Seed: 1})
+			got, err := SpectralRadius(context.Background(), e, z, &JacobianOptions{Iterations: d, Tol: 1e-14, Seed: 1})
 			require.NoError(t, err)
 			require.True(t, got.Converged)
 			want := 0.0
@@ -105,7 +106,7 @@ func TestSpectralNormMatchesSVD(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, z := jacobianSetup(t, tc.cell)
 			js := explicitJacobians(t, e, z)
-			got, err := SpectralNorm(e, z, &JacobianOptions{Iterations: 2000, Tol: 1e-13, Seed: 2})
+			got, err := SpectralNorm(context.Background(), e, z, &JacobianOptions{Iterations: 2000, Tol: 1e-13, Seed: 2})
 			require.NoError(t, err)
 			require.True(t, got.Converged)
 			for b, j := range js {
@@ -141,7 +142,7 @@ func TestJacobianFrobeniusHutchinson(t *testing.T) {
 				n := float64(len(js))
 				exact, variance := hutchinsonMoments(js, gaussian)
 				sd := math.Sqrt(variance / K)
-				got, err := JacobianFrobenius(e, z, &JacobianOptions{Probes: K, Gaussian: gaussian, Seed: 3})
+				got, err := JacobianFrobenius(context.Background(), e, z, &JacobianOptions{Probes: K, Gaussian: gaussian, Seed: 3})
 				require.NoError(t, err)
 				require.Equal(t, K, got.Probes)
 				require.InDelta(t, exact, got.Value, 5*sd, "exact %.6g, sd %.3g", exact, sd)
@@ -185,7 +186,7 @@ func TestJacobianOptionsAndArguments(t *testing.T) {
 	e := must(c.Evaluator(1))
 	require.NoError(t, e.SetInput([]float64{1}))
 	z := []float64{0.1, -0.2}
-	one, err := JacobianFrobenius(e, z, nil)
+	one, err := JacobianFrobenius(context.Background(), e, z, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, one.Probes)
 	require.True(t, math.IsNaN(one.StdErr), "one probe has no standard error")
@@ -198,15 +199,15 @@ func TestJacobianOptionsAndArguments(t *testing.T) {
 		{JacobianOptions{Tol: math.NaN()}, "JacobianOptions.Tol"},
 		{JacobianOptions{Step: -1}, "JacobianOptions.Step"},
 	} {
-		_, err := SpectralRadius(e, z, &tc.o)
+		_, err := SpectralRadius(context.Background(), e, z, &tc.o)
 		require.ErrorContains(t, err, tc.want)
-		_, err = SpectralNorm(e, z, &tc.o)
+		_, err = SpectralNorm(context.Background(), e, z, &tc.o)
 		require.ErrorContains(t, err, tc.want)
-		_, err = JacobianFrobenius(e, z, &tc.o)
+		_, err = JacobianFrobenius(context.Background(), e, z, &tc.o)
 		require.ErrorContains(t, err, tc.want)
 	}
-	_, err = SpectralRadius(e, make([]float64, 3), nil)
+	_, err = SpectralRadius(context.Background(), e, make([]float64, 3), nil)
 	require.ErrorContains(t, err, "length")
-	_, err = SpectralNorm(nil, z, nil)
+	_, err = SpectralNorm(context.Background(), nil, z, nil)
 	require.ErrorContains(t, err, "nil evaluator")
 }

@@ -117,12 +117,25 @@ func termEvals(r *solver.Result) int64 {
 }
 
 // New returns a Layer for cell. A nil s means the default Settings.
+//
+// A forward or adjoint method that takes a contraction constant
+// (solver.GHAL, solver.VRGHAL and solver.GrowingBatch, whose Gamma is a
+// Lipschitz bound γ̄ of the map they solve) is checked against the cell's
+// bound cell.Gamma() when the cell proves it in the solve's norm
+// (layers.Cell.Proven): a Gamma below it is refused, since the method's
+// schedule (and VR-GHAL's guarantee) would rest on a contraction the cell
+// does not prove, and a zero Gamma is set to cell.Gamma() (see
+// Settings.Forward and Settings.Adjoint for the exceptions). Settings
+// returns the methods as the Layer uses them.
 func New(cell layers.Cell, s *Settings) (*Layer, error) {
 	if cell == nil {
 		return nil, errors.New("deq: New: nil cell")
 	}
 	c, err := s.withDefaults(cell.Shape())
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkContractions(cell); err != nil {
 		return nil, err
 	}
 	return &Layer{cell: cell, s: c, batches: mru.Cache[int, *batch]{Max: layers.MaxCachedBatches}}, nil

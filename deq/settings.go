@@ -87,6 +87,13 @@ type Settings struct {
 	// Layer keeps its own clone. Nil means ℓ2.
 	Norm solver.Norm
 	// Forward is the forward fixed-point method. Nil means solver.Picard{}.
+	// A method with a contraction constant (the Gamma of solver.GHAL,
+	// solver.VRGHAL and solver.GrowingBatch) must not claim less than the
+	// cell's Gamma() when the cell proves that bound in Norm: New refuses
+	// it, and sets a zero Gamma to the cell's. With Dropout the masked map's
+	// bound is Gamma()/(1 − Dropout), so a zero Gamma keeps the method's
+	// default (1; GHAL and VR-GHAL are refused when the cell's bound exceeds
+	// one). When the cell proves no bound in Norm, Gamma is left as given.
 	Forward solver.Method
 	// ForwardSettings are passed to solver.Solve for the forward solve
 	// (zero values mean the solver package's defaults).
@@ -99,7 +106,10 @@ type Settings struct {
 	// Implicit.
 	Backward Backward
 	// Adjoint is the method of the adjoint solve (Implicit only). Nil means
-	// solver.Picard{}.
+	// solver.Picard{}. Its contraction constant is checked as Forward's;
+	// a zero one is set to the cell's Gamma() only when Norm and
+	// AdjointNorm are both ℓ2 (where J_fᵀ has J_f's Lipschitz constant) and
+	// there is no Dropout.
 	Adjoint solver.Method
 	// AdjointSettings are passed to solver.Solve for the adjoint solve.
 	AdjointSettings solver.Settings

@@ -62,6 +62,27 @@ func (e wrongVJPEval) VJP(dz, dx, z, g []float64) error {
 	return err
 }
 
+// wrongGraphCell adds shift to EvalGraph's output: the graph disagrees
+// with the exact map.
+func wrongGraphCell(c layers.Cell, shift float64) layers.Cell {
+	return wrappedCell{c, func(e layers.Evaluator) layers.Evaluator {
+		return wrongGraphEval{e.(layers.GraphEvaluator), shift}
+	}}
+}
+
+type wrongGraphEval struct {
+	layers.GraphEvaluator
+	shift float64
+}
+
+func (e wrongGraphEval) EvalGraph(dst, z []float64) error {
+	err := e.GraphEvaluator.EvalGraph(dst, z)
+	for i := range dst {
+		dst[i] += e.shift
+	}
+	return err
+}
+
 // understatedCell reports half the wrapped cell's Lipschitz bound.
 type understatedCell struct{ layers.Cell }
 
@@ -72,6 +93,8 @@ var (
 	_ layers.Evaluator = biasedEval{}
 	_ layers.Evaluator = wrongVJPEval{}
 	_ layers.Cell      = understatedCell{}
+
+	_ layers.GraphEvaluator = wrongGraphEval{}
 )
 
 func TestBrokenCellsAreCaught(t *testing.T) {
@@ -101,6 +124,10 @@ func TestBrokenCellsAreCaught(t *testing.T) {
 		t.Run("wrong-vjp", func(t *testing.T) {
 			c := wrongVJPCell(dense(seed), 1.001)
 			caught(t, func(tb testing.TB) { deqtest.CheckVJP(tb, c, o) }, "CheckVJP", "∂⟨g, f⟩/∂z", "central difference")
+		})
+		t.Run("wrong-graph", func(t *testing.T) {
+			c := wrongGraphCell(dense(seed), 1e-2)
+			caught(t, func(tb testing.TB) { deqtest.CheckUnbiased(tb, c, o) }, "CheckUnbiased", "EvalGraph differs")
 		})
 		t.Run("understated-lipschitz", func(t *testing.T) {
 			for _, c := range []layers.Cell{dense(seed), experts(seed)} {

@@ -51,7 +51,10 @@ func CheckCell(t testing.TB, c layers.Cell, o *Options) {
 // At each of Options.Points random points (z, x) it first requires Eval
 // with a Sample of Terms() unit samples (the exact average, by the
 // Evaluator contract) to equal EvalExact up to 1e-12 of the output's
-// largest entry. It then draws K = Options.Draws evaluations τ_k = Eval(z;
+// largest entry, and, when the evaluator is a layers.GraphEvaluator,
+// EvalGraph to equal EvalExact up to 1e-4 of it (a second implementation
+// of the map; the tolerance allows for a float32 exact map). A cell whose
+// evaluators have no graph skips that comparison. It then draws K = Options.Draws evaluations τ_k = Eval(z;
 // ξ_k) of Options.SampleSize unit samples with independent seeds (two for
 // a deterministic oracle) and, for every coordinate i, forms the mean m_i
 // and sample standard deviation s_i of d_{k,i} = τ_{k,i} − f_i(z). By the

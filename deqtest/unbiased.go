@@ -6,8 +6,32 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
+
+// graphTol is the largest difference, relative to ‖f‖∞, that CheckUnbiased
+// allows between EvalGraph and EvalExact: two implementations of one map,
+// loose enough for a cell whose exact map runs in float32 (its graph runs
+// in float64), and orders of magnitude below the error of a wrong graph.
+const graphTol = 1e-4
+
+// graph compares the evaluator's graph evaluation at z with exact =
+// EvalExact(z), using buf as scratch.
+func (k *kit) graph(ge layers.GraphEvaluator, p int, z, exact, buf []float64, scale float64) {
+	k.t.Helper()
+	if err := ge.EvalGraph(buf, z); err != nil {
+		k.errorf("EvalGraph: %v", err)
+		return
+	}
+	per := k.c.Shape().HiddenLen()
+	for i := range buf {
+		if d := math.Abs(buf[i] - exact[i]); !(d <= graphTol*scale) {
+			k.mismatch("point %d: EvalGraph differs from EvalExact at %s by %.3g (limit %.3g = %g·‖f‖∞)",
+				p, where(i, per), d, graphTol*scale, graphTol)
+		}
+	}
+}
 
 // unbiased is CheckUnbiased's body.
 func (k *kit) unbiased() {
@@ -38,6 +62,9 @@ func (k *kit) unbiased() {
 			return
 		}
 		scale := floats.Norm(exact, math.Inf(1))
+		if ge, ok := ev.(layers.GraphEvaluator); ok {
+			k.graph(ge, p, z, exact, tau, scale)
+		}
 		if _, err := ev.Eval(tau, z, k.exact()); err != nil {
 			k.errorf("Eval: %v", err)
 			return

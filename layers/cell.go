@@ -69,23 +69,28 @@ const MaxCachedBatches = 4
 // code that computes the same expressions as the cell's gorgonia graphs
 // and allocates nothing itself after the first call (gonum's matrix
 // multiply allocates a few small objects for its goroutines when it runs
-// in parallel on large batches); EvalGraph runs the graph's forward pass.
-// A GraphCell runs its graphs for everything.
+// in parallel on large batches); their evaluators are also GraphEvaluators,
+// whose EvalGraph runs the graph's forward pass. A GraphCell runs its
+// graphs for everything. A cell written by hand implements these methods
+// in plain Go and needs no graph.
 //
-// For a cell that averages M terms, a Sample of Size m first rounds m up to
-// the next power of two m'. If m' < M, Eval and VJPHidden draw m' term
-// indices uniformly with replacement from rand.NewPCG(Seed, ·), so the same
-// Sample at two points (and in Eval and VJPHidden) uses the same terms, and
-// report m' samples; otherwise they use the exact average and report M
-// samples. Drawing more terms than asked keeps the estimate unbiased and
-// only lowers its variance; in exchange an evaluator builds at most
-// ⌈log₂M⌉ + 1 hidden-state VJP graphs (one per size, the exact one
-// included; only when its graphs run) whatever sizes a solver asks for, and
-// keeps them all: together they are at most about twice the size of the
-// exact one. (A solver checks
-// its sample budget against the size it asks for, so a solve can end up to
-// one requested size over its budget.) Deterministic cells ignore the Sample
-// and report one sample.
+// A stochastic evaluator reports the unit samples each call used, draws the
+// same terms for the same Sample in Eval and VJPHidden, and computes the
+// exact average for a Size of at least Terms(); deqtest checks the rest of
+// the contract (unbiasedness, VJPs, the bound). This package's cells that
+// average M terms (and a GraphCell of Terms > 1) sample as follows. A Sample
+// of Size m first rounds m up to the next power of two m'. If m' < M, Eval
+// and VJPHidden draw m' term indices uniformly with replacement from
+// rand.NewPCG(Seed, ·), so the same Sample at two points (and in Eval and
+// VJPHidden) uses the same terms, and report m' samples; otherwise they use
+// the exact average and report M samples. Drawing more terms than asked
+// keeps the estimate unbiased and only lowers its variance; in exchange an
+// evaluator builds at most ⌈log₂M⌉ + 1 hidden-state VJP graphs (one per
+// size, the exact one included; only when its graphs run) whatever sizes a
+// solver asks for, and keeps them all: together they are at most about twice
+// the size of the exact one. (A solver checks its sample budget against the
+// size it asks for, so a solve can end up to one requested size over its
+// budget.) Deterministic cells ignore the Sample and report one sample.
 //
 // SetInput caches the input's contribution (such as xU + b), which Eval,
 // EvalExact, VJPHidden and VJP use, so it must be called again after the
@@ -103,8 +108,6 @@ type Evaluator interface {
 	// SetInput fixes the input x (length Examples()·Shape().InputLen()) for
 	// the calls that follow. It copies x.
 	SetInput(x []float64) error
-	// EvalGraph writes f(z, x) computed by the gorgonia graph into dst.
-	EvalGraph(dst, z []float64) error
 	// VJPHidden writes into dst the vector–Jacobian product
 	// (∂τ(z, x; ξ)/∂z)ᵀ g of the minibatch estimate τ that Eval computes
 	// for s (the exact f when s.Size, rounded up to a power of two, is at
@@ -115,6 +118,17 @@ type Evaluator interface {
 	// cotangent g: it writes (∂f/∂z)ᵀg into dz and (∂f/∂x)ᵀg into dx (either
 	// may be nil) and adds (∂f/∂θ)ᵀg to the gradient of every parameter.
 	VJP(dz, dx, z, g []float64) error
+}
+
+// GraphEvaluator is an Evaluator that can also compute f(z, x) with a
+// gorgonia expression graph, a second implementation of the same map. Package
+// deq never calls EvalGraph; checks do: deqtest.CheckCell requires it to
+// agree with EvalExact when an evaluator implements it. The evaluators of
+// every cell in this package implement it.
+type GraphEvaluator interface {
+	Evaluator
+	// EvalGraph writes f(z, x) computed by the gorgonia graph into dst.
+	EvalGraph(dst, z []float64) error
 }
 
 // ExactOracle returns the deterministic oracle z ↦ f(z, x) of an evaluator
@@ -312,3 +326,12 @@ func backprop(out, g *G.Node, wrt G.Nodes) G.Nodes {
 	}
 	return grads
 }
+
+// The evaluators of this package's cells are GraphEvaluators.
+var (
+	_ GraphEvaluator = (*denseEval)(nil)
+	_ GraphEvaluator = (*mfEval)(nil)
+	_ GraphEvaluator = (*expEval)(nil)
+	_ GraphEvaluator = (*convEval)(nil)
+	_ GraphEvaluator = (*graphCellEval)(nil)
+)

@@ -71,7 +71,7 @@ func TestEvalGraphMatchesGonum(t *testing.T) {
 			a := make([]float64, e.Len())
 			b := make([]float64, e.Len())
 			require.NoError(t, e.EvalExact(a, z))
-			require.NoError(t, e.EvalGraph(b, z))
+			require.NoError(t, e.(GraphEvaluator).EvalGraph(b, z))
 			require.InDeltaSlice(t, b, a, 1e-12)
 			require.Greater(t, floats.Norm(a, 2), 0.1, "the output must not be trivially zero")
 			// The oracle with a sample of size ≥ M is the exact operator.
@@ -200,7 +200,7 @@ func TestGraphsLeaveParamsAndInputsAlone(t *testing.T) {
 				require.NoError(t, e.VJP(out, nil, z, g))
 				_, err := e.VJPHidden(out, z, g, solver.Sample{Seed: 5, Size: 2})
 				require.NoError(t, err)
-				require.NoError(t, e.EvalGraph(out, z))
+				require.NoError(t, e.(GraphEvaluator).EvalGraph(out, z))
 			}
 			for i, p := range tc.cell.Params() {
 				require.Equal(t, before[i], p.Data(), p.Name())
@@ -597,7 +597,7 @@ func TestExpertsGraphsOnDegenerateShapes(t *testing.T) {
 						a := make([]float64, len(z))
 						b := make([]float64, len(z))
 						require.NoError(t, e.EvalExact(a, z))
-						require.NoError(t, e.EvalGraph(b, z))
+						require.NoError(t, e.(GraphEvaluator).EvalGraph(b, z))
 						require.InDeltaSlice(t, a, b, 1e-12)
 						require.NoError(t, e.VJP(a, nil, z, g))
 						_, err := e.VJPHidden(b, z, g, solver.Sample{Size: m})

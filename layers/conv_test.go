@@ -90,7 +90,7 @@ func TestConvEvalGraphMatchesGonum(t *testing.T) {
 			a := make([]float64, e.Len())
 			b := make([]float64, e.Len())
 			require.NoError(t, e.EvalExact(a, z))
-			require.NoError(t, e.EvalGraph(b, z))
+			require.NoError(t, e.(GraphEvaluator).EvalGraph(b, z))
 			requireRel(t, b, a, 1e-10, "EvalExact vs graph")
 			n, err := e.Eval(b, z, solver.Sample{Seed: 3, Size: e.Terms()})
 			require.NoError(t, err)

@@ -447,13 +447,13 @@ func (e *denseEval) graph(full bool, k int) (*denseGraph, error) {
 		dg := &denseGraph{}
 		err := buildVJP("Dense", &dg.tape, e.rows, h, func(gr graph, z, g *G.Node) {
 			var pre *G.Node
-			w := gr.bound("W", c.w.value)
+			w := gr.bound("W", c.w.tensor())
 			wrt := G.Nodes{z}
 			if full {
 				var x *G.Node
 				x, dg.x = gr.input("x", e.rows, d)
-				u := gr.bound("U", c.u.value)
-				b := gr.bound("b", c.b.value)
+				u := gr.bound("U", c.u.tensor())
+				b := gr.bound("b", c.b.tensor())
 				pre = affineNode(z, w, x, u, b)
 				wrt = G.Nodes{z, x, w, u, b}
 			} else {

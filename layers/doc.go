@@ -30,14 +30,19 @@
 //     and not at all with GroupNorm. ConvEncoder is its stride-2 input
 //     encoder.
 //   - GraphCell: any f(z, x; θ) the user writes as a gorgonia expression
-//     (GraphCellConfig.Build), deterministic; see below.
+//     (GraphCellConfig.Build), deterministic, or the average of Terms such
+//     expressions, each of its own parameters, whose oracle samples terms;
+//     see below.
+//   - A cell written by hand: any type that implements Cell and Evaluator
+//     in plain Go, with parameters made by NewParam; see below.
 //
 // Every cell is a finite sum of its terms: its evaluators implement
 // solver.FiniteSum (Terms and EvalExact), so a solver certifies a forward
 // solve on any cell with one exact evaluation. The built-in cells'
 // vector–Jacobian products are hand-written gonum BLAS code, allocation
 // free per call; their gorgonia graphs remain as the tests' reference
-// (EvalGraph) and run a GraphCell. The stochastic cells MeanField and
+// (GraphEvaluator's EvalGraph, which deqtest compares with EvalExact) and
+// run a GraphCell. The stochastic cells MeanField and
 // Experts sample only what must be sampled: the input enters through an
 // injection outside the average, and only the z-dependence is
 // constrained.
@@ -110,13 +115,30 @@
 // derivatives. Its graphs are built once per batch size and cached; every
 // evaluation runs them. The Lipschitz story is the user's: GraphCellConfig
 // declares γ̄, in which norms it is proven (by default none, and deq then
-// monitors empirical ratios) and an optional Project hook.
+// monitors empirical ratios) and an optional Project hook. With
+// GraphCellConfig.Terms = M > 1, Build gives one term, f is the average of
+// M of them (each with its own blocks of the PerTerm parameters), and the
+// oracle samples terms as the built-in stochastic cells do, under the
+// Model the configuration declares (solver.BoundedVariance by default).
+//
+// # Cells written by hand
+//
+// A cell needs no gorgonia: a type that implements Cell, whose evaluators
+// implement Evaluator with plain Go code, and whose parameters NewParam
+// makes, is a DEQ cell that package deq solves and differentiates, that
+// deqtest checks and that train trains (train.NewWithCell). A stochastic
+// one samples terms from Sample.Seed so that the same Sample draws the same
+// terms in Eval and VJPHidden, and reports its Model; its Proven then claims
+// the bound for each unit sample in the sense of that Model. The package
+// train's ExampleNewWithCell holds a complete one.
 //
 // # Parameters
 //
-// Param holds a parameter's value and gradient as float64 tensors that
-// every graph shares; it implements gorgonia.ValueGrad, so gorgonia's
-// solvers update it in place. Call Project after each update.
+// Param holds a parameter's value and gradient in two plain float64 slices
+// (Data, GradData); NewParam makes one. Its gorgonia tensors, views of the
+// same slices made on first use, are what every graph binds, and it
+// implements gorgonia.ValueGrad, so gorgonia's solvers update it in place.
+// Call Project after each update.
 //
 // # Limitations
 //

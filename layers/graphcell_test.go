@@ -54,7 +54,7 @@ func TestGraphCellVJPMatchesFiniteDifferences(t *testing.T) {
 				a := make([]float64, len(z))
 				b := make([]float64, len(z))
 				require.NoError(t, e.EvalExact(a, z))
-				require.NoError(t, e.EvalGraph(b, z))
+				require.NoError(t, e.(GraphEvaluator).EvalGraph(b, z))
 				require.Equal(t, a, b)
 				k, err := e.Eval(b, z, solver.Sample{Seed: 9, Size: 5})
 				require.NoError(t, err)

@@ -287,8 +287,8 @@ func (j *injection) vjp(dx, x, g []float64, rows int) { inputVJP(dx, x, g, j.u, 
 
 // node returns the graph node xU + b.
 func (j *injection) node(gr graph, x *G.Node) (u, b, out *G.Node) {
-	u = gr.bound("U", j.u.value)
-	b = gr.bound("b", j.b.value)
+	u = gr.bound("U", j.u.tensor())
+	b = gr.bound("b", j.b.tensor())
 	out = G.Must(G.BroadcastAdd(G.Must(G.Mul(x, u)), b, nil, []byte{0}))
 	return u, b, out
 }
@@ -543,9 +543,9 @@ func (e *mfEval) graph(full bool, k int) (*mfGraph, error) {
 				var x, u, b *G.Node
 				x, mg.x = gr.input("x", e.rows, d)
 				u, b, inj = e.node(gr, x)
-				w = gr.bound("W", c.w.value)
-				cn = gr.bound("c", c.c.value)
-				v = gr.bound("V", c.v.value)
+				w = gr.bound("W", c.w.tensor())
+				cn = gr.bound("c", c.c.tensor())
+				v = gr.bound("V", c.v.tensor())
 				wrt = G.Nodes{z, x, u, b, w, cn, v}
 			} else {
 				w, mg.w = gr.input("W", h, k)

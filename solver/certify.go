@@ -2,6 +2,7 @@ package solver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -27,7 +28,7 @@ import (
 // The stochastic rules draw fresh samples, independent of the solve's. Their
 // budget is N = n·K unit samples, with n = CertifySettings.Samples, or the
 // size the method suggested (VR-GHAL: its last bucket size), or the solve's
-// samples divided by 4K, and K = CertifySettings.Calls or MoMBuckets(δ).
+// samples divided by 4K, and K = CertifySettings.Calls or momBuckets(δ).
 //
 // The exact rules reuse the method's last exact evaluation when it was at
 // x̂ itself (last, which may be nil, returns T(x̂) then, nil otherwise): the certificate then
@@ -68,13 +69,13 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 		}
 		return exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())), nil
 	}
-	if err := ctx.Err(); err != nil {
+	if err := stopped(ctx, 0); err != nil {
 		return nil, err
 	}
 	delta := s.Certify.Delta
 	kref := s.Certify.Calls
 	if kref == 0 {
-		kref = MoMBuckets(delta)
+		kref = momBuckets(delta)
 	}
 	size := s.Certify.Samples
 	if size == 0 {
@@ -94,9 +95,9 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
 		k, pFail := s.Certify.Calls, 0.0
 		if k == 0 {
-			k, pFail = MoMChebyshevBuckets(delta)
+			k, pFail = momChebyshevBuckets(delta)
 		} else {
-			pFail = MoMBucketFailure(k, delta)
+			pFail = momBucketFailure(k, delta)
 		}
 		size := perCall(budget, k, s.Certify.Samples)
 		w := norm.Kappa() * v
@@ -157,14 +158,27 @@ func exactCert(norm Norm, tx, x []float64, rule CertRule, samples int64) *Certif
 	return c
 }
 
-// drawer draws the certificate's independent oracle calls at x.
+// certChunkMin is the largest unit-sample size the certificate asks of
+// the oracle in one call before it splits a call into chunks (see
+// drawer.one).
+const certChunkMin = 1 << 16
+
+// ErrTimeLimit is wrapped by the error of a certificate that
+// Settings.MaxTime stopped before it had drawn its samples (see
+// CertifyRadius).
+var ErrTimeLimit = errors.New("solver: time limit reached")
+
+// drawer draws the certificate's independent oracle calls at x. It stops
+// with an error wrapping the context's error and its cause (ErrTimeLimit
+// for the time limit of Settings.MaxTime) when ctx is done before a chunk.
 type drawer struct {
 	ctx     context.Context
 	o       Oracle
 	x       []float64
 	n       int
 	rng     *rand.Rand
-	calls   int64
+	chunk   []float64 // scratch of a chunk, allocated on the first split
+	calls   int64     // calls of the rule (see one), chunks not counted
 	samples int64
 }
 
@@ -185,14 +199,79 @@ func (d *drawer) draw(k, size int) ([][]float64, []int, error) {
 	return taus, used, nil
 }
 
-// one makes one oracle call of size unit samples at x into dst and returns
-// the unit samples it reported (at least 1).
+// check returns the error that stops the draw when the context is done,
+// and nil otherwise. The error counts the rule's calls begun.
+func (d *drawer) check() error {
+	return stopped(d.ctx, d.calls)
+}
+
+// stopped returns nil while ctx is not done, and otherwise an error
+// wrapping ctx.Err() and its cause (ErrTimeLimit for Settings.MaxTime),
+// saying after how many oracle calls the certificate stopped.
+func stopped(ctx context.Context, calls int64) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != err {
+		return fmt.Errorf("solver: certificate stopped after %d oracle calls: %w (%w)", calls, cause, err)
+	}
+	return fmt.Errorf("solver: certificate stopped after %d oracle calls: %w", calls, err)
+}
+
+// one draws size unit samples at x into dst, their average, and returns
+// the unit samples the oracle reported (at least 1). Up to certChunkMin
+// unit samples take one oracle call. More are drawn in chunks, each an
+// oracle call with a seed of its own, of certChunkMin unit samples first
+// and then as many as were drawn before (the chunks double until the last,
+// which takes the rest), averaged with the weights the oracle reported:
+// the mean of independent unit samples, as one call would draw it, in
+// O(log size) oracle calls, which count as one call of the rule
+// (Certificate.Calls). The context is checked before each chunk, so a stop
+// wastes at most as many samples as were already drawn.
 func (d *drawer) one(dst []float64, size int) (int, error) {
-	if err := d.ctx.Err(); err != nil {
+	if err := d.check(); err != nil {
 		return 0, err
 	}
-	u, err := d.o.Eval(dst, d.x, Sample{Seed: d.rng.Uint64(), Size: size})
 	d.calls++
+	if size <= certChunkMin {
+		return d.call(dst, size)
+	}
+	if d.chunk == nil {
+		d.chunk = make([]float64, d.n)
+	}
+	total, asked := 0, 0
+	for asked < size {
+		if asked > 0 {
+			if err := d.check(); err != nil {
+				return 0, err
+			}
+		}
+		c := min(size-asked, max(certChunkMin, asked))
+		buf := dst
+		if asked > 0 {
+			buf = d.chunk
+		}
+		u, err := d.call(buf, c)
+		if err != nil {
+			return 0, err
+		}
+		if asked > 0 {
+			w := float64(u) / float64(total+u)
+			for j, v := range buf {
+				dst[j] += w * (v - dst[j])
+			}
+		}
+		asked += c
+		total += u
+	}
+	return total, nil
+}
+
+// call makes one oracle call of size unit samples at x into dst and
+// returns the unit samples it reported (at least 1).
+func (d *drawer) call(dst []float64, size int) (int, error) {
+	u, err := d.o.Eval(dst, d.x, Sample{Seed: d.rng.Uint64(), Size: size})
 	d.samples += int64(u)
 	if err != nil {
 		return 0, err
@@ -265,7 +344,7 @@ func boundedNoise(d *drawer, norm Norm, delta float64, nd noiseDecl, k, size int
 
 // varianceMoM is RuleVarianceMoM: the median of means of k buckets
 // (oracle calls) of m unit samples at x̂, each failing with probability at
-// most p (MoMChebyshevBuckets or MoMBucketFailure). With τ̂ the MedianOfMeans
+// most p (momChebyshevBuckets or momBucketFailure). With τ̂ the medianOfMeans
 // selection, r* its radius and σ² the declared variance bound at x̂, it
 // returns
 //
@@ -294,13 +373,13 @@ func varianceMoM(d *drawer, norm Norm, delta, v float64, k int, p float64, size 
 	for _, u := range used {
 		m = min(m, u)
 	}
-	best, rstar := MedianOfMeans(nil, taus, norm, nil)
+	best, rstar := medianOfMeans(nil, taus, norm, nil)
 	eps := math.Sqrt(norm.Kappa() * v / (float64(m) * p))
 	return d.finish(&Certificate{Delta: delta, Rule: RuleVarianceMoM}, norm, taus[best], rstar+eps), nil
 }
 
 // estimate is RuleEstimate: k calls of size unit samples at x̂, the
-// MedianOfMeans selection τ̂ with radius r*, and
+// medianOfMeans selection τ̂ with radius r*, and
 //
 //	Bound = ‖τ̂ − x̂‖ + r* + √(3V̂),  V̂ = mean_{i<j} ‖τ_i − τ_j‖².
 //
@@ -321,7 +400,7 @@ func estimate(d *drawer, norm Norm, k, size int) (*Certificate, error) {
 	return d.finish(&Certificate{Delta: math.NaN(), Rule: RuleEstimate}, norm, taus[best], rstar+eps), nil
 }
 
-// momScale returns the MedianOfMeans selection among the bucket means taus
+// momScale returns the medianOfMeans selection among the bucket means taus
 // (at least two), its radius r* and the scale ε̂ = √(3V̂) with
 // V̂ = mean_{i<j} ‖τ_i − τ_j‖², sharing the pairwise distances. diff
 // (length norm.Len()) is scratch.

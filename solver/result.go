@@ -21,7 +21,7 @@ const (
 	IterationLimit
 	// SampleLimit: Settings.MaxSamples unit samples ran out.
 	SampleLimit
-	// TimeLimit: Settings.MaxTime elapsed.
+	// TimeLimit: Settings.MaxTime elapsed (see Solve).
 	TimeLimit
 	// Canceled: the context was canceled or its deadline passed.
 	Canceled
@@ -88,7 +88,8 @@ type Certificate struct {
 	// for RuleEstimate.
 	Delta float64
 	// Samples counts the unit samples the certificate used, and Calls the
-	// oracle evaluations. Both are zero when an exact rule reuses the
+	// oracle evaluations of its rule (a call of more than 2¹⁶ unit samples,
+	// which the certificate draws in chunks, counts once). Both are zero when an exact rule reuses the
 	// method's own exact evaluation at x̂ (its last exact evaluation was at
 	// x̂ itself), which Result.Stats already counts.
 	Samples int64
@@ -139,8 +140,11 @@ type Result struct {
 	Tol    float64
 	Status Status
 	Stats  Stats
-	// Certificate is nil when Settings.Certify.Skip is set, and for a
-	// stochastic oracle when the context was done before the certificate's
-	// samples could be drawn (Status Canceled).
+	// Certificate is nil when Settings.Certify.Skip is set, and for an
+	// oracle that is not Deterministic when the context or Settings.MaxTime
+	// was done before the certificate's samples were all drawn (see
+	// Solve): a stopped solve (Status Canceled or TimeLimit) keeps X, the
+	// best point so far, and gets no certificate but the exact one of a
+	// Deterministic oracle.
 	Certificate *Certificate
 }

@@ -34,7 +34,9 @@ type Settings struct {
 	// certificate). Zero means no limit. A method never draws a minibatch that
 	// would exceed it.
 	MaxSamples int64
-	// MaxTime limits the wall time of the method. Zero means no limit.
+	// MaxTime limits the wall time of the solve, the certificate included
+	// (see Solve; for CertifyRadius, of the certificate). Zero means no
+	// limit.
 	MaxTime time.Duration
 	// DivergenceFactor stops a method with Status Diverged when a residual
 	// exceeds DivergenceFactor times the best one recorded. Zero means

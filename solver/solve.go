@@ -353,6 +353,21 @@ func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 // the latter case the Result still holds the best point found, with Status
 // Failure. Reaching a limit is not an error: Result.Status says why the
 // method stopped.
+//
+// Solve observes ctx and Settings.MaxTime throughout, the certificate
+// included: the method stops at its next oracle call (Env.Eval) once
+// either is done, and a stochastic certificate checks them before each
+// of its oracle calls, which it splits into chunks (of 2¹⁶ unit samples,
+// then doubling). MaxTime bounds the wall time of the whole solve. A solve
+// stopped this way returns promptly with Status Canceled (ctx) or
+// TimeLimit (MaxTime), a nil error, the best point recorded so far in
+// Result.X (x0 if none) and only the certificate it can honestly give: the
+// exact certificate of a Deterministic oracle (one more evaluation), or
+// none (Result.Certificate nil). A certificate that the caller's ctx or
+// MaxTime interrupts after a method that stopped for another reason is
+// dropped too, leaving Result.Status as the method set it. No
+// certificate ever claims more than the samples it drew. An oracle call
+// in progress is not interrupted: Solve returns after it.
 func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m Method) (*Result, error) {
 	switch {
 	case ctx == nil:
@@ -383,7 +398,7 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 	runCtx := ctx
 	if s.MaxTime > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, s.MaxTime)
+		runCtx, cancel = context.WithTimeoutCause(ctx, s.MaxTime, ErrTimeLimit)
 		defer cancel()
 	}
 	e := newEnv(runCtx, p, x0, s)
@@ -408,10 +423,11 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 	}
 	res.Stats = e.stats
 	res.Stats.Wall = time.Since(e.start)
-	// A canceled solve still gets the exact certificate of a deterministic
-	// oracle (one evaluation), but draws no stochastic certificate samples.
-	// A cancellation during the stochastic certificate leaves it nil too.
-	certCtx := ctx
+	// A stopped solve still gets the exact certificate of a deterministic
+	// oracle (one evaluation). Every other certificate draws under runCtx,
+	// which the caller's cancellation and Settings.MaxTime end: none is
+	// drawn once it is done, and one it interrupts is dropped.
+	certCtx := runCtx
 	if p.Oracle.Model() == Deterministic {
 		certCtx = context.WithoutCancel(ctx)
 	}
@@ -420,7 +436,7 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		if cert == nil {
 			cert, err = certify(certCtx, p, res, &s, e.certSize, e.lastExact)
 		}
-		if err != nil && ctx.Err() != nil {
+		if err != nil && certCtx.Err() != nil {
 			cert, err = nil, nil
 		}
 		if err != nil && failure == nil {

@@ -93,6 +93,7 @@ type meta struct {
 	History     []EpochMetrics `json:"history"`
 	Traces      [][]TracePoint `json:"traces"`
 	Tensors     []tensorInfo   `json:"tensors"`
+	CustomCell  bool           `json:"custom_cell,omitempty"` // the cell is a CellFunc's (LoadWithCell)
 }
 
 // Save writes the trainer's state to path atomically: to a temporary file
@@ -116,6 +117,7 @@ func (t *Trainer) marshal() ([]byte, error) {
 		Epoch: t.epoch, Batch: t.batch, Steps: t.steps, Bad: t.bad,
 		Accumulator: t.acc,
 	}
+	m.CustomCell = t.model.custom
 	if t.model.conv != nil {
 		m.ImageRows, m.ImageCols = t.model.rows, t.model.cols
 	}
@@ -258,7 +260,10 @@ type Checkpoint struct {
 // Load reads and verifies a checkpoint written by Trainer.Save. The error
 // wraps ErrNotCheckpoint, ErrVersion, ErrTruncated, ErrChecksum or
 // ErrCorrupt when the file is not an intact checkpoint this build can read.
-func Load(path string) (*Checkpoint, error) {
+func Load(path string) (*Checkpoint, error) { return load(path, nil) }
+
+// load is Load, building a CellFunc's cell with newCell (see LoadWithCell).
+func load(path string, newCell CellFunc) (*Checkpoint, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -270,7 +275,7 @@ func Load(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	ck, err := decode(b)
+	ck, err := decodeWith(b, newCell)
 	if err != nil {
 		return nil, fmt.Errorf("train: %s: %w", path, err)
 	}
@@ -292,8 +297,12 @@ func retiredCell(meta []byte) error {
 	return nil
 }
 
-// decode parses and verifies a checkpoint.
-func decode(b []byte) (*Checkpoint, error) {
+// decode parses and verifies a checkpoint of a built-in cell.
+func decode(b []byte) (*Checkpoint, error) { return decodeWith(b, nil) }
+
+// decodeWith is decode with newCell, which builds a CellFunc's cell (nil
+// for the built-in cells).
+func decodeWith(b []byte, newCell CellFunc) (*Checkpoint, error) {
 	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
 	}
@@ -358,14 +367,18 @@ func decode(b []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: %d data bytes not covered by the tensor table", ErrCorrupt, len(data)-off)
 	}
 	ck := &Checkpoint{meta: m, tensors: tensors}
-	if err := ck.build(); err != nil {
+	if err := ck.build(newCell); err != nil {
 		return nil, err
 	}
 	return ck, nil
 }
 
-// build validates the metadata and rebuilds the model.
-func (ck *Checkpoint) build() error {
+// build validates the metadata and rebuilds the model, with newCell for
+// a CellFunc's cell.
+func (ck *Checkpoint) build(newCell CellFunc) error {
+	if err := checkCellFunc(ck.meta.CustomCell, newCell); err != nil {
+		return err
+	}
 	if c := &ck.meta.Config; c.Model.Cell == ConvCell && c.Augment.Shift == 0 {
 		// Written before DefaultConvShift: a conv run without
 		// translations stored Shift 0, which is now spelt −1. A current
@@ -413,7 +426,7 @@ func (ck *Checkpoint) build() error {
 	for _, x := range ck.tensors {
 		stored += float64(len(x))
 	}
-	if need := cfg.Model.minParams(m.InputDim, m.Classes); need > stored {
+	if need := minStored(cfg.Model, m); need > stored {
 		return fmt.Errorf("%w: the model needs at least %.0f parameters, the file stores %.0f values", ErrCorrupt, need, stored)
 	}
 	rows, cols := 1, m.InputDim // the dense models do not use the image's shape
@@ -423,7 +436,7 @@ func (ck *Checkpoint) build() error {
 			return fmt.Errorf("%w: image size %d×%d for %d pixels", ErrCorrupt, rows, cols, m.InputDim)
 		}
 	}
-	model, err := newModel(cfg.Model, rows, cols, m.Classes, norm, cfg.Seed)
+	model, err := newModelWith(cfg.Model, rows, cols, m.Classes, norm, cfg.Seed, newCell)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

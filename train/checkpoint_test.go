@@ -150,7 +150,7 @@ func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 		name      string
 		cfg       Config
 		data      func() (*datasets.Dataset, *datasets.Dataset)
-		now, then string // the field as written now and, the same length, as an older release wrote it
+		now, then string // the field as written now and, the same length, as checkpoints without the setting wrote it
 		check     func(t *testing.T, ck *Checkpoint, trn *Trainer)
 	}{
 		{"shift", conv, sq, `"Shift":-1`, `"Shift": 0`, func(t *testing.T, ck *Checkpoint, _ *Trainer) {

@@ -22,6 +22,12 @@
 // proven Lipschitz bound). The other cells compute in double precision
 // by default.
 //
+// NewWithCell trains any other layers.Cell in the dense model: a
+// layers.GraphCell or a cell written by hand, deterministic or stochastic,
+// which a CellFunc builds for the encoder's and the state's sizes; its
+// checkpoints load with LoadWithCell and the same CellFunc
+// (ExampleNewWithCell trains a hand-written stochastic cell).
+//
 // # Training
 //
 // New builds a Trainer from a Config whose zero fields select documented

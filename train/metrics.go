@@ -136,6 +136,14 @@ type EpochMetrics struct {
 	// epoch's used batches, each measured before that batch's step.
 	TrainLoss float64 `json:"train_loss"`
 	TrainAcc  float64 `json:"train_acc"`
+	// LossGrowth warns that the training loss grew by orders of magnitude
+	// (a learning rate too large, say): it is the epoch's TrainLoss divided
+	// by the reference loss min(L₁, ln K), L₁ the first epoch's TrainLoss
+	// and ln K the cross-entropy of a uniform prediction over the K
+	// classes, when that ratio exceeds LossGrowthFactor, and zero
+	// otherwise (so also for an epoch whose loss is not finite, which
+	// stops the run). Training continues either way.
+	LossGrowth float64 `json:"loss_growth,omitempty"`
 	// TestLoss and TestAcc are measured on the test set after the epoch,
 	// with the evaluation solver.
 	TestLoss float64 `json:"test_loss"`
@@ -199,6 +207,28 @@ type EpochMetrics struct {
 	EpochSeconds float64 `json:"epoch_seconds"`
 	TrainSeconds float64 `json:"train_seconds"`
 	EvalSeconds  float64 `json:"eval_seconds"`
+}
+
+// LossGrowthFactor is the ratio of an epoch's mean training loss to the
+// reference loss above which EpochMetrics.LossGrowth is set: two orders of
+// magnitude.
+const LossGrowthFactor = 100
+
+// lossGrowth returns EpochMetrics.LossGrowth of an epoch of mean training
+// loss loss, first being the first epoch's (loss itself for the first
+// epoch) and classes the number of classes.
+func lossGrowth(loss, first float64, classes int) float64 {
+	ref := math.Log(float64(classes))
+	if first > 0 && first < ref {
+		ref = first
+	}
+	if !(ref > 0) || math.IsInf(loss, 0) || math.IsNaN(loss) {
+		return 0
+	}
+	if g := loss / ref; g > LossGrowthFactor {
+		return g
+	}
+	return 0
 }
 
 // TracePoint is one point of a residual trace.

@@ -68,6 +68,7 @@ type Model struct {
 	hidW, hidB *param              // the readout's hidden layer (nil without Config.ReadoutHidden)
 	outW, outB *param
 	params     []*param // every trainable parameter, in checkpoint order
+	custom     bool     // the cell is a CellFunc's (NewWithCell)
 	encLen     int      // encoder features per image: the cell's input
 	readLen    int      // readout features per image
 	pool       pool     // the conv readout's 2×2 average pooling
@@ -126,6 +127,12 @@ func (m *Model) work(n int) *work {
 // biases are zero, and the conv
 // encoder and the cell initialise themselves from seeds derived from seed.
 func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalizer, seed uint64) (*Model, error) {
+	return newModelWith(cfg, rows, cols, classes, norm, seed, nil)
+}
+
+// newModelWith is newModel whose cell, unless newCell is nil, newCell
+// builds (see NewWithCell).
+func newModelWith(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalizer, seed uint64, newCell CellFunc) (*Model, error) {
 	if rows < 1 || cols < 1 || classes < 2 {
 		return nil, fmt.Errorf("train: model needs a positive image size and at least two classes, have %d×%d and %d", rows, cols, classes)
 	}
@@ -141,7 +148,13 @@ func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalize
 	}
 	act := cfg.Activation
 	cellSeed := numeric.Mix(seed, streamCell)
-	if cfg.Cell == ConvCell {
+	if newCell != nil {
+		if err := m.newCustom(cfg, newCell, cellSeed); err != nil {
+			return nil, err
+		}
+		m.encW = newParam("encoder.W", inputDim, cfg.Encoder, true)
+		m.encB = newParam("encoder.b", 1, cfg.Encoder, false)
+	} else if cfg.Cell == ConvCell {
 		if err := m.newConv(cfg, cellSeed, numeric.Mix(seed, streamEncoder)); err != nil {
 			return nil, err
 		}
@@ -479,7 +492,7 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 func (m *Model) checkMethod(field string, meth solver.MethodSpec) error {
 	switch {
 	case m.lacksProof(meth):
-		return fieldErr(field, meth, unprovenReason(m.Config))
+		return fieldErr(field, meth, m.unprovenReason())
 	case m.lacksGamma(meth):
 		return fieldErr(field, meth, fmt.Sprintf("needs a Lipschitz bound γ̄, which the cell declares none of (Model.Normalization = %v)", m.Config.Normalization))
 	}

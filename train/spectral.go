@@ -74,11 +74,11 @@ func (m *Model) spectral(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 		return Spectrum{}, err
 	}
 	o := &deq.JacobianOptions{Seed: seed}
-	rho, err := deq.SpectralRadius(ev, sol.Z, o)
+	rho, err := deq.SpectralRadius(ctx, ev, sol.Z, o)
 	if err != nil {
 		return Spectrum{}, err
 	}
-	sn, err := deq.SpectralNorm(ev, sol.Z, o)
+	sn, err := deq.SpectralNorm(ctx, ev, sol.Z, o)
 	if err != nil {
 		return Spectrum{}, err
 	}

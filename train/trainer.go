@@ -185,7 +185,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 		t.opts = *opts
 	}
 	if c.BatchSize > train.Len() {
-		return nil, fmt.Errorf("train: Config.BatchSize = %d exceeds the %d training images", c.BatchSize, train.Len())
+		return nil, fieldErr("BatchSize", c.BatchSize, fmt.Sprintf("exceeds the %d training images", train.Len()))
 	}
 	if err := checkProven(c, m); err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func checkProven(c Config, m *Model) error {
 		if c.Model.Normalization == layers.WeightNorm {
 			return fieldErr("Model.Normalization", c.Model.Normalization, fmt.Sprintf("proves no Lipschitz bound, which %s = %v needs (the conv cell has one only under the projection, without GroupNorm, in l2 or schatten:2)", s.field, s.m))
 		}
-		return fieldErr(s.field, s.m, unprovenReason(c.Model))
+		return fieldErr(s.field, s.m, m.unprovenReason())
 	}
 	return nil
 }
@@ -253,7 +253,7 @@ func checkProven(c Config, m *Model) error {
 // a conv cell without a proven bound. The deterministic solvers run either
 // way.
 func (m *Model) lacksProof(meth solver.MethodSpec) bool {
-	return m.Config.Cell == ConvCell && !m.Proven() && meth.Info().Stochastic
+	return (m.Config.Cell == ConvCell || m.custom) && !m.Proven() && meth.Info().Stochastic
 }
 
 // lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
@@ -263,8 +263,13 @@ func (m *Model) lacksGamma(meth solver.MethodSpec) bool {
 }
 
 // unprovenReason is the reason of the refusal of a stochastic method on
-// the conv cell of c, which proves no bound.
-func unprovenReason(c ModelConfig) string {
+// the model's cell, which proves no bound: a conv cell's configuration, or
+// a CellFunc's cell whose Proven method is false.
+func (m *Model) unprovenReason() string {
+	c := m.Config
+	if m.custom {
+		return fmt.Sprintf("needs a proven Lipschitz bound, and the model's cell does not prove its bound γ̄ = %g in Model.Norm = %v (its Proven method is false)", m.cell.Gamma(), c.Norm)
+	}
 	return fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm, under the projection and in float64 (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Normalization = %v; Model.Precision = %v)", c.Norm, c.Groups, c.Normalization, c.Precision)
 }
 
@@ -280,7 +285,7 @@ func checkAids(c Config, m *Model) error {
 			return err
 		}
 		if _, ok := ev.(layers.JacobianPenalizer); !ok {
-			return fieldErr("Aids.JacWeight", c.Aids.JacWeight, fmt.Sprintf("needs a cell with an exact Jacobian-penalty gradient (the dense cell); the %v cell has none", c.Model.Cell))
+			return fieldErr("Aids.JacWeight", c.Aids.JacWeight, fmt.Sprintf("needs a cell with an exact Jacobian-penalty gradient (the dense cell); the %s cell has none", m.cellName()))
 		}
 	}
 	gamma := m.cell.Gamma()
@@ -359,6 +364,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		trainTime := time.Since(start)
 		em := t.acc.finish(t.epoch + 1)
+		first := em.TrainLoss
+		if len(t.history) > 0 {
+			first = t.history[0].TrainLoss
+		}
+		em.LossGrowth = lossGrowth(em.TrainLoss, first, t.model.Classes)
 		evalStart := time.Now()
 		ev, err := t.model.evaluate(ctx, t.evalLayer, t.test, t.cfg.EvalBatchSize, t.cfg.Eval.Tol, mix3(t.cfg.Seed, streamEval, uint64(t.epoch)))
 		if err != nil {

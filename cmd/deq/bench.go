@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -41,8 +43,9 @@ against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic
 solvers on a trained DEQ (forward; the model is trained once and cached in
 --out) and GFLOP/s and memory of training epochs (training). It writes bench.json and the PNG plots into
---out and the Markdown report to --markdown (default: --out/BENCHMARKS.md);
-text after the report's end marker in an existing Markdown file is kept.
+--out and the Markdown report to --markdown (default: --out/BENCHMARKS.md),
+which it replaces; the report's header names the commit, the BLAS, the
+machine and its load average.
 Sample counts are reproducible from the flags; timings depend on the machine.
 --quick is a smoke run that finishes in under a minute.`,
 		f.run)
@@ -87,6 +90,20 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	switch {
 	case f.out == "":
 		return bench.Config{}, usagef("--out must not be empty")
+	}
+	if err := checkOutputDir("out", f.out); err != nil {
+		return bench.Config{}, err
+	}
+	if f.markdown != "" {
+		// The report's directory is created as --out is.
+		if st, err := os.Stat(f.markdown); err == nil && st.IsDir() {
+			return bench.Config{}, usagef("--markdown %s is a directory, not a file", f.markdown)
+		}
+		if err := checkOutputDir("markdown", filepath.Dir(f.markdown)); err != nil {
+			return bench.Config{}, err
+		}
+	}
+	switch {
 	case f.seeds < 0:
 		return bench.Config{}, usagef("--seeds = %d must not be negative", f.seeds)
 	case f.seed == 0:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -53,6 +54,21 @@ func (d *dataFlags) open(ctx context.Context, spec string) (*datasets.Data, erro
 	data, err := datasets.Open(ctx, spec, d.options())
 	if errors.Is(err, datasets.ErrUnknownDataSet) {
 		return nil, usagef("--data: %v", err)
+	}
+	var ni *datasets.NotInstalledError
+	if errors.As(err, &ni) {
+		// The library's message names its Options field; the command's
+		// names the flag.
+		where := strings.Join(ni.Dirs, ", ")
+		if ni.NoCache != "" {
+			where += ni.NoCache
+		}
+		return nil, usagef("--data %s: not installed in %s; add --download to fetch it", ni.Name, where)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, datasets.ErrFormat) {
+		// A directory without the IDX files, or with malformed ones: the
+		// value of --data cannot be served.
+		return nil, usagef("--data %s: %v", spec, err)
 	}
 	if err != nil {
 		return nil, runtimeError{err}

@@ -14,7 +14,15 @@
 // Exit status: 0 on success, 1 when a command fails while running (an
 // interrupted solve, or an internal error: a panic, reported as
 // "deq: internal error: …" with the place it happened), 2 for a usage error
-// (a bad flag, a missing one, or a combination that makes no sense), 130
+// (a bad flag, a missing one, or a combination that makes no sense,
+// including those only the data, the file system or a checkpoint reveal:
+// a batch larger than the data, a data set that is not installed, an
+// output path that cannot be written, checked before any work, a
+// checkpoint evaluated on another data set without --force), 130
 // when SIGINT or SIGTERM stopped deq train after it saved its checkpoint.
 // Errors are printed as one line on standard error, never as a stack trace.
 package main
+
+// The command-line reference docs/cli, generated from the command tree by
+// cobra's Markdown generator; TestCLIReference checks that it is current.
+//go:generate go test -run ^TestCLIReference$ -args -update-cli-reference

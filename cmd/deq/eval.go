@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
@@ -24,7 +27,7 @@ type evalFlags struct {
 	solver                  solver.MethodSpec
 	tol, delta, sampleScale float64
 	maxIter, memory         int
-	json                    bool
+	json, force             bool
 }
 
 func newEvalCmd() *cobra.Command {
@@ -36,7 +39,13 @@ func newEvalCmd() *cobra.Command {
 solver, with its tolerance and iteration limit), reporting accuracy, loss,
 solver work and the residual certificates of the solves, and the spectral
 radius and norm of ∂f/∂z at the fixed points of the first 32 test images
-(Arnoldi and power iteration) beside the cell's declared Lipschitz bound γ̄.`,
+(Arnoldi and power iteration) beside the cell's declared Lipschitz bound γ̄.
+
+--data must be the data set the run was trained on: a test set of another
+image size or number of classes is refused, and so is one of another name
+(say Fashion-MNIST for a model of digits) unless --force is given, when
+eval prints a warning and evaluates anyway. A checkpoint that does not name
+its data set has its image size and classes checked only, and eval says so.`,
 		f.run)
 	fl := cmd.Flags()
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
@@ -49,6 +58,7 @@ radius and norm of ∂f/∂z at the fixed points of the first 32 test images
 	fl.Float64Var(&f.sampleScale, "sample-scale", 0, "vrghal: multiplier on the paper's sample sizes (0: the run's)")
 	fl.IntVar(&f.memory, "memory", 0, "anderson/broyden memory (0: the run's)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of a summary")
+	fl.BoolVar(&f.force, "force", false, "evaluate on a --data set whose name differs from the checkpoint's (its image size and classes must still match)")
 	return cmd
 }
 
@@ -79,6 +89,52 @@ type evalReport struct {
 	SpectralNorm   number `json:"spectral_norm"`
 	Gamma          number `json:"gamma"`
 	Proven         bool   `json:"proven"`
+	// DataWarning is the warning printed about --data (a set of another
+	// name evaluated with --force, or a checkpoint that names none), or
+	// empty.
+	DataWarning string `json:"data_warning,omitempty"`
+}
+
+// checkEvalData refuses data whose test set differs from the checkpoint's
+// run: another number of pixels or classes always (the model cannot read
+// it), another name unless force. It returns the warning to print: the
+// forced difference, or that a checkpoint naming no data set had its image
+// size and classes checked only.
+func checkEvalData(ck *train.Checkpoint, data *datasets.Data, force bool) (string, error) {
+	test := data.Test
+	if test.Dim() != ck.Model.InputDim || test.Classes != ck.Model.Classes {
+		return "", usagef("--data %s: %d×%d images in %d classes, the checkpoint's model reads %d pixels in %d classes (--force cannot change that)",
+			data.Name, test.Rows, test.Cols, test.Classes, ck.Model.InputDim, ck.Model.Classes)
+	}
+	want := setOf(ck.TestSet)
+	switch {
+	case want == "":
+		return "warning: the checkpoint does not name its data set; only the image size and classes of --data " + data.Name + " were checked", nil
+	case filepath.Clean(want) == filepath.Clean(data.Name):
+		return "", nil
+	case !force:
+		return "", usagef("--data %s differs from the data set the checkpoint was trained on, %s (pass --data %s, or --force to evaluate anyway)", data.Name, want, shellQuote(want))
+	}
+	return fmt.Sprintf("warning: evaluating on %s a model trained on %s (--force)", data.Name, want), nil
+}
+
+// setOf returns the data set of a set name: the name without its trailing
+// elements train, test and validation ("fashion-mnist/test" →
+// "fashion-mnist"; "mnist/train/validation", the images --val holds out,
+// → "mnist"; "/data/digits/test" → "/data/digits").
+func setOf(name string) string {
+	for {
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			return name
+		}
+		switch name[i+1:] {
+		case "train", "test", "validation":
+			name = name[:i]
+		default:
+			return name
+		}
+	}
 }
 
 func (f *evalFlags) run(cmd *cobra.Command) error {
@@ -112,6 +168,13 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	data, err := f.data.open(cmd.Context(), spec)
 	if err != nil {
 		return err
+	}
+	warning, err := checkEvalData(ck, data, f.force)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), oneLine(warning))
 	}
 	s := ck.Config.Eval
 	if !f.solver.IsZero() && f.solver != s.Method {
@@ -157,6 +220,7 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		Norm: ck.Config.Model.Norm.String(), Cell: ck.Config.Model.Cell.String(), Epochs: ck.Epoch, BLAS: blasimpl.Name,
 		Seconds: time.Since(start).Seconds(), Stats: em.Solver,
 		SpectralRadius: number(sp.Radius), SpectralNorm: number(sp.Norm), Gamma: number(sp.Gamma), Proven: sp.Proven,
+		DataWarning: warning,
 	}
 	if f.json {
 		b, err := json.Marshal(rep)

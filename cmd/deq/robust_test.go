@@ -117,18 +117,21 @@ func TestBadFlagMatrix(t *testing.T) {
 }
 
 // TestInterruptedSolveFails: a solve whose context is canceled (SIGINT in
-// main) fails with exit status 1 and one line, for deterministic and
-// stochastic solvers alike, rather than printing a partial report.
+// main) prints the report of its best point (status Canceled) and fails
+// with exit status 130 and one line, for deterministic and stochastic
+// solvers alike.
 func TestInterruptedSolveFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, s := range []string{"picard", "anderson", "minibatch-km", "page-halpern"} {
 		var out, errOut bytes.Buffer
 		code := run(ctx, []string{"solve", "--problem=affine", "--solver=" + s, "--dim=4", "--json"}, &out, &errOut)
-		require.Equal(t, exitFailure, code, s)
-		requireOneLineError(t, out.String(), errOut.String(), s)
+		require.Equal(t, exitInterrupted, code, s)
+		requireOneLineError(t, "", errOut.String(), s)
 		require.Contains(t, errOut.String(), "interrupted", s)
 		require.Contains(t, errOut.String(), "context canceled", s)
+		rep := decodeOne(t, out.String())
+		require.Equal(t, "Canceled", rep["status"], s)
 	}
 }
 

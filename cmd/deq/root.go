@@ -20,8 +20,10 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
-	// exitInterrupted: a signal stopped `deq train`, which saved its
-	// checkpoint first (128 + SIGINT, the shells' convention).
+	// exitInterrupted: a signal (SIGINT or SIGTERM, which main turns into
+	// a canceled context) stopped the command after it wrote what it
+	// could: `deq train` its checkpoint, `deq solve` the report of its best
+	// point so far (128 + SIGINT, the shells' convention).
 	exitInterrupted = 130
 )
 
@@ -43,7 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // execute builds the command tree with newRoot and runs it on args. An error
-// becomes one line on stderr and exit status 1 or 2; a panic anywhere below,
+// becomes one line on stderr and exit status 1 or 2, or 130 when ctx (which
+// main cancels on SIGINT and SIGTERM) stopped the command; a panic anywhere below,
 // construction included, becomes one line "deq: internal error: …" naming
 // the panic and where it happened, and exit status 1, never a stack trace.
 func execute(ctx context.Context, newRoot func() *cobra.Command, args []string, stderr io.Writer) (code int) {
@@ -63,14 +66,19 @@ func execute(ctx context.Context, newRoot func() *cobra.Command, args []string, 
 	if err == nil {
 		return exitOK
 	}
+	var it interruptedError
+	switch {
+	case errors.As(err, &it):
+		fmt.Fprintln(stderr, oneLine(err.Error()))
+		return exitInterrupted
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		fmt.Fprintln(stderr, oneLine("interrupted: "+err.Error()))
+		return exitInterrupted
+	}
 	fmt.Fprintln(stderr, oneLine(err.Error()))
 	var rt runtimeError
 	if errors.As(err, &rt) {
 		return exitFailure
-	}
-	var it interruptedError
-	if errors.As(err, &it) {
-		return exitInterrupted
 	}
 	return exitUsage
 }

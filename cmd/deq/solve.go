@@ -55,8 +55,12 @@ noise variance), and "≈ B (estimate, no guarantee)" otherwise.
 Deterministic solvers run on the exact operator, stochastic ones on the
 problem's stochastic oracle. --seed seeds both the problem and the solver.
 A run that stops on a limit (--max-iter, --max-samples, --timeout) still
-succeeds (exit status 0): its status says why it stopped. An interrupted run
-(SIGINT) fails with exit status 1. The same flags and --seed give the same
+succeeds (exit status 0): its status says why it stopped. --timeout bounds
+the whole solve, the certificate included: a solve that reaches it reports
+its best point so far, with the exact certificate of a deterministic solver
+and none for a stochastic one. An interrupted run (SIGINT, SIGTERM) stops
+as promptly, prints the report of its best point so far (status Canceled)
+and fails with one line and exit status 130. The same flags and --seed give the same
 report, apart from the wall-clock fields wall_seconds and solve_seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,14 +71,7 @@ report, apart from the wall-clock fields wall_seconds and solve_seconds.`,
 			if err != nil {
 				return err
 			}
-			rep, err := job.run(cmd.Context())
-			if err != nil {
-				return runtimeError{err}
-			}
-			if f.json {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			return writeSummary(cmd.OutOrStdout(), rep)
+			return job.report(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -232,7 +229,32 @@ type solveReport struct {
 	SolveSeconds float64 `json:"solve_seconds"`
 }
 
-// run solves and measures the result against the exact operator.
+// report runs the job and writes its report to w, as JSON with --json.
+// An interrupted solve (ctx done) still writes the report of its best point
+// so far, and returns an interruptedError.
+func (j *solveJob) report(ctx context.Context, w io.Writer) error {
+	rep, err := j.run(ctx)
+	var it interruptedError
+	if err != nil && !errors.As(err, &it) {
+		return runtimeError{err}
+	}
+	if rep != nil {
+		var werr error
+		if j.flags.json {
+			werr = writeJSON(w, rep)
+		} else {
+			werr = writeSummary(w, rep)
+		}
+		if werr != nil && err == nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// run solves and measures the result against the exact operator. When ctx
+// is done it returns the report of the best point so far together with an
+// interruptedError.
 func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 	p, f := j.problem, j.flags
 	sp, oracle := p.ExactProblem(), "exact"
@@ -251,11 +273,15 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 	start := time.Now()
 	res, err := solver.Solve(ctx, sp, p.X0, s, j.method)
 	wall := time.Since(start)
+	var stop error
 	if ctx.Err() != nil {
-		// Interrupted (or the caller's deadline passed): not a result.
-		return nil, fmt.Errorf("solve interrupted after %d oracle calls: %w", solveCalls(res), ctx.Err())
-	}
-	if err != nil {
+		// Interrupted (or the caller's deadline passed): report the best
+		// point so far, and fail.
+		stop = interruptedError{fmt.Errorf("solve interrupted after %d oracle calls: %w; the report is of the best point so far", solveCalls(res), ctx.Err())}
+		if res == nil {
+			return nil, stop
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	r, err := p.Residual(res.X)
@@ -277,7 +303,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		rep.Certificate = &certReport{Bound: number(c.Bound), Estimate: number(c.Estimate), Delta: number(c.Delta),
 			Samples: c.Samples, Calls: c.Calls, Rule: c.Rule, Guarantee: c.Guarantee()}
 	}
-	return rep, nil
+	return rep, stop
 }
 
 // solveCalls returns the oracle calls of res, or 0 for a nil res.
@@ -310,6 +336,8 @@ func writeSummary(w io.Writer, r *solveReport) error {
 	fmt.Fprintf(tw, "‖x − x*‖\t%s\n", fpe)
 	if c := r.Certificate; c != nil {
 		fmt.Fprintf(tw, "certificate\t‖T(x) − x‖ %s; %d calls, %d samples\n", c.Guarantee, c.Calls, c.Samples)
+	} else {
+		fmt.Fprintf(tw, "certificate\tnone: the solve stopped (%s) before one could be drawn\n", r.Status)
 	}
 	return tw.Flush()
 }

@@ -71,6 +71,11 @@ type trainSummary struct {
 	Scale float64 `json:"scale,omitempty"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
+	// LossGrowth is the largest train.EpochMetrics.LossGrowth of the
+	// run's epochs, omitted when no epoch's training loss grew by orders
+	// of magnitude; Warnings are the run's warnings, one line each.
+	LossGrowth float64  `json:"loss_growth,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// WallSeconds is the time of this process's training; SecondsPerEpoch
 	// the mean over the epochs it ran.
 	WallSeconds     float64 `json:"wall_seconds"`
@@ -185,6 +190,14 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 	if f := res.Final(); f != nil {
 		s.Final = *f
 	}
+	for i := range res.Epochs {
+		if e := &res.Epochs[i]; e.LossGrowth > s.LossGrowth {
+			if s.LossGrowth == 0 {
+				s.Warnings = append(s.Warnings, lossGrowthWarning(e, c.LR))
+			}
+			s.LossGrowth = e.LossGrowth
+		}
+	}
 	ran := 0
 	for _, e := range res.Epochs {
 		if e.EpochSeconds > 0 {
@@ -251,5 +264,8 @@ func (s *trainSummary) write(w io.Writer) error {
 		fmt.Fprintf(tw, "aids\t%s\n", aids)
 	}
 	fmt.Fprintf(tw, "time\t%.1f s, %.1f s per epoch\n", s.WallSeconds, s.SecondsPerEpoch)
+	for _, w := range s.Warnings {
+		fmt.Fprintf(tw, "warning\t%s\n", strings.TrimPrefix(w, "warning: "))
+	}
 	return tw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -159,8 +160,8 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// interruptedError reports a run stopped by a signal after saving its
-// state (exit status 130).
+// interruptedError reports a command stopped by a signal after it wrote
+// what it could (exit status 130).
 type interruptedError struct{ err error }
 
 func (e interruptedError) Error() string { return e.err.Error() }
@@ -185,6 +186,9 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	cfg, err := f.config(cmd.Flags().Changed)
 	if err != nil {
+		return err
+	}
+	if err := f.checkOutputs(); err != nil {
 		return err
 	}
 	prof, err := createProfile(f.cpuProfile)
@@ -225,24 +229,20 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		cfg = dataDefaults(cfg, spec, cmd.Flags().Changed)
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)
-	var metricsFile *os.File
-	if f.metrics != "" {
-		mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if f.resume {
-			mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		}
-		if metricsFile, err = os.OpenFile(f.metrics, mode, 0o644); err != nil {
-			return runtimeError{err}
-		}
-		defer metricsFile.Close()
-	}
+	var metricsFile *os.File // opened once the trainer accepts the data
 	var metricsErr error
+	warned := false   // the loss-growth warning was printed
 	var gamma float64 // the cell's declared bound, once the trainer exists
 	opts := &train.Options{
 		Checkpoint: f.checkpoint,
 		OnBatch:    lg.batch,
 		OnEpoch: func(e *train.EpochMetrics) {
 			lg.epoch(e, cfg.Epochs, gamma)
+			if e.LossGrowth > 0 && !warned {
+				// Once per run, even with --quiet; the run goes on.
+				warned = true
+				fmt.Fprintln(stderr, oneLine(lossGrowthWarning(e, cfg.LR)))
+			}
 			if metricsFile != nil && metricsErr == nil {
 				b, err := json.Marshal(e)
 				if err == nil {
@@ -263,11 +263,21 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		tr, err = train.New(cfg, data.Train, data.Test, opts)
 		var fe *train.FieldError
 		if errors.As(err, &fe) && f.flagOf(fe.Field) != "" {
-			return usagef("--%s = %v %s", f.flagOf(fe.Field), fe.Value, fe.Reason)
+			return f.fieldUsage(fe)
 		}
 	}
 	if err != nil {
 		return runtimeError{err}
+	}
+	if f.metrics != "" {
+		mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if f.resume {
+			mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		if metricsFile, err = os.OpenFile(f.metrics, mode, 0o644); err != nil {
+			return runtimeError{err}
+		}
+		defer metricsFile.Close()
 	}
 	gamma = tr.Model().Cell().Gamma()
 	lg.start(tr, data)
@@ -313,6 +323,34 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		return runtimeError{profErr}
 	}
 	return nil
+}
+
+// lossGrowthWarning is the warning of an epoch whose training loss grew
+// by orders of magnitude (train.EpochMetrics.LossGrowth).
+func lossGrowthWarning(e *train.EpochMetrics, lr float64) string {
+	return fmt.Sprintf("warning: epoch %d's mean training loss %.3g is %.3g times the reference loss (the first epoch's or ln(classes), the smaller; warned above %d times): the loss grows by orders of magnitude; a smaller --lr than %g may help",
+		e.Epoch, e.TrainLoss, e.LossGrowth, train.LossGrowthFactor, lr)
+}
+
+// checkOutputs refuses, before any work, an output path of the flags
+// that cannot be written: --checkpoint, --metrics and --cpuprofile files
+// and the --plot directory.
+func (f *trainFlags) checkOutputs() error {
+	for _, o := range []struct{ flag, path string }{
+		{"checkpoint", f.checkpoint}, {"metrics", f.metrics}, {"cpuprofile", f.cpuProfile},
+	} {
+		if err := checkOutputFile(o.flag, o.path); err != nil {
+			return err
+		}
+	}
+	if f.checkpoint != "" {
+		// Save writes a temporary file beside the checkpoint and renames
+		// it: the directory must be writable too.
+		if err := checkWritableDir("checkpoint", f.checkpoint, filepath.Dir(f.checkpoint)); err != nil {
+			return err
+		}
+	}
+	return checkOutputDir("plot", f.plot)
 }
 
 // cpuProfile is the CPU profile of --cpuprofile: its file, created before

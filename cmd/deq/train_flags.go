@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -93,7 +95,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	ints(&c.Model.ReadoutHidden, "readout-hidden", "hidden ReLU units of the readout between the fixed point's features and the logits (0: none, a linear readout)", false, "Model.ReadoutHidden")
 	text(&c.Model.Activation, "activation", "cell activation: relu or tanh", "Model.Activation")
 	floats(&c.Model.Gamma, "gamma", "Lipschitz bound γ̄ ∈ (0, 1) of the cell in z", true, "Model.Gamma")
-	ints(&c.Model.ExactEvery, "exact-every", fmt.Sprintf("l2 constraint: exact spectral norm every N projections (power iteration in between); conv: Fourier bound every N (default %d)", train.DefaultConvCertifyEvery), true, "Model.ExactEvery")
+	ints(&c.Model.ExactEvery, "exact-every", fmt.Sprintf("l2 constraint: exact spectral norm every N projections (power iteration in between); --cell conv: Fourier bound every N, %d when not given", train.DefaultConvCertifyEvery), true, "Model.ExactEvery")
 	text(&c.Model.Norm, "norm", "norm of the hidden state: l2, lp:P, linf or schatten:P", "Model.Norm")
 	text(&c.Forward.Method, "solver", "forward solver: "+methods, "Forward.Method")
 	floats(&c.Forward.Tol, "tol", "forward residual tolerance, absolute unless --tol-relative: a solve succeeds when its certified residual bound is at most tol", true, "Forward.Tol")
@@ -186,7 +188,7 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 	var fe *train.FieldError
 	if errors.As(err, &fe) {
 		if name := f.flagOf(fe.Field); name != "" {
-			return d, usagef("--%s = %v %s", name, fe.Value, fe.Reason)
+			return d, f.fieldUsage(fe)
 		}
 	}
 	if err != nil {
@@ -227,6 +229,26 @@ func (f *trainFlags) cellDefaults(c *train.Config, changed func(string) bool) {
 			d.Set(s)
 		}
 	}
+}
+
+// fieldUsage returns the usage error of a train.FieldError whose field
+// has a flag: the flag, the value and the reason, in which every Config
+// field path of the flag table (the reason may name another field, such as
+// Forward.Method) is spelt as its flag.
+func (f *trainFlags) fieldUsage(fe *train.FieldError) error {
+	var paths []string
+	flags := map[string]string{}
+	for _, b := range f.bound {
+		for _, x := range b.fields {
+			paths = append(paths, regexp.QuoteMeta(x))
+			flags[x] = "--" + b.name
+		}
+	}
+	// Longest first, so that Model.Normalization is not read as Model.Norm.
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	re := regexp.MustCompile(`\b(` + strings.Join(paths, "|") + `)\b`)
+	reason := re.ReplaceAllStringFunc(fe.Reason, func(x string) string { return flags[x] })
+	return usagef("--%s = %v %s", f.flagOf(fe.Field), fe.Value, reason)
 }
 
 // flagOf returns the name of the flag that sets the Config field, or "".

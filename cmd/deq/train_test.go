@@ -548,8 +548,8 @@ func TestDownloadFlag(t *testing.T) {
 		{"eval", "--checkpoint", filepath.Join(dir, "run.ckpt"), "--data", datasets.MNIST10k},
 	} {
 		code, _, errOut := runCmd(args...)
-		require.Equal(t, exitFailure, code, errOut)
-		require.Contains(t, errOut, "Download.Enabled", "without --download the error says how to fetch")
+		require.Equal(t, exitUsage, code, errOut)
+		require.Contains(t, errOut, "--download", "without --download the error says how to fetch")
 		require.NoFileExists(t, log, "without --download npm is not run")
 
 		code, _, errOut = runCmd(append(args, "--download")...)
@@ -738,8 +738,9 @@ func TestResumeLegacyPrecision(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, f.checkResume(cfg, stored, changed), "--precision = float32 contradicts the checkpoint's float64")
 
-	// End to end: a float64 checkpoint edited into an older release's
-	// spelling (the precision omitted, the checksum recomputed).
+	// End to end: a float64 checkpoint edited into the spelling of
+	// checkpoints written before the field existed (the precision omitted,
+	// the checksum recomputed).
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "conv.ckpt")
 	args := []string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "20", "--cell", "conv", "--channels", "2",
@@ -937,7 +938,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 // TestTrainCPUProfile: --cpuprofile writes a gzip-compressed profile of the
-// training, and a file that cannot be created is a runtime error naming the
+// training, and a file that cannot be created is a usage error naming the
 // flag, before any training and before --metrics is truncated.
 func TestTrainCPUProfile(t *testing.T) {
 	dir := t.TempDir()
@@ -957,7 +958,7 @@ func TestTrainCPUProfile(t *testing.T) {
 	metrics := filepath.Join(other, "m.jsonl")
 	require.NoError(t, os.WriteFile(metrics, []byte("{}\n"), 0o644))
 	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "1", "--metrics", metrics, "--cpuprofile", filepath.Join(other, "missing", "cpu.prof"))...)
-	require.Equal(t, exitFailure, code)
+	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--cpuprofile")
 	_, err = os.Stat(filepath.Join(other, "run.ckpt"))
 	require.True(t, os.IsNotExist(err), "no epoch ran")

@@ -58,10 +58,15 @@ func (o *averagedOracle) EvalExact(dst, x []float64) error {
 }
 
 // Eval implements solver.Oracle: the mean of τ(x; i_j) over Size indices
-// drawn uniformly with replacement, in O(Size·d).
+// drawn uniformly with replacement, in O(Size·d). A Size of M or more
+// returns the exact average and reports M unit samples (as solver.Oracle
+// allows a finite sum), in O(M·d): no Size makes an evaluation cost more.
 func (o *averagedOracle) Eval(dst, x []float64, s solver.Sample) (int, error) {
 	if err := checkEval(o.d, dst, x, s, true); err != nil {
 		return 0, err
+	}
+	if s.Size >= o.m {
+		return o.m, o.EvalExact(dst, x)
 	}
 	rng := o.noise.reset(s.Seed)
 	clear(dst)

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/deqgo/deq/solver"
 )
@@ -149,11 +148,13 @@ const mdpDirectDraws = 32
 // exact conditional laws, in O(S·A·branch) whatever Size. Either way the
 // average has the law of Size independent successor draws, and the counts
 // depend on the Sample only, so the same Sample at two Q-functions uses the
-// same transitions.
+// same transitions. A Size above MDPMaxSample draws, and reports,
+// MDPMaxSample unit samples.
 func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 	if err := checkEval(o.s*o.a, dst, q, s, true); err != nil {
 		return 0, err
 	}
+	s.Size = min(s.Size, MDPMaxSample)
 	o.values(q)
 	rng := o.noise.reset(s.Seed)
 	inv := 1 / float64(s.Size)
@@ -175,7 +176,7 @@ func (o *mdpOracle) Eval(dst, q []float64, s solver.Sample) (int, error) {
 			for i := 0; i < o.k-1 && left > 0; i++ {
 				n := left
 				if rest := 1 - below; cdf[i]-below < rest {
-					n = distuv.Binomial{N: left, P: (cdf[i] - below) / rest, Src: o.noise.pcg}.Rand()
+					n = binomial(left, (cdf[i]-below)/rest, &o.noise)
 				}
 				sum += n * o.v[next[i]]
 				left -= n

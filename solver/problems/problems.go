@@ -14,7 +14,11 @@ import (
 //
 // Eval and EvalExact require len(dst) == len(x) == Len() and dst not sharing
 // memory with x; they return an error otherwise, and Eval returns an error for
-// a Sample with Size < 1. Eval reports Size unit samples.
+// a Sample with Size < 1. Eval reports Size unit samples, except above the
+// cap of a problem whose evaluation would otherwise grow without bound with
+// Size: "mdp" and "mdp-large" draw at most MDPMaxSample, and "averaged"
+// returns its exact average for a Size of at least its M terms, reporting
+// M. No evaluation runs longer for a larger Size beyond these caps.
 type Oracle interface {
 	solver.Oracle
 	solver.Exact

@@ -45,7 +45,7 @@ const (
 	peerDense = "dense"
 	peerConv  = "conv"
 	// peerConvImplicit is the conv model with implicit differentiation on
-	// both sides, the peer of issue 21 (TorchDEQ-style code with an
+	// both sides, the like-for-like peer (TorchDEQ-style code with an
 	// Anderson adjoint solve).
 	peerConvImplicit = "conv-implicit"
 )
