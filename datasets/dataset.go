@@ -143,12 +143,19 @@ const (
 	streamTest    = 0x5b1c_0de5_7a11_0003
 )
 
-// Normalization selects how a Normalizer standardises pixels.
+// Normalization selects how a Normalizer standardises pixels. The zero
+// value, NormDefault, is unset: it selects the default of the
+// configuration that holds it (NormNone for Options.Normalize). Its text
+// form is "none", "global" or "per-pixel", and "" for NormDefault.
 type Normalization int
 
 const (
+	// NormDefault, the zero value, selects the default normalisation of
+	// the configuration that holds it: NormNone for Options and
+	// FitNormalizer.
+	NormDefault Normalization = iota
 	// NormNone leaves pixels in [0, 1].
-	NormNone Normalization = iota
+	NormNone
 	// NormGlobal subtracts the mean of all training pixels and divides by
 	// their standard deviation.
 	NormGlobal
@@ -157,11 +164,41 @@ const (
 	NormPerPixel
 )
 
-// normalizations names the values of Normalization.
-var normalizations = enum.Table[Normalization]{Names: []string{"none", "global", "per-pixel"}}
+// ErrUnknownNormalization is wrapped by the errors of ParseNormalization
+// and Normalization.UnmarshalText for a name they do not accept.
+var ErrUnknownNormalization = errors.New("datasets: unknown normalization")
 
-// String returns "none", "global" or "per-pixel".
+// normalizations names the values of Normalization.
+var normalizations = enum.Table[Normalization]{
+	Names:   []string{"", "none", "global", "per-pixel"},
+	Unknown: ErrUnknownNormalization,
+	Want:    "global, per-pixel, none",
+	Invalid: "datasets: %s is not a normalization",
+}
+
+// Normalizations returns the explicit normalisations, NormGlobal,
+// NormPerPixel and NormNone (not NormDefault), in the order in which the
+// command lists them.
+func Normalizations() []Normalization { return []Normalization{NormGlobal, NormPerPixel, NormNone} }
+
+// String returns the name ParseNormalization accepts: "none", "global",
+// "per-pixel", or "" for NormDefault.
 func (m Normalization) String() string { return normalizations.Name(m) }
+
+// ParseNormalization returns the normalisation named s ("" for
+// NormDefault).
+func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
+
+// MarshalText implements encoding.TextMarshaler with the normalisation's
+// name ("" for NormDefault). It returns an error for a value that is not a
+// normalisation.
+func (m Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(m) }
+
+// UnmarshalText implements encoding.TextUnmarshaler with
+// ParseNormalization; on error it leaves m alone.
+func (m *Normalization) UnmarshalText(text []byte) error {
+	return normalizations.UnmarshalText(m, text)
+}
 
 // MinStd is the floor on a standard deviation a Normalizer divides by. MNIST
 // border pixels are (almost) constant on the training set; dividing by their
@@ -176,8 +213,8 @@ type Normalizer struct {
 }
 
 // FitNormalizer computes the statistics of mode on train. It returns nil for
-// NormNone, and an error for an inconsistent train (see Validate: a NaN or
-// ±Inf pixel among others).
+// NormNone and NormDefault, and an error for an inconsistent train (see
+// Validate: a NaN or ±Inf pixel among others).
 func FitNormalizer(train *Dataset, mode Normalization) (*Normalizer, error) {
 	if train.Len() == 0 {
 		return nil, fmt.Errorf("datasets: %s: cannot fit a normalizer on no images", train.Name)
@@ -187,7 +224,7 @@ func FitNormalizer(train *Dataset, mode Normalization) (*Normalizer, error) {
 	}
 	n, dim := train.Len(), train.Dim()
 	switch mode {
-	case NormNone:
+	case NormDefault, NormNone:
 		return nil, nil
 	case NormGlobal:
 		var s, ss float64

@@ -31,11 +31,12 @@
 // # Training
 //
 // New builds a Trainer from a Config whose zero fields select documented
-// defaults. The Config's choices are typed values — CellKind, Schedule,
-// Normalization, Method (an entry of the solver registry), NormSpec,
-// Precision, BackwardMode and layers.Activation — whose text forms, read by their
-// Parse functions and UnmarshalText, are the names used in checkpoints,
-// metrics and on the command line. Each batch's images are first
+// defaults. The Config's choices are typed values — CellKind and Schedule
+// of this package, and the library's own datasets.Normalization,
+// solver.MethodSpec (an entry of the solver registry), solver.NormSpec,
+// layers.Precision, deq.Backward and layers.Activation — whose text forms,
+// read by their Parse functions and UnmarshalText, are the names used in
+// checkpoints, metrics and on the command line. Each batch's images are first
 // rotated and scaled, then translated, at random when Config.Augment asks
 // for it (translations by default for the conv cell only, by up to
 // DefaultConvShift pixels, rotations and scalings never by default; never

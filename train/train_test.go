@@ -12,7 +12,6 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/layers"
-	"github.com/deqgo/deq/solver"
 )
 
 func TestTrainLearnsBlobs(t *testing.T) {
@@ -214,7 +213,7 @@ func TestEvaluateMatchesTraining(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, em.Loss, em2.Loss, 1e-4)
 	require.Equal(t, 1.0, em2.Solver.CertMetFrac)
-	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: Method{index: len(solver.Methods()) + 1}}, 0)
+	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: methodNamed("minibatch-km")}, 0)
 	require.ErrorContains(t, err, "Eval.Method")
 }
 

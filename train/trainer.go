@@ -2,8 +2,6 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -165,7 +163,7 @@ func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, er
 	if err := checkData(train, test); err != nil {
 		return nil, err
 	}
-	norm, err := datasets.FitNormalizer(train, c.Normalize.Datasets())
+	norm, err := datasets.FitNormalizer(train, c.Normalize)
 	if err != nil {
 		return nil, err
 	}
@@ -253,9 +251,9 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 func checkProven(c Config, m *Model) error {
 	for _, s := range []struct {
 		field string
-		m     Method
+		m     solver.MethodSpec
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
-		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit) || !m.lacksProof(s.m) {
+		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != deq.Implicit) || !m.lacksProof(s.m) {
 			continue
 		}
 		if c.Model.Normalization == layers.WeightNorm {
@@ -270,13 +268,13 @@ func checkProven(c Config, m *Model) error {
 // that the model's cell does not prove: meth is stochastic and the cell is
 // a conv cell without a proven bound. The deterministic solvers run either
 // way.
-func (m *Model) lacksProof(meth Method) bool {
+func (m *Model) lacksProof(meth solver.MethodSpec) bool {
 	return (m.Config.Cell == ConvCell || m.custom) && !m.Proven() && meth.Info().Stochastic
 }
 
 // lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
 // VR-GHAL) that the model's cell does not declare (weight normalisation).
-func (m *Model) lacksGamma(meth Method) bool {
+func (m *Model) lacksGamma(meth solver.MethodSpec) bool {
 	return needsGamma(meth) && math.IsInf(m.cell.Gamma(), 1)
 }
 
@@ -309,12 +307,12 @@ func checkAids(c Config, m *Model) error {
 	gamma := m.cell.Gamma()
 	for _, s := range []struct {
 		field string
-		m     Method
+		m     solver.MethodSpec
 		used  bool // the solve runs
 		train bool // the solve sees the dropout mask
 	}{
 		{"Forward.Method", c.Forward.Method, true, true},
-		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == Implicit, true},
+		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit, true},
 		{"Eval.Method", c.Eval.Method, true, false},
 	} {
 		switch {
@@ -330,7 +328,7 @@ func checkAids(c Config, m *Model) error {
 
 // needsGamma reports whether the method's guarantees and schedule rest on
 // a Lipschitz bound γ̄ (GHAL and VR-GHAL).
-func needsGamma(m Method) bool { return m.Info().NeedsGamma }
+func needsGamma(m solver.MethodSpec) bool { return m.Info().NeedsGamma }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *Model { return t.model }
@@ -610,88 +608,6 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	return sol, correct, "", m.encodeBackward(w.xs, w.e, w.de, n)
 }
 
-// jacobian adds the Jacobian regularisation term JacWeight·R at the fixed
-// point of sol to the step: R's gradient through the cell's parameters
-// directly, through z* by adding ∂R/∂z* to the cotangent w.gz of the
-// backward pass that follows, and through the encoder by w.jdx (added to
-// the encoder's cotangent after that pass). It returns the reason to skip
-// the batch, or an error.
-func (t *Trainer) jacobian(sol *deq.Solution, w *work, bm *BatchMetrics) (string, error) {
-	if w.jdz == nil {
-		w.jdz, w.jdx = make([]float64, len(w.gz)), make([]float64, len(w.de))
-	}
-	est, err := t.layer.JacobianRegularize(sol, t.cfg.Aids.JacWeight, &deq.JacobianRegOptions{Seed: streamJacobian}, w.jdz, w.jdx)
-	if err != nil {
-		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.JacWeight: %w", t.epoch+1, t.batch, err)
-	}
-	if notFinite(est.Value) {
-		return "", t.nonFiniteValue(fmt.Sprintf("the Jacobian penalty %v", est.Value))
-	}
-	addTo(w.gz, w.jdz)
-	bm.JacApplied, bm.JacFrob = true, est.Value
-	return "", nil
-}
-
-// correction adds fixed-point correction to the step: the readout's mean
-// cross-entropy at f(z_k, x) for the K collected states z_k of sol,
-// weighted by γ^(K−1−k)/Σ_j γ^(K−1−j), with the one-step gradient (each z_k
-// held constant) into the readout's and the cell's parameters and into the
-// encoder's cotangent w.de. It returns the reason to skip the batch, or an
-// error.
-func (t *Trainer) correction(sol *deq.Solution, w *work, labels []int, bm *BatchMetrics) (string, error) {
-	m := t.model
-	n := len(labels)
-	fs, err := t.layer.CorrectionForward(sol)
-	if err != nil {
-		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
-	}
-	k := len(fs)
-	for len(w.gs) < k {
-		w.gs = append(w.gs, make([]float64, len(w.gz)))
-	}
-	if w.cdx == nil {
-		w.cdx = make([]float64, len(w.de))
-	}
-	weights := correctionWeights(w.cw[:0], k, t.cfg.Aids.CorrectionGamma)
-	w.cw = weights
-	loss := 0.0
-	for i, f := range fs {
-		m.readout(w, f, n)
-		l, _ := crossEntropy(w.dlogits, w.logits, labels, m.Classes)
-		loss += weights[i] * l / float64(n)
-		for j := range w.dlogits {
-			w.dlogits[j] *= weights[i]
-		}
-		m.readoutBackward(w, f, n)
-		copy(w.gs[i], w.gz)
-	}
-	bm.CorrectionLoss = loss
-	if notFinite(loss) {
-		return "", t.nonFiniteValue(fmt.Sprintf("the correction loss %v", loss))
-	}
-	if _, err := t.layer.CorrectionBackward(sol, w.gs[:k], w.cdx); err != nil {
-		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
-	}
-	addTo(w.de, w.cdx)
-	return "", nil
-}
-
-// correctionWeights appends to dst the k weights γ^(k−1−i)/Σ_j γ^(k−1−j),
-// i = 0, …, k−1, of fixed-point correction: decaying geometrically from
-// the last state (the fixed point) back, normalised to sum to one.
-func correctionWeights(dst []float64, k int, gamma float64) []float64 {
-	sum := 0.0
-	for i := range k {
-		v := math.Pow(gamma, float64(k-1-i))
-		dst = append(dst, v)
-		sum += v
-	}
-	for i := range dst {
-		dst[i] /= sum
-	}
-	return dst
-}
-
 // addTo adds src to dst.
 func addTo(dst, src []float64) {
 	for i, v := range src {
@@ -757,38 +673,6 @@ func finiteTrace(tr []solver.TracePoint) []TracePoint {
 	return out
 }
 
-// fingerprint returns a SHA-256 digest of the training and test sets.
-func fingerprint(sets ...*datasets.Dataset) [32]byte {
-	h := sha256.New()
-	buf := make([]byte, 0, 8<<10)
-	flush := func() {
-		h.Write(buf)
-		buf = buf[:0]
-	}
-	for _, d := range sets {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Len()))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Rows))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Cols))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Classes))
-		for _, v := range d.X {
-			if len(buf)+8 > cap(buf) {
-				flush()
-			}
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
-		}
-		for _, y := range d.Y {
-			if len(buf)+8 > cap(buf) {
-				flush()
-			}
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(y))
-		}
-	}
-	flush()
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
-}
-
 // Streams that separate the uses of the seed.
 const (
 	streamInit     = 0x1a2b_3c4d_0000_0001
@@ -804,42 +688,3 @@ const (
 	// lies apart from the sequence above, which grows by one per stream.
 	streamWarp = 0x1a2b_3c4d_0000_0109
 )
-
-// mix3 hashes three words into one.
-func mix3(a, b, c uint64) uint64 { return numeric.Mix(numeric.Mix(a, b), c) }
-
-// globalNorm returns the Euclidean norm of all of grads together.
-func globalNorm(grads [][]float64) float64 {
-	sq := 0.0
-	for _, g := range grads {
-		for _, v := range g {
-			sq += v * v
-		}
-	}
-	return math.Sqrt(sq)
-}
-
-// clipTo scales grads, whose global norm is norm, down to global norm c
-// when norm exceeds c > 0.
-func clipTo(grads [][]float64, norm, c float64) {
-	if c <= 0 || norm <= c {
-		return
-	}
-	f := c / norm
-	for _, g := range grads {
-		for i := range g {
-			g[i] *= f
-		}
-	}
-}
-
-// decay multiplies the values selected by mask by f.
-func decay(vals [][]float64, mask []bool, f float64) {
-	for i, v := range vals {
-		if mask[i] {
-			for j := range v {
-				v[j] *= f
-			}
-		}
-	}
-}
