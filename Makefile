@@ -59,12 +59,11 @@ lint:
 ## bench: Go microbenchmarks with allocation counts (saved to
 ## $(BENCH_OUT)/go-bench.txt), then `deq bench` (cmd/deq/internal/bench measures,
 ## cmd/deq/internal/bench/report writes): JSON and plots in $(BENCH_OUT), tables in
-## BENCHMARKS.md (text after its end marker is kept). The forward
-## section trains a model once and caches it as
-## $(BENCH_OUT)/forward-model.ckpt. It has not been timed as a whole since the peer
-## (PyTorch) and regime sections joined it: those alone took about 28 and 10
-## minutes on two shared cores. `make bench BENCH_FLAGS=--quick` runs the
-## smoke size; `BENCH_FLAGS="--only S"` one section.
+## BENCHMARKS.md, which it replaces (its header names the commit, the BLAS,
+## the machine and its load). The forward section trains a model once and
+## caches it as $(BENCH_OUT)/forward-model.ckpt. The peer section alone took
+## 965 s and the regime section 258 s on two cores; `make bench
+## BENCH_FLAGS=--quick` runs the smoke size; `BENCH_FLAGS="--only S"` one section.
 BENCH_OUT   ?= benchmarks
 BENCH_FLAGS ?=
 bench:

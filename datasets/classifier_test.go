@@ -240,7 +240,7 @@ func baseline(t *testing.T, what string, hidden, epochs int, pLo, pHi float64) {
 // to a measurement: DefaultJitter is calibrated so that a linear model's
 // accuracy on the distribution lies in [0.83, 0.90] — it misses at least
 // one digit in ten (more than softmax regression misses on MNIST, about
-// one in twelve, so the task is not easier than real digits for a linear
+// one in twelve, so the problem is not easier than real digits for a linear
 // model) and at most one in six (the digits stay learnable) — and
 // binomialBand widens that target by three standard errors of a
 // 2000-image test set, giving [0.805, 0.920].

@@ -19,7 +19,8 @@ import (
 // seed, the corruption and the image's index, so the corrupted set is a
 // function of the set and the seed alone. The suite holds no identity: every
 // corruption changes every image that has ink (the noise and clutter ones
-// change blank images too).
+// change blank images too). The zero value names no corruption: Corrupt
+// refuses it.
 //
 // Affine changes (bilinear interpolation, background outside the frame),
 // about the image centre:
@@ -68,7 +69,7 @@ type Corruption int
 
 // The corruptions of the suite (see Corruption).
 const (
-	Shear Corruption = iota
+	Shear Corruption = iota + 1
 	Rotate
 	Scale
 	Translate
@@ -94,6 +95,7 @@ var ErrUnknownCorruption = errors.New("unknown corruption")
 
 var corruptions = enum.Table[Corruption]{
 	Names: []string{
+		"",
 		"shear", "rotate", "scale", "translate",
 		"shot_noise", "impulse_noise", "gaussian_noise",
 		"glass_blur", "motion_blur",
@@ -113,19 +115,23 @@ func (c Corruption) MarshalText() ([]byte, error) { return corruptions.MarshalTe
 // ParseCorruption returns the corruption named s (see Corruption.String).
 func ParseCorruption(s string) (Corruption, error) {
 	c, err := corruptions.Parse(s)
+	if err == nil && c == 0 {
+		err = fmt.Errorf("%w %q", ErrUnknownCorruption, s)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("datasets: %w", err)
 	}
 	return c, nil
 }
 
-// Corruptions returns every corruption of the suite, in order.
-func Corruptions() []Corruption { return corruptions.Values() }
+// Corruptions returns every corruption of the suite, in order (not the
+// zero value).
+func Corruptions() []Corruption { return corruptions.Values()[1:] }
 
 // CorruptionNames returns the names of Corruptions, in order.
 func CorruptionNames() []string {
-	names := make([]string, len(corruptions.Names))
-	copy(names, corruptions.Names)
+	names := make([]string, len(corruptions.Names)-1)
+	copy(names, corruptions.Names[1:])
 	return names
 }
 
@@ -139,8 +145,8 @@ const streamCorrupt = 0x5b1c_0de5_7a11_0100
 // [0, 1] (unnormalised); the error names the first that does not. Corrupt
 // stops with ctx's error when ctx is done.
 func Corrupt(ctx context.Context, ds *Dataset, c Corruption, seed uint64) (*Dataset, error) {
-	if err := corruptions.Check(c); err != nil {
-		return nil, err
+	if err := corruptions.Check(c); err != nil || c == 0 {
+		return nil, fmt.Errorf("datasets: Corrupt: %d is not a corruption (see Corruptions)", int(c))
 	}
 	if ds == nil || ds.Rows <= 0 || ds.Cols <= 0 || len(ds.X) != ds.Len()*ds.Dim() {
 		return nil, errors.New("datasets: Corrupt: empty or inconsistent data set")

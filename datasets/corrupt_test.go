@@ -64,10 +64,14 @@ func TestCorruptionNames(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c, got)
 	}
-	_, err := ParseCorruption("identity")
-	require.ErrorIs(t, err, ErrUnknownCorruption)
-	_, err = Corrupt(context.Background(), &Dataset{Rows: 1, Cols: 1, Classes: 2, X: []float64{0}, Y: []int{0}}, Corruption(99), 1)
-	require.Error(t, err)
+	for _, name := range []string{"identity", ""} {
+		_, err := ParseCorruption(name)
+		require.ErrorIs(t, err, ErrUnknownCorruption, "%q", name)
+	}
+	for _, c := range []Corruption{0, Corruption(99)} {
+		_, err := Corrupt(context.Background(), &Dataset{Rows: 1, Cols: 1, Classes: 2, X: []float64{0}, Y: []int{0}}, c, 1)
+		require.Error(t, err, "%d", int(c))
+	}
 }
 
 func TestCorruptRejectsNormalized(t *testing.T) {

@@ -25,6 +25,14 @@
 //
 // Memory does not grow with solver iterations: no graph is unrolled.
 //
+// A NaN or ±Inf is never passed on silently: Forward, Backward, the
+// methods that take a Solution and the Jacobian measurements return an
+// error wrapping solver.ErrNonFinite, naming the coordinate and example,
+// when their input (x, ∂L/∂z*, the Solution, the point z) is not finite,
+// and when the cell returns a non-finite value during a solve (the Result
+// then has Status Diverged and no certificate with a NaN bound) or a
+// measurement, so that no eigenvalue computation ever sees one.
+//
 // The adjoint solve of a stochastic cell is certified like the forward:
 // its oracle declares the cell's finite sum (solver.FiniteSum, whose exact
 // evaluation is the exact VJP), so every adjoint solve, on sampled VJPs
@@ -115,6 +123,8 @@
 //   - Under a non-ℓ2 forward norm the adjoint map contracts in the dual norm,
 //     which package solver does not offer; the adjoint solve uses ℓ2 by
 //     default (Settings.AdjointNorm).
-//   - Forward starts every solve from z = 0 (no warm start).
+//   - Forward starts every solve from z = 0, or from the injection xU + b
+//     for a cell that has one (MeanField, Experts); there is no warm start
+//     from an earlier batch's fixed point.
 //   - A Layer is not safe for concurrent use.
 package deq

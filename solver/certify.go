@@ -28,11 +28,14 @@ import (
 // The stochastic rules draw fresh samples, independent of the solve's. Their
 // budget is N = n·K unit samples, with n = CertifySettings.Samples, or the
 // size the method suggested (VR-GHAL: its last bucket size), or the solve's
-// samples divided by 4K, and K = CertifySettings.Calls or MoMBuckets(δ).
+// samples divided by 4K, and K = CertifySettings.Calls or momBuckets(δ).
 //
 // The exact rules reuse the method's last exact evaluation when it was at
 // x̂ itself (last, which may be nil, returns T(x̂) then, nil otherwise): the certificate then
 // costs no call and reports Calls = Samples = 0.
+//
+// An evaluation holding NaN or ±Inf, or a NaN bound, makes certify return
+// a nil Certificate and an error wrapping ErrNonFinite.
 func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested int, last func(x []float64) []float64) (*Certificate, error) {
 	return certifyPlanned(ctx, p, res, s, suggested, last, nil)
 }
@@ -50,9 +53,11 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 			if o.Model() != Deterministic {
 				rule = RuleFiniteSum
 			}
-			c := exactCert(norm, tx, x, rule, 0)
-			c.Calls = 0
-			return c, nil
+			c, err := exactCert(norm, tx, x, rule, 0)
+			if c != nil {
+				c.Calls = 0
+			}
+			return c, err
 		}
 	}
 	diff := make([]float64, n)
@@ -61,13 +66,13 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 		if err != nil {
 			return nil, err
 		}
-		return exactCert(norm, diff, x, RuleExact, int64(used)), nil
+		return exactCert(norm, diff, x, RuleExact, int64(used))
 	}
 	if finite {
 		if err := fs.EvalExact(diff, x); err != nil {
 			return nil, err
 		}
-		return exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())), nil
+		return exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms()))
 	}
 	if err := stopped(ctx, 0); err != nil {
 		return nil, err
@@ -75,7 +80,7 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	delta := s.Certify.Delta
 	kref := s.Certify.Calls
 	if kref == 0 {
-		kref = MoMBuckets(delta)
+		kref = momBuckets(delta)
 	}
 	size := s.Certify.Samples
 	if size == 0 {
@@ -95,9 +100,9 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	} else if v := declaredVariance(o, x, norm); !math.IsInf(v, 1) {
 		k, pFail := s.Certify.Calls, 0.0
 		if k == 0 {
-			k, pFail = MoMChebyshevBuckets(delta)
+			k, pFail = momChebyshevBuckets(delta)
 		} else {
-			pFail = MoMBucketFailure(k, delta)
+			pFail = momBucketFailure(k, delta)
 		}
 		size := perCall(budget, k, s.Certify.Samples)
 		w := norm.Kappa() * v
@@ -123,8 +128,8 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	if err != nil {
 		return nil, err
 	}
-	if math.IsNaN(c.Bound) {
-		return c, fmt.Errorf("certificate bound is NaN")
+	if math.IsNaN(c.Bound) || math.IsNaN(c.Estimate) {
+		return nil, fmt.Errorf("certificate bound %v, estimate %v: %w", c.Bound, c.Estimate, ErrNonFinite)
 	}
 	return c, nil
 }
@@ -147,15 +152,19 @@ func perCall(budget int64, k, samples int) int {
 }
 
 // exactCert returns the certificate of an exact evaluation tx = T(x),
-// overwriting tx with T(x) − x.
-func exactCert(norm Norm, tx, x []float64, rule CertRule, samples int64) *Certificate {
+// overwriting tx with T(x) − x, or an error wrapping ErrNonFinite if tx
+// holds NaN or ±Inf.
+func exactCert(norm Norm, tx, x []float64, rule CertRule, samples int64) (*Certificate, error) {
+	if err := checkFinite("exact evaluation T(x̂)", tx); err != nil {
+		return nil, err
+	}
 	subInto(tx, tx, x)
 	r := norm.Norm(tx)
 	c := &Certificate{Estimate: r, Bound: r, Samples: samples, Calls: 1, Rule: rule}
 	if b, ok := norm.(*Batched); ok {
 		c.PerExample = b.Each(nil, tx)
 	}
-	return c
+	return c, nil
 }
 
 // certChunkMin is the largest unit-sample size the certificate asks of
@@ -276,6 +285,9 @@ func (d *drawer) call(dst []float64, size int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := checkFinite(fmt.Sprintf("certificate call %d", d.calls), dst); err != nil {
+		return 0, err
+	}
 	return max(u, 1), nil
 }
 
@@ -344,7 +356,7 @@ func boundedNoise(d *drawer, norm Norm, delta float64, nd noiseDecl, k, size int
 
 // varianceMoM is RuleVarianceMoM: the median of means of k buckets
 // (oracle calls) of m unit samples at x̂, each failing with probability at
-// most p (MoMChebyshevBuckets or MoMBucketFailure). With τ̂ the MedianOfMeans
+// most p (momChebyshevBuckets or momBucketFailure). With τ̂ the medianOfMeans
 // selection, r* its radius and σ² the declared variance bound at x̂, it
 // returns
 //
@@ -373,13 +385,13 @@ func varianceMoM(d *drawer, norm Norm, delta, v float64, k int, p float64, size 
 	for _, u := range used {
 		m = min(m, u)
 	}
-	best, rstar := MedianOfMeans(nil, taus, norm, nil)
+	best, rstar := medianOfMeans(nil, taus, norm, nil)
 	eps := math.Sqrt(norm.Kappa() * v / (float64(m) * p))
 	return d.finish(&Certificate{Delta: delta, Rule: RuleVarianceMoM}, norm, taus[best], rstar+eps), nil
 }
 
 // estimate is RuleEstimate: k calls of size unit samples at x̂, the
-// MedianOfMeans selection τ̂ with radius r*, and
+// medianOfMeans selection τ̂ with radius r*, and
 //
 //	Bound = ‖τ̂ − x̂‖ + r* + √(3V̂),  V̂ = mean_{i<j} ‖τ_i − τ_j‖².
 //
@@ -400,7 +412,7 @@ func estimate(d *drawer, norm Norm, k, size int) (*Certificate, error) {
 	return d.finish(&Certificate{Delta: math.NaN(), Rule: RuleEstimate}, norm, taus[best], rstar+eps), nil
 }
 
-// momScale returns the MedianOfMeans selection among the bucket means taus
+// momScale returns the medianOfMeans selection among the bucket means taus
 // (at least two), its radius r* and the scale ε̂ = √(3V̂) with
 // V̂ = mean_{i<j} ‖τ_i − τ_j‖², sharing the pairwise distances. diff
 // (length norm.Len()) is scratch.

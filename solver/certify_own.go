@@ -34,7 +34,7 @@ type ownCert struct {
 // Tol must therefore state the failure probability of the union of all
 // their events (Σ_k δ_k, the share of its δ it gave them), not the δ_k of
 // the one it stopped on. VR-GHAL with TunedConstants offers its epoch-start
-// estimate this way (see VRGHAL, Constants).
+// estimate this way (see docs/vrghal.md).
 func (e *Env) OfferCertificate(x []float64, c Certificate) {
 	if len(x) != len(e.x0) {
 		return

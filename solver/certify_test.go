@@ -222,7 +222,7 @@ func TestCertifyCoverage(t *testing.T) {
 				var limit float64
 				switch rule {
 				case RuleVarianceMoM:
-					_, p := MoMChebyshevBuckets(delta)
+					_, p := momChebyshevBuckets(delta)
 					limit = 1 + 6*math.Sqrt(norm.Kappa()/p)
 				case RuleBoundedNoise:
 					bb := o.NoiseBound(nil, norm)
@@ -273,7 +273,7 @@ func TestCertifyOldRuleCounterexample(t *testing.T) {
 	o := newCertOracle(1, []float64{0}, lawTwoPoint, 1e-4)
 	p := Problem{Oracle: o, Norm: l2}
 	res := &Result{X: []float64{2}}
-	k := MoMBuckets(DefaultCertDelta)
+	k := momBuckets(DefaultCertDelta)
 	oldFails, newFails := 0, 0
 	for seed := range uint64(runs) {
 		// The old rule, as the estimate rule still computes it.
@@ -454,7 +454,7 @@ func TestCertifyScaleTermIsNeeded(t *testing.T) {
 	x := []float64{0.7}
 	tx := make([]float64, 1)
 	require.NoError(t, o.EvalExact(tx, x))
-	k := MoMBuckets(DefaultCertDelta)
+	k := momBuckets(DefaultCertDelta)
 	taus := make([][]float64, k)
 	for i := range taus {
 		taus[i] = make([]float64, 1)
@@ -484,12 +484,12 @@ func TestCertifyScaleTermIsNeeded(t *testing.T) {
 func TestCertifyCalls(t *testing.T) {
 	// The variance-mom rule reports the requested δ for any number of
 	// calls: the per-bucket failure probability p follows k
-	// (MoMBucketFailure), and the budget n·K is split into the default
+	// (momBucketFailure), and the budget n·K is split into the default
 	// bucket count. The estimate rule uses at least 3 calls and no δ.
 	o := &vrShiftNoise{shift: []float64{1, 0}, s: 0.1}
 	l2, _ := NewLP(2, 2)
 	res := &Result{X: make([]float64, 2)}
-	kDef, _ := MoMChebyshevBuckets(0.05)
+	kDef, _ := momChebyshevBuckets(0.05)
 	for _, tc := range []struct {
 		calls int
 		want  int64
@@ -500,11 +500,11 @@ func TestCertifyCalls(t *testing.T) {
 		require.Equal(t, 0.05, c.Delta, "calls %d", tc.calls)
 		require.Equal(t, tc.want, c.Calls, "calls %d", tc.calls)
 	}
-	// Without Samples the budget is the suggested size times MoMBuckets(δ).
+	// Without Samples the budget is the suggested size times momBuckets(δ).
 	s := Settings{Certify: CertifySettings{Delta: 0.05}}
 	c, err := certify(context.Background(), Problem{Oracle: o, Norm: l2}, res, &s, 7, nil)
 	require.NoError(t, err)
-	require.Equal(t, int64(7*MoMBuckets(0.05)), c.Samples)
+	require.Equal(t, int64(7*momBuckets(0.05)), c.Samples)
 
 	u := &vrShift{d: 2, sign: []float64{1, 1}, c: []float64{0, 0}, b: []float64{1, 0}, s: 0.1}
 	u.rng = rand.New(&u.pcg)
@@ -517,7 +517,7 @@ func TestCertifyCalls(t *testing.T) {
 		require.True(t, math.IsNaN(c.Delta))
 		want := int64(max(calls, 3))
 		if calls == 0 {
-			want = int64(MoMBuckets(0.05))
+			want = int64(momBuckets(0.05))
 		}
 		require.Equal(t, want, c.Calls)
 	}
@@ -529,22 +529,22 @@ func TestMoMBucketFailure(t *testing.T) {
 	// small δ (against the Hoeffding count 18 ln(1/δ) at p = 1/3).
 	for _, k := range []int{1, 2, 3, 5, 9, 25} {
 		for _, delta := range []float64{0.3, 0.05, 1e-3} {
-			p := MoMBucketFailure(k, delta)
+			p := momBucketFailure(k, delta)
 			tail := binomialTail(k, (k+1)/2, p)
 			require.LessOrEqual(t, tail, delta)
 			require.Greater(t, binomialTail(k, (k+1)/2, p*(1+1e-6)), delta*(1-1e-4), "k=%d δ=%v: p is the largest", k, delta)
 		}
 	}
-	require.Equal(t, 0.05, math.Round(MoMBucketFailure(1, 0.05)*1e9)/1e9)
+	require.Equal(t, 0.05, math.Round(momBucketFailure(1, 0.05)*1e9)/1e9)
 	for _, delta := range []float64{1e-3, 1e-6} {
-		k, p := MoMChebyshevBuckets(delta)
+		k, p := momChebyshevBuckets(delta)
 		require.GreaterOrEqual(t, float64(k), math.Log(1/delta), "δ = %v", delta)
 		require.LessOrEqual(t, float64(k), 2.5*math.Log(1/delta), "δ = %v", delta)
 		require.InDelta(t, 0.11, p, 0.03)
 		require.Less(t, float64(k), 18*math.Log(1/delta)/4)
 	}
-	require.Panics(t, func() { MoMBucketFailure(0, 0.1) })
-	require.Panics(t, func() { MoMChebyshevBuckets(1) })
+	require.Panics(t, func() { momBucketFailure(0, 0.1) })
+	require.Panics(t, func() { momChebyshevBuckets(1) })
 }
 
 func TestVRGHALSuccessMeansBound(t *testing.T) {
@@ -689,16 +689,16 @@ func TestCoordinateRadiusSharperInLInf(t *testing.T) {
 // TestMoMPlanCheapest checks that the variance rule's plan needs no more
 // unit samples for a target radius than either alternative it chooses
 // between: one bucket at p = δ with ε = a, or the buckets of
-// MoMChebyshevBuckets with ε = a/2.
+// momChebyshevBuckets with ε = a/2.
 func TestMoMPlanCheapest(t *testing.T) {
 	for _, delta := range []float64{0.3, 0.05, 0.02, 0.01, 3e-3, 2e-3, 1e-3, 1e-6} {
 		k, p, share := momPlan(delta)
 		n := float64(k) / (p * share * share)
-		km, pm := MoMChebyshevBuckets(delta)
-		require.LessOrEqual(t, n, 1/MoMBucketFailure(1, delta)*(1+1e-12), "δ = %g", delta)
+		km, pm := momChebyshevBuckets(delta)
+		require.LessOrEqual(t, n, 1/momBucketFailure(1, delta)*(1+1e-12), "δ = %g", delta)
 		require.LessOrEqual(t, n, 4*float64(km)/pm*(1+1e-12), "δ = %g", delta)
 		require.Equal(t, k == 1, share == 1, "δ = %g", delta)
-		require.InDelta(t, MoMBucketFailure(k, delta), p, 1e-15, "δ = %g", delta)
+		require.InDelta(t, momBucketFailure(k, delta), p, 1e-15, "δ = %g", delta)
 	}
 	k, _, _ := momPlan(0.01)
 	require.Equal(t, 1, k, "a single bucket is cheaper at δ = 0.01")
@@ -895,7 +895,7 @@ func TestPlanTruncated(t *testing.T) {
 				require.Equal(t, RuleVarianceMoM, c.Rule, "%v δ=%g calls=%d", tc.norm, tc.delta, calls)
 				continue
 			}
-			k, _ := MoMChebyshevBuckets(tc.delta)
+			k, _ := momChebyshevBuckets(tc.delta)
 			require.Equal(t, tc.want, c.Rule, "%v δ=%g: budgeted", tc.norm, tc.delta)
 			require.LessOrEqual(t, c.Samples, int64(k)*2000, "%v δ=%g: budgeted", tc.norm, tc.delta)
 		}
@@ -1070,7 +1070,7 @@ func TestTruncatedMeanTruncates(t *testing.T) {
 
 // TestCertifyRadiusCalls: CertifyRadius honours Certify.Calls. In ℓ2 at
 // δ = 0.05, where it picks RuleVarianceTruncated on its own, one call gives
-// the single Chebyshev bucket at ε = radius (p = MoMBucketFailure(1, δ))
+// the single Chebyshev bucket at ε = radius (p = momBucketFailure(1, δ))
 // and five calls the median of means of five buckets at ε = radius/2; a
 // bounded-noise certificate splits its size over the calls, drawing at
 // least the size one call would.
@@ -1097,7 +1097,7 @@ func TestCertifyRadiusCalls(t *testing.T) {
 		if calls > 1 {
 			eb /= 2
 		}
-		size := math.Ceil(w / (MoMBucketFailure(calls, delta) * eb * eb))
+		size := math.Ceil(w / (momBucketFailure(calls, delta) * eb * eb))
 		require.Equal(t, int64(calls)*int64(size), c.Samples, "calls %d", calls)
 		if calls == 1 {
 			require.LessOrEqual(t, c.Bound-c.Estimate, radius*(1+1e-12))

@@ -14,7 +14,7 @@ import (
 // the smaller coordinatewise one of a CoordinateNoiseBound) is at most radius,
 // or for RuleVarianceMoM the buckets k whose radius r* + ε needs the fewest
 // samples: one bucket (r* = 0) with ε = radius, or the Chebyshev buckets of
-// MoMChebyshevBuckets(δ) with ε = radius/2, whichever needs fewer samples
+// momChebyshevBuckets(δ) with ε = radius/2, whichever needs fewer samples
 // (a single bucket at δ ≥ 0.0028), or in a flat Hilbert norm the plan of
 // RuleVarianceTruncated at that radius (planTruncated) when its closed-form
 // size is smaller still (for radius a, 18.1κσ²/a² unit samples against 20
@@ -28,7 +28,7 @@ import (
 // (the radius sizes the draw); s.Certify.Calls, when not zero, fixes the
 // number of oracle calls instead of the rule's own choice, as for Solve's
 // certificate: RuleVarianceMoM then has exactly that many buckets (p =
-// MoMBucketFailure(calls, δ), ε = radius for one bucket, radius/2 for
+// momBucketFailure(calls, δ), ε = radius for one bucket, radius/2 for
 // more), RuleVarianceTruncated is not considered, RuleBoundedNoise splits
 // its N samples over that many calls and RuleEstimate has that many
 // buckets (at least 3). Benchmarks use it to charge every method the same
@@ -45,6 +45,9 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 	}
 	if len(x) != p.Norm.Len() {
 		return nil, fmt.Errorf("solver: CertifyRadius: x has length %d, want %d", len(x), p.Norm.Len())
+	}
+	if err := checkFinite("solver: CertifyRadius: x", x); err != nil {
+		return nil, err
 	}
 	if !(radius > 0) {
 		return nil, fmt.Errorf("solver: CertifyRadius: radius = %v must be positive", radius)
@@ -83,7 +86,7 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 
 // momPlanCalls returns momPlan(δ) when calls is 0, and otherwise the
 // variance median of means of exactly calls buckets: per-bucket failure
-// probability MoMBucketFailure(calls, δ) and accuracy share 1 for a single
+// probability momBucketFailure(calls, δ) and accuracy share 1 for a single
 // bucket (r* = 0), 1/2 for more (r* is at most 2ε on the event, about ε in
 // practice; see momPlan).
 func momPlanCalls(delta float64, calls int) (k int, p, share float64) {
@@ -91,7 +94,7 @@ func momPlanCalls(delta float64, calls int) (k int, p, share float64) {
 	case 0:
 		return momPlan(delta)
 	case 1:
-		return 1, MoMBucketFailure(1, delta), 1
+		return 1, momBucketFailure(1, delta), 1
 	}
-	return calls, MoMBucketFailure(calls, delta), 0.5
+	return calls, momBucketFailure(calls, delta), 0.5
 }

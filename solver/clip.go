@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// ClipDifference writes into dst the clipped difference operator of the
+// clipDifference writes into dst the clipped difference operator of the
 // reference paper,
 //
 //	Cl(Δ) = min{1, radius/‖Δ‖}·Δ,
@@ -16,14 +16,14 @@ import (
 // to rounding) whatever the noise: the estimator moves like a γ̄-Lipschitz
 // operator along the iterates.
 //
-// dst and delta may be the same slice. ClipDifference panics if their
+// dst and delta may be the same slice. clipDifference panics if their
 // lengths differ from norm.Len() or radius is negative or NaN.
-func ClipDifference(dst, delta []float64, radius float64, norm Norm) float64 {
+func clipDifference(dst, delta []float64, radius float64, norm Norm) float64 {
 	if len(dst) != len(delta) {
-		panic(fmt.Sprintf("solver: ClipDifference destination length %d, difference length %d", len(dst), len(delta)))
+		panic(fmt.Sprintf("solver: clipDifference destination length %d, difference length %d", len(dst), len(delta)))
 	}
 	if !(radius >= 0) {
-		panic(fmt.Sprintf("solver: ClipDifference radius %v must be non-negative", radius))
+		panic(fmt.Sprintf("solver: clipDifference radius %v must be non-negative", radius))
 	}
 	nd := norm.Norm(delta)
 	if nd <= radius || math.IsNaN(nd) {

@@ -37,12 +37,12 @@
 //
 // VRGHAL is the variance-reduced gradual Halpern method of the reference
 // paper, "Solving Stochastic Fixed-Point Equations with High Probability" by
-// Jelena Diakonikolas (its Algorithm 1): epochs of Halpern-type inner steps anchored at the previous
-// epoch's point, a median-of-means estimate of T at every epoch start
-// (MedianOfMeans), and recursive estimates built from clipped minibatch
-// differences (ClipDifference) in between, with the paper's schedules and
+// Jelena Diakonikolas (its VR-GHAL algorithm, Section 3): epochs of
+// Halpern-type inner steps anchored at the previous epoch's point, an
+// estimate of T at every epoch start, and recursive estimates built from
+// clipped minibatch differences in between, with the paper's schedules and
 // sample sizes for the three oracle models. It is anytime: it returns the
-// last completed epoch's point.
+// last completed epoch's point. The page docs/vrghal.md describes it.
 //
 // Stochastic baselines behind the same interface and sample accounting:
 // MinibatchKM, StochasticHalpern (growing minibatches) and PAGEHalpern
@@ -98,8 +98,10 @@
 // Errors name the argument or field at fault. Those that callers branch on
 // are sentinel values or types: ErrUnknownMethod, ErrUnknownModel,
 // ErrUnknownStatus and ErrUnknownAggregate from the lookups and Parse…
-// functions, *NormError from ParseNorm and the norm constructors, and
-// StopStatus for the errors that stop a method.
+// functions, *NormError from ParseNorm and the norm constructors,
+// ErrNonFinite for a NaN or ±Inf in an argument, an evaluation or a
+// certificate (see Solve), and StopStatus for the errors that stop a
+// method.
 //
 // # Certificates
 //
@@ -129,7 +131,7 @@
 //     second moment; a median of means of k buckets of m samples whose
 //     per-bucket failure probability p comes from Chebyshev's inequality
 //     and the paper's minibatch-variance lemma, with k and p chosen from
-//     the exact binomial tail (MoMChebyshevBuckets: about 2 ln(1/δ)
+//     the exact binomial tail (about 2 ln(1/δ)
 //     buckets at p ≈ 0.1, against 18 ln(1/δ) from Hoeffding's bound):
 //     ≤ Bound with probability at least 1 − δ.
 //   - VarianceBound in a flat Hilbert norm, ℓ2 or Schatten-2

@@ -6,57 +6,57 @@ import (
 	"slices"
 )
 
-// MoMBuckets returns the number of buckets k = ⌈18 ln(1/δ)⌉ of a
+// momBuckets returns the number of buckets k = ⌈18 ln(1/δ)⌉ of a
 // median-of-means estimate with failure probability δ (Hsu and Sabato 2016,
 // Proposition 9; the reference paper's median-of-means proposition). It
 // panics if δ is outside (0, 1).
 //
 // With k such buckets, each of which lies within ε of the mean with
-// probability at least 2/3, the selection of MedianOfMeans lies within 3ε of
+// probability at least 2/3, the selection of medianOfMeans lies within 3ε of
 // the mean (more sharply: within its radius plus ε) with probability at least
 // 1 − δ. The paper obtains the 2/3 from Chebyshev's inequality with buckets of
 // n = ⌈27/ε²⌉ unit samples, for an error of ε·√κ·σ.
-func MoMBuckets(delta float64) int {
+func momBuckets(delta float64) int {
 	if !(delta > 0 && delta < 1) {
-		panic(fmt.Sprintf("solver: MoMBuckets δ = %v outside (0, 1)", delta))
+		panic(fmt.Sprintf("solver: momBuckets δ = %v outside (0, 1)", delta))
 	}
 	return max(1, int(math.Ceil(18*math.Log(1/delta))))
 }
 
-// MedianOfMeansWork returns the length of the scratch space MedianOfMeans
+// medianOfMeansWork returns the length of the scratch space medianOfMeans
 // needs for k means of dimension n: k² distances, k sorted distances and one
 // difference vector.
-func MedianOfMeansWork(k, n int) int { return k*k + k + n }
+func medianOfMeansWork(k, n int) int { return k*k + k + n }
 
-// MedianOfMeans selects among the bucket means the median-of-means estimate
+// medianOfMeans selects among the bucket means the median-of-means estimate
 // of Hsu and Sabato (2016), Algorithm MoME of the reference paper, in the
 // norm of the space. For each mean η_i let
 //
 //	r_i = min{r ≥ 0 : #{j : ‖η_j − η_i‖ ≤ r} > k/2},
 //
 // the smallest radius of a ball around η_i holding more than half of the k
-// means (η_i itself included). MedianOfMeans returns the index i of the mean
+// means (η_i itself included). medianOfMeans returns the index i of the mean
 // with the smallest r_i, the lowest such index on ties, and its radius r_i,
 // and copies η_i into dst unless dst is nil.
 //
-// work is scratch space of length at least MedianOfMeansWork(len(means),
-// norm.Len()); a nil work is allocated. MedianOfMeans makes O(k²) norm
+// work is scratch space of length at least medianOfMeansWork(len(means),
+// norm.Len()); a nil work is allocated. medianOfMeans makes O(k²) norm
 // evaluations and, given work, allocates nothing. It panics if means is
 // empty or a length does not match norm.Len(). The means must be finite.
-func MedianOfMeans(dst []float64, means [][]float64, norm Norm, work []float64) (index int, radius float64) {
+func medianOfMeans(dst []float64, means [][]float64, norm Norm, work []float64) (index int, radius float64) {
 	k, n := len(means), norm.Len()
 	if k == 0 {
-		panic("solver: MedianOfMeans of no means")
+		panic("solver: medianOfMeans of no means")
 	}
 	if dst != nil && len(dst) != n {
-		panic(fmt.Sprintf("solver: MedianOfMeans destination length %d, norm dimension %d", len(dst), n))
+		panic(fmt.Sprintf("solver: medianOfMeans destination length %d, norm dimension %d", len(dst), n))
 	}
-	need := MedianOfMeansWork(k, n)
+	need := medianOfMeansWork(k, n)
 	if work == nil {
 		work = make([]float64, need)
 	}
 	if len(work) < need {
-		panic(fmt.Sprintf("solver: MedianOfMeans work length %d, need %d", len(work), need))
+		panic(fmt.Sprintf("solver: medianOfMeans work length %d, need %d", len(work), need))
 	}
 	dist, row, diff := work[:k*k], work[k*k:k*k+k], work[k*k+k:need]
 	momDistances(dist, means, norm, diff)
@@ -106,7 +106,7 @@ func subInto(dst, a, b []float64) {
 	}
 }
 
-// MoMBucketFailure returns the largest per-bucket failure probability
+// momBucketFailure returns the largest per-bucket failure probability
 // p ∈ (0, 1/2) for which k independent buckets, each far from the mean
 // with probability at most p, leave at least half of them far with
 // probability at most δ: P(Binomial(k, p) ≥ k/2) ≤ δ, computed from the
@@ -120,18 +120,18 @@ func subInto(dst, a, b []float64) {
 // fraction of its cost: one exponential per step instead of one per term
 // and two log-gammas per term, the plain sum deciding only when the
 // tail is within a rounding band of δ. For k < 128 it allocates nothing.
-func MoMBucketFailure(k int, delta float64) float64 {
+func momBucketFailure(k int, delta float64) float64 {
 	if k < 1 {
-		panic(fmt.Sprintf("solver: MoMBucketFailure k = %d must be positive", k))
+		panic(fmt.Sprintf("solver: momBucketFailure k = %d must be positive", k))
 	}
 	if !(delta > 0 && delta < 1) {
-		panic(fmt.Sprintf("solver: MoMBucketFailure δ = %v outside (0, 1)", delta))
+		panic(fmt.Sprintf("solver: momBucketFailure δ = %v outside (0, 1)", delta))
 	}
 	var lf, buf [2 * momCoefMax]float64
 	return bucketFailure(k, delta, logFactorials(lf[:0], k), buf[:0])
 }
 
-// bucketFailure is MoMBucketFailure given lf[m] = ln m! for m ≤ k and
+// bucketFailure is momBucketFailure given lf[m] = ln m! for m ≤ k and
 // scratch buf (see newBucketTail).
 func bucketFailure(k int, delta float64, lf, buf []float64) float64 {
 	b := newBucketTail(buf, k, lf)
@@ -151,7 +151,7 @@ func logFactorials(dst []float64, n int) []float64 {
 // bisectFailure returns the end of the bisection on (0, 1/2) that keeps
 // its lower end lo where exceeds(lo) is false and its upper end where it
 // is true, stopping once the bracket is within a relative 1e-9 of lo (or
-// after 200 halvings): the search of MoMBucketFailure, with exceeds(p)
+// after 200 halvings): the search of momBucketFailure, with exceeds(p)
 // reporting whether the binomial tail at p exceeds δ.
 func bisectFailure(exceeds func(p float64) bool) float64 {
 	lo, hi := 0.0, 0.5
@@ -170,7 +170,7 @@ func bisectFailure(exceeds func(p float64) bool) float64 {
 }
 
 // momCoefMax is the number of terms of the binomial tail that
-// MoMBucketFailure keeps on the stack: bucket counts k < 2·momCoefMax.
+// momBucketFailure keeps on the stack: bucket counts k < 2·momCoefMax.
 const momCoefMax = 64
 
 // bucketTail decides whether P(Binomial(k, p) ≥ t), t = ⌈k/2⌉, exceeds
@@ -263,8 +263,8 @@ func (b bucketTail) exceeds(p, delta float64) bool {
 	return s > delta
 }
 
-// MoMChebyshevBuckets returns the bucket count k and per-bucket failure
-// probability p = MoMBucketFailure(k, δ) of a median of means that needs
+// momChebyshevBuckets returns the bucket count k and per-bucket failure
+// probability p = momBucketFailure(k, δ) of a median of means that needs
 // the fewest unit samples for a given accuracy when each bucket's failure
 // probability comes from Chebyshev's inequality: a bucket of m samples is
 // within ε = √(κσ²/(m p)) of the mean with probability at least 1 − p, so
@@ -276,9 +276,9 @@ func (b bucketTail) exceeds(p, delta float64) bool {
 // early once 2k is at least the best k/p found: every p it returns is
 // below 1/2, so no larger k can do better. It panics if δ is outside
 // (0, 1).
-func MoMChebyshevBuckets(delta float64) (k int, p float64) {
+func momChebyshevBuckets(delta float64) (k int, p float64) {
 	if !(delta > 0 && delta < 1) {
-		panic(fmt.Sprintf("solver: MoMChebyshevBuckets δ = %v outside (0, 1)", delta))
+		panic(fmt.Sprintf("solver: momChebyshevBuckets δ = %v outside (0, 1)", delta))
 	}
 	best := math.Inf(1)
 	limit := 3 + int(math.Ceil(6*math.Log(1/delta)))
@@ -305,16 +305,16 @@ func MoMChebyshevBuckets(delta float64) (k int, p float64) {
 // paper's minibatch-variance lemma E‖X̄ − μ‖² ≤ κσ²/N and Markov's
 // inequality on the square) selects its own mean with r* = 0, so its
 // radius r* + ε is exactly ε and s = 1: N = κσ²/(δa²). More buckets
-// (MoMChebyshevBuckets) add the data-dependent r*, which on the event is
+// (momChebyshevBuckets) add the data-dependent r*, which on the event is
 // at most 2ε and in practice about ε, so they are planned with s = 1/2:
 // N = 4(k/p)κσ²/a². The cheaper of the two is returned; at δ ≥ 0.0028 that
 // is the single bucket, below it the median of means (about 20 ln(1/δ)
 // bucket-variances at s = 1/2 against 1/δ). Either choice is fixed before
 // the draw, so the rule's guarantee (see varianceMoM) is unchanged.
 func momPlan(delta float64) (k int, p, share float64) {
-	k, p = MoMChebyshevBuckets(delta)
+	k, p = momChebyshevBuckets(delta)
 	if k == 1 || 1/delta <= 4*float64(k)/p {
-		return 1, MoMBucketFailure(1, delta), 1
+		return 1, momBucketFailure(1, delta), 1
 	}
 	return k, p, 0.5
 }

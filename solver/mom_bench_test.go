@@ -3,7 +3,7 @@ package solver
 import "testing"
 
 // The planners' cost: the exact-binomial bucket search of
-// MoMChebyshevBuckets at the bench certificate's δ = 0.05 and at an
+// momChebyshevBuckets at the bench certificate's δ = 0.05 and at an
 // epoch-start share δ'_k = 1e-3, against the same search over the plain
 // binomial sum (plainChebyshevBuckets, the computation before bucketTail,
 // same results bit for bit), and the truncated mean's plan at δ = 0.05.
@@ -29,8 +29,8 @@ func benchPlanTruncated(b *testing.B, delta float64) {
 	}
 }
 
-func BenchmarkMoMChebyshevBuckets5e2(b *testing.B) { benchBuckets(b, 0.05, MoMChebyshevBuckets) }
-func BenchmarkMoMChebyshevBuckets1e3(b *testing.B) { benchBuckets(b, 1e-3, MoMChebyshevBuckets) }
+func BenchmarkMoMChebyshevBuckets5e2(b *testing.B) { benchBuckets(b, 0.05, momChebyshevBuckets) }
+func BenchmarkMoMChebyshevBuckets1e3(b *testing.B) { benchBuckets(b, 1e-3, momChebyshevBuckets) }
 func BenchmarkPlainChebyshevBuckets5e2(b *testing.B) {
 	benchBuckets(b, 0.05, plainChebyshevBuckets)
 }

@@ -63,12 +63,12 @@ func TestMedianOfMeansMatchesBruteForce(t *testing.T) {
 			}
 			wantI, wantR := bruteMoM(means, norm)
 			dst := make([]float64, 3)
-			work := make([]float64, MedianOfMeansWork(k, 3))
-			gotI, gotR := MedianOfMeans(dst, means, norm, work)
+			work := make([]float64, medianOfMeansWork(k, 3))
+			gotI, gotR := medianOfMeans(dst, means, norm, work)
 			require.Equal(t, wantI, gotI, "%v trial %d", norm, trial)
 			require.Equal(t, wantR, gotR, "%v trial %d", norm, trial)
 			require.Equal(t, means[gotI], dst)
-			i2, r2 := MedianOfMeans(nil, means, norm, nil) // allocating form
+			i2, r2 := medianOfMeans(nil, means, norm, nil) // allocating form
 			require.Equal(t, gotI, i2)
 			require.Equal(t, gotR, r2)
 		}
@@ -80,7 +80,7 @@ func TestMedianOfMeansIgnoresOutliers(t *testing.T) {
 	// the five, and its radius is at most the spread of the five.
 	means := [][]float64{{1e6, 0}, {1, 1.1}, {-1e6, 3}, {0.9, 1}, {1, 1}, {0, 1e9}, {1.05, 0.95}, {5e5, 5e5}, {1.1, 1}}
 	l2, _ := NewLP(2, 2)
-	i, r := MedianOfMeans(nil, means, l2, nil)
+	i, r := medianOfMeans(nil, means, l2, nil)
 	require.Equal(t, 4, i) // (1, 1) is within 0.1 of all four others
 	require.InDelta(t, 0.1, r, 1e-12)
 }
@@ -91,17 +91,17 @@ func TestMoMBuckets(t *testing.T) {
 		delta float64
 		want  int
 	}{{0.05, 54}, {0.0125, 79}, {0.5, 13}, {0.99, 1}, {1e-6, 249}} {
-		require.Equal(t, tc.want, MoMBuckets(tc.delta), "δ = %v", tc.delta)
+		require.Equal(t, tc.want, momBuckets(tc.delta), "δ = %v", tc.delta)
 	}
-	require.Panics(t, func() { MoMBuckets(0) })
-	require.Panics(t, func() { MoMBuckets(1) })
+	require.Panics(t, func() { momBuckets(0) })
+	require.Panics(t, func() { momBuckets(1) })
 }
 
 func TestMedianOfMeansPanics(t *testing.T) {
 	l2, _ := NewLP(2, 2)
-	require.Panics(t, func() { MedianOfMeans(nil, nil, l2, nil) })
-	require.Panics(t, func() { MedianOfMeans(make([]float64, 3), [][]float64{{1, 2}}, l2, nil) })
-	require.Panics(t, func() { MedianOfMeans(nil, [][]float64{{1, 2}, {3, 4}}, l2, make([]float64, 3)) })
+	require.Panics(t, func() { medianOfMeans(nil, nil, l2, nil) })
+	require.Panics(t, func() { medianOfMeans(make([]float64, 3), [][]float64{{1, 2}}, l2, nil) })
+	require.Panics(t, func() { medianOfMeans(nil, [][]float64{{1, 2}, {3, 4}}, l2, make([]float64, 3)) })
 }
 
 func TestMedianOfMeansAllocs(t *testing.T) {
@@ -112,14 +112,14 @@ func TestMedianOfMeansAllocs(t *testing.T) {
 		means[i] = []float64{float64(i), 1, 2, 3}
 	}
 	dst := make([]float64, 4)
-	work := make([]float64, MedianOfMeansWork(9, 4))
-	allocs := testing.AllocsPerRun(10, func() { MedianOfMeans(dst, means, l2, work) })
+	work := make([]float64, medianOfMeansWork(9, 4))
+	allocs := testing.AllocsPerRun(10, func() { medianOfMeans(dst, means, l2, work) })
 	require.Zero(t, allocs)
 }
 
 // binomialTail returns P(Binomial(k, p) ≥ t) as the plain sum of its terms
 // C(k, j) p^j (1 − p)^{k−j}, j = t, …, k, each from its log-gamma form:
-// the tail MoMBucketFailure compares with δ, written out in full.
+// the tail momBucketFailure compares with δ, written out in full.
 func binomialTail(k, t int, p float64) float64 {
 	if t <= 0 {
 		return 1
@@ -138,7 +138,7 @@ func binomialTail(k, t int, p float64) float64 {
 	return s
 }
 
-// plainBucketFailure is MoMBucketFailure's bisection with the plain sum
+// plainBucketFailure is momBucketFailure's bisection with the plain sum
 // binomialTail at every step, the way it was computed before the
 // coefficients were hoisted out of the loop.
 func plainBucketFailure(k int, delta float64) float64 {
@@ -146,7 +146,7 @@ func plainBucketFailure(k int, delta float64) float64 {
 	return bisectFailure(func(p float64) bool { return binomialTail(k, t, p) > delta })
 }
 
-// TestMoMBucketFailureSame checks that MoMBucketFailure returns bit for bit
+// TestMoMBucketFailureSame checks that momBucketFailure returns bit for bit
 // the bisection over the plain binomial sum, on a grid of bucket counts
 // (both sides of the stack buffer's 2·momCoefMax − 1) and failure
 // probabilities. The two evaluate the same floating-point expressions in
@@ -158,19 +158,19 @@ func TestMoMBucketFailureSame(t *testing.T) {
 	for _, k := range ks {
 		for e := 0.0; e <= 12; e += 0.25 {
 			delta := math.Pow(10, -e) * 0.49
-			got, want := MoMBucketFailure(k, delta), plainBucketFailure(k, delta)
+			got, want := momBucketFailure(k, delta), plainBucketFailure(k, delta)
 			require.Equal(t, math.Float64bits(want), math.Float64bits(got), "k = %d, δ = %g: %v against %v", k, delta, got, want)
 		}
 	}
 	for _, delta := range []float64{0.3, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125, 0.011, 1e-3, 1e-6} {
-		k, p := MoMChebyshevBuckets(delta)
+		k, p := momChebyshevBuckets(delta)
 		wk, wp := plainChebyshevBuckets(delta)
 		require.Equal(t, wk, k, "δ = %g", delta)
 		require.Equal(t, math.Float64bits(wp), math.Float64bits(p), "δ = %g", delta)
 	}
 }
 
-// plainChebyshevBuckets is MoMChebyshevBuckets over every odd count up to
+// plainChebyshevBuckets is momChebyshevBuckets over every odd count up to
 // its limit, with plainBucketFailure.
 func plainChebyshevBuckets(delta float64) (k int, p float64) {
 	best := math.Inf(1)

@@ -122,7 +122,7 @@ func (p *parallel) work() {
 }
 
 // serial reports whether a pass of length n runs on the calling goroutine
-// alone, so that the Env's passes can skip the task set-up.
+// alone, so that the Env's passes can skip handing out blocks.
 func (p *parallel) serial(n int) bool { return p.workers <= 1 || n <= parBlock }
 
 // copy is the built-in copy(dst, src) for slices of equal length.

@@ -8,9 +8,9 @@ import (
 
 // The hot paths of VR-GHAL besides the oracle, at DEQ sizes: a batch of 64
 // examples of 256 features (d = 16384), clipped differences and the
-// median-of-means selection among k = MoMBuckets(0.05) = 54 bucket means.
+// median-of-means selection among k = momBuckets(0.05) = 54 bucket means.
 
-// benchClip times ClipDifference of a fixed random difference into a
+// benchClip times clipDifference of a fixed random difference into a
 // separate destination at half its norm, so that every call rescales.
 func benchClip(b *testing.B, n Norm) {
 	delta := randVec(rand.New(rand.NewPCG(72, 0)), n.Len())
@@ -19,26 +19,26 @@ func benchClip(b *testing.B, n Norm) {
 	b.ReportAllocs()
 	b.SetBytes(int64(8 * n.Len()))
 	for b.Loop() {
-		if f := ClipDifference(dst, delta, radius, n); !(f > 0 && f < 1) {
+		if f := clipDifference(dst, delta, radius, n); !(f > 0 && f < 1) {
 			b.Fatal(f)
 		}
 	}
 }
 
-// benchMoM times MedianOfMeans of k = MoMBuckets(0.05) = 54 random means
+// benchMoM times medianOfMeans of k = momBuckets(0.05) = 54 random means
 // with preallocated work.
 func benchMoM(b *testing.B, n Norm) {
-	k := MoMBuckets(0.05)
+	k := momBuckets(0.05)
 	rng := rand.New(rand.NewPCG(73, 0))
 	means := make([][]float64, k)
 	for i := range means {
 		means[i] = randVec(rng, n.Len())
 	}
 	dst := make([]float64, n.Len())
-	work := make([]float64, MedianOfMeansWork(k, n.Len()))
+	work := make([]float64, medianOfMeansWork(k, n.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, r := MedianOfMeans(dst, means, n, work); !(r > 0) {
+		if _, r := medianOfMeans(dst, means, n, work); !(r > 0) {
 			b.Fatal(r)
 		}
 	}

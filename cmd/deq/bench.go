@@ -12,7 +12,7 @@ import (
 
 	"github.com/deqgo/deq/cmd/deq/internal/bench"
 	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
-	"github.com/deqgo/deq/train"
+	"github.com/deqgo/deq/layers"
 )
 
 // benchFlags are the flags of `deq bench`.
@@ -27,7 +27,7 @@ type benchFlags struct {
 	peerModels  []string
 	peerThreads int
 	// peerPrecision is our side's precision in the peer section.
-	peerPrecision train.Precision
+	peerPrecision layers.Precision
 	sampleScale   float64
 	workers       int
 	data          string
@@ -43,8 +43,9 @@ against its oracle time (overhead), DEQ cell GFLOP/s against a plain
 matrix multiply (throughput), function evaluations of the deterministic
 solvers on a trained DEQ (forward; the model is trained once and cached in
 --out) and GFLOP/s and memory of training epochs (training). It writes bench.json and the PNG plots into
---out and the Markdown report to --markdown (default: --out/BENCHMARKS.md);
-text after the report's end marker in an existing Markdown file is kept.
+--out and the Markdown report to --markdown (default: --out/BENCHMARKS.md),
+which it replaces; the report's header names the commit, the BLAS, the
+machine and its load average.
 Sample counts are reproducible from the flags; timings depend on the machine.
 --quick is a smoke run that finishes in under a minute.`,
 		f.run)

@@ -24,3 +24,7 @@
 // when SIGINT or SIGTERM stopped deq train after it saved its checkpoint.
 // Errors are printed as one line on standard error, never as a stack trace.
 package main
+
+// The command-line reference docs/cli, generated from the command tree by
+// cobra's Markdown generator; TestCLIReference checks that it is current.
+//go:generate go test -run ^TestCLIReference$ -args -update-cli-reference

@@ -47,6 +47,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		}
 	}
 	rep.Targets = report.Targets(rep)
+	rep.Machine.LoadEnd = loadAverage()
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -79,22 +80,13 @@ func machine() report.Machine {
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPU: cpuModel(), NumCPU: runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), BLAS: blasimpl.Name,
 		Blas64: fmt.Sprintf("%T", blas64.Implementation()), Gorgonia: fmt.Sprintf("%T", G.WhichBLAS()),
+		LoadStart: loadAverage(),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, dirty string
-		for _, kv := range bi.Settings {
-			switch kv.Key {
-			case "vcs.revision":
-				rev = kv.Value
-			case "vcs.modified":
-				if kv.Value == "true" {
-					dirty = "+modified"
-				}
-			}
-		}
-		if rev != "" {
-			m.Revision = rev + dirty
-		}
+		m.Revision = vcsRevision(bi.Settings)
+	}
+	if m.Revision == "" {
+		m.Revision = gitDescribe()
 	}
 	return m
 }

@@ -57,8 +57,14 @@ type Machine struct {
 	// gorgonia (the VJP graphs).
 	Blas64   string `json:"blas64"`
 	Gorgonia string `json:"gorgonia_blas"`
-	// Revision is the VCS revision of the binary, when known.
+	// Revision is the commit the binary was built from: the VCS revision
+	// stamped in it, or else `git describe` of the working directory, with
+	// "+modified" or "-dirty" for uncommitted changes; "" when unknown.
 	Revision string `json:"revision,omitempty"`
+	// LoadStart and LoadEnd are the 1-, 5- and 15-minute load averages of
+	// the machine when the run started and when it ended; nil when unknown.
+	LoadStart []float64 `json:"load_start,omitempty"`
+	LoadEnd   []float64 `json:"load_end,omitempty"`
 }
 
 // Settings are the Config values in force, defaults filled in.

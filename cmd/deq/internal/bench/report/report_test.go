@@ -3,7 +3,9 @@ package report
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -32,4 +34,34 @@ func TestMarkdownCells(t *testing.T) {
 	require.Equal(t, "1e-1", fmtEps(0.1))
 	require.Equal(t, "1e-3", fmtEps(1e-3))
 	require.Equal(t, "2.5e0", fmtEps(2.5))
+}
+
+// TestMarkdownHeader checks that the report's header names the commit, the
+// CPU and its cores, the BLAS and the load at the start and the end, and
+// says "unknown" for what the run could not find out.
+func TestMarkdownHeader(t *testing.T) {
+	rep := &Report{
+		Started: time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC), Seconds: 90,
+		Machine: Machine{
+			CPU: "AMD EPYC 7B13", NumCPU: 2, GOMAXPROCS: 2, BLAS: "openblas",
+			Revision: "316eb43f00aa", LoadStart: []float64{0.5, 0.25, 1}, LoadEnd: []float64{2, 1.5, 1.25},
+		},
+	}
+	var b strings.Builder
+	require.NoError(t, writeMarkdown(&b, rep, ""))
+	header, _, _ := strings.Cut(b.String(), "## Targets")
+	for _, want := range []string{
+		"at commit 316eb43f00aa on 2026-11-29",
+		"on AMD EPYC 7B13 (2 logical CPUs) with BLAS openblas",
+		"load average 0.50 0.25 1.00 at the start and 2.00 1.50 1.25 at the end",
+		"| commit | 316eb43f00aa |",
+		"| load average (1, 5, 15 min) | 0.50 0.25 1.00 at the start, 2.00 1.50 1.25 at the end |",
+	} {
+		require.Contains(t, header, want)
+	}
+	rep.Machine = Machine{}
+	b.Reset()
+	require.NoError(t, writeMarkdown(&b, rep, ""))
+	require.Contains(t, b.String(), "at commit unknown on 2026-11-29")
+	require.Contains(t, b.String(), "load average unknown at the start and unknown at the end")
 }

@@ -17,7 +17,7 @@ import "math"
 //
 //  1. A centre c from a first, separate sample: the variance median of
 //     means of RuleVarianceMoM (one bucket, or the Chebyshev buckets of
-//     MoMChebyshevBuckets, as momPlan picks for the share δ₀), so that
+//     momChebyshevBuckets, as momPlan picks for the share δ₀), so that
 //     ‖c − μ‖ ≤ r_c with probability at least 1 − δ₀, r_c = r* + ε_c
 //     computed from that sample (see varianceMoM for the proof).
 //  2. Given the centre sample, V = V_b + r_c², L = ln(2/δ₁) and the
@@ -58,7 +58,7 @@ import "math"
 // a centre much finer than τ, when the oracle's calls use all s requested
 // samples (with fewer, V is recomputed from the fewest used and ρ from the
 // formula at the fixed τ, which holds for any V at least the second
-// moment). With the range bounded by 2τ alone (m = τ, an earlier version
+// moment). With the range bounded by 2τ alone (m = τ, a cruder form
 // of this rule) the constant was √(2κ) + √(2C/3) ≈ 2.23: the sharper range
 // saves about a fifth of the samples for the same radius. The bound fails
 // only if the centre's event
@@ -200,7 +200,7 @@ func planTruncated(kappa, c, w, delta, a float64) truncPlan {
 // dst and returns its radius ρ (see the file comment). w = κσ², norm must
 // be a Hilbert norm (hilbertNorm) of length len(dst). bufs, when not nil,
 // holds at least p.centreK + 2 vectors of length len(dst) and work at
-// least MedianOfMeansWork(p.centreK, len(dst)) floats, the scratch the
+// least medianOfMeansWork(p.centreK, len(dst)) floats, the scratch the
 // estimate then uses instead of allocating its own.
 func truncatedMean(dst []float64, norm Norm, w float64, p truncPlan, bufs [][]float64, work []float64, eval func([]float64, int) (int, error)) (float64, error) {
 	n := len(dst)
@@ -221,7 +221,7 @@ func truncatedMean(dst []float64, norm Norm, w float64, p truncPlan, bufs [][]fl
 		mc = min(mc, max(u, 1))
 	}
 	c, y := bufs[p.centreK], bufs[p.centreK+1]
-	_, rstar := MedianOfMeans(c, centres, norm, work)
+	_, rstar := medianOfMeans(c, centres, norm, work)
 	rc := rstar + math.Sqrt(w/(float64(mc)*p.centreP))
 	kappa, cn := norm.Kappa(), norm.C()
 	l := math.Log(2 / p.delta1)

@@ -50,7 +50,7 @@ func TestVRGHALConstantsValidate(t *testing.T) {
 // of outliers stays near the majority, where the mean does not.
 func TestGeometricMedianRobust(t *testing.T) {
 	pts := [][]float64{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0.5, 0.5}, {100, 100}, {-100, 100}}
-	z := GeometricMedian(make([]float64, 2), pts, 200)
+	z := geometricMedian(make([]float64, 2), pts, 200)
 	require.InDelta(t, 0.5, z[0], 0.3)
 	require.InDelta(t, 0.6, z[1], 0.4)
 }
@@ -107,9 +107,9 @@ func TestVRGHALSampledModeOnlyUndeclared(t *testing.T) {
 		return newTunedRun(e, c)
 	}
 	o := newAffineSum(64, 8, 0.5, 1)
-	require.True(t, mk(o).sampled)
-	require.False(t, mk(declaredSum{o, 1}).sampled)
-	require.False(t, mk(hidden{o}).sampled, "not a finite sum")
+	require.NotNil(t, mk(o).sampled)
+	require.Nil(t, mk(declaredSum{o, 1}).sampled)
+	require.Nil(t, mk(hidden{o}).sampled, "not a finite sum")
 }
 
 // declaredSum declares a unit variance bound for an affineSum.
@@ -235,10 +235,20 @@ func runTunedRestarts(t *testing.T, p Problem, x0 []float64, st *Settings, m VRG
 	c, err := m.config(p.Oracle.Model())
 	require.NoError(t, err)
 	r := newTunedRun(e, c)
-	r.restart = r.restart && restart
+	if _, ok := r.rules.schedule.(*restartAtHalving); ok && !restart {
+		r.rules.schedule = fixedSchedule{}
+	}
 	status, ok := StopStatus(r.run())
 	require.True(t, ok)
 	return r, status, e.ownCertificate(e.best), e.best
+}
+
+// vrRestarts returns the restarts a tuned run made.
+func vrRestarts(r *tunedRun) int {
+	if s, ok := r.rules.schedule.(*restartAtHalving); ok {
+		return s.restarts
+	}
+	return 0
 }
 
 // TestVRGHALRestartsOnShift: on the sharp nonexpansive shift the tuned run
@@ -258,7 +268,7 @@ func TestVRGHALRestartsOnShift(t *testing.T) {
 		st := &Settings{Tol: tol, Seed: seed}
 		r, status, cert, x := runTuned(t, p, make([]float64, d), st, VRGHAL{SampleScale: 0.1})
 		require.Equal(t, Success, status, "seed %d", seed)
-		require.Positive(t, r.restarts, "seed %d: no restart", seed)
+		require.Positive(t, vrRestarts(r), "seed %d: no restart", seed)
 		require.NotNil(t, cert, "seed %d", seed)
 		require.True(t, cert.Own, "seed %d", seed)
 		// Only a variance is declared: the own bound is one of the two
@@ -323,10 +333,10 @@ func TestVRGHALRepeatNearTol(t *testing.T) {
 		p := Problem{Oracle: o, Norm: vrNorm(t, false, vrDim)}
 		r, status, cert, x := runTuned(t, p, make([]float64, vrDim), &Settings{Tol: tol, Seed: seed}, VRGHAL{Gamma: 0.9, SampleScale: 0.1})
 		require.Equal(t, Success, status, "seed %d", seed)
-		require.Zero(t, r.restarts, "seed %d: the γ̄ = 1 restarts are off in the contractive regime", seed)
+		require.Zero(t, vrRestarts(r), "seed %d: the γ̄ = 1 restarts are off in the contractive regime", seed)
 		require.NotNil(t, cert, "seed %d", seed)
 		require.LessOrEqual(t, cert.Bound, tol, "seed %d", seed)
-		if r.repeated > 0 {
+		if r.rules.schedule.(*repeatNearTol).repeated > 0 {
 			repeats++
 		}
 		if vrTrueResidual(o, p.Norm, x) > cert.Bound {
@@ -374,6 +384,7 @@ func TestVRGHALAnchoringAcrossRestarts(t *testing.T) {
 	require.NoError(t, err)
 	r := newTunedRun(newEnv(context.Background(), p, make([]float64, d), s), c)
 	r.eps0 = 1
+	anchor := r.rules.anchor.(*heldAnchoring)
 	ratio := r.lbar0 / r.eps0
 	prev := math.Inf(1)
 	// Epochs 1–4 from x0, a restart before epoch 5 at level 2 (epoch 4's
@@ -383,8 +394,8 @@ func TestVRGHALAnchoringAcrossRestarts(t *testing.T) {
 		if k == 5 {
 			r.cycle, r.level0 = 4, 1
 		}
-		r.anchored = k == 6 || k == 8 // the term of epoch k − 1
-		lbar := r.anchoring(k)
+		anchor.observe(k == 6 || k == 8) // the term of epoch k − 1
+		lbar := anchor.lambdaBar(r, k)
 		epsK := r.eps0 * math.Pow(r.c.beta, float64(r.level(k)))
 		switch {
 		case k <= 4:
@@ -403,13 +414,13 @@ func TestVRGHALAnchoringAcrossRestarts(t *testing.T) {
 
 	run, status, _, _ := runTuned(t, p, make([]float64, d), &Settings{Tol: 0.01, Seed: 1}, VRGHAL{SampleScale: 0.1})
 	require.Equal(t, Success, status)
-	require.Positive(t, run.restarts)
+	require.Positive(t, vrRestarts(run))
 }
 
 // TestVRGHALFinalEpochsRunLong: the final epochs (at or past the planned
 // level K* in the contractive regime, from K* − vrLongLead with γ̄ = 1) run
 // their inner steps until the running residual is at most
-// min{βR̃_{k−1}, θ·Tol} (finalEpoch). Over 20 seeds of a declared affine
+// min{βR̃_{k−1}, θ·Tol} (longFinalEpochs). Over 20 seeds of a declared affine
 // contraction in ℓ∞ and in ℓ2 at Tol = 0.002, and of the declared cyclic
 // shift (nonexpansive, restarts on) in ℓ2 at Tol = 0.01, every run stops
 // with Success on its own bound within its δ shares, no bound is below the
@@ -440,7 +451,11 @@ func TestVRGHALFinalEpochsRunLong(t *testing.T) {
 			o := tc.make(seed)
 			p := Problem{Oracle: o, Norm: vrNorm(t, tc.linf, vrDim)}
 			for _, long := range []bool{true, false} {
-				n, below := vrToggledRun(t, o, p, tc.gamma, tc.tol, seed, func(r *tunedRun) { r.long = long })
+				n, below := vrToggledRun(t, o, p, tc.gamma, tc.tol, seed, func(r *tunedRun) {
+					if !long {
+						r.rules.length = paperLength{}
+					}
+				})
 				if !long {
 					off += n
 					continue
@@ -457,7 +472,7 @@ func TestVRGHALFinalEpochsRunLong(t *testing.T) {
 	}
 }
 
-// TestVRGHALBalancedAim checks balancedAim's arithmetic: the aim a when an
+// TestVRGHALBalancedAim checks balanceEstimates.aim's arithmetic: the aim a when an
 // estimate at a would cost at least vrEstShare of the epoch's inner
 // samples (or nothing is known of the last estimate); otherwise the radius
 // at which the last estimate's cost, scaled by (its aim/radius)², is that
@@ -471,21 +486,21 @@ func TestVRGHALBalancedAim(t *testing.T) {
 	c, err := VRGHAL{}.config(p.Oracle.Model())
 	require.NoError(t, err)
 	r := newTunedRun(newEnv(context.Background(), p, make([]float64, vrDim), s), c)
-	require.True(t, r.balance, "on under BoundedVariance")
-	require.Equal(t, 0.02, r.balancedAim(0.02, 1e5), "no last estimate")
+	require.IsType(t, balanceEstimates{}, r.rules.balance, "on under BoundedVariance")
+	require.Equal(t, 0.02, r.rules.balance.aim(r, 0.02, 1e5), "no last estimate")
 	r.lastEst, r.lastAim = 1000, 0.04 // an estimate at 0.02 costs 4000
-	require.Equal(t, 0.02, r.balancedAim(0.02, 4e4), "4000 is the share 0.1 of 4e4")
-	require.Equal(t, 0.02, r.balancedAim(0.02, 1e4), "cheap inner steps")
-	aim := r.balancedAim(0.02, 1.6e5) // the share is 16000: 4× the cost, half the radius
+	require.Equal(t, 0.02, r.rules.balance.aim(r, 0.02, 4e4), "4000 is the share 0.1 of 4e4")
+	require.Equal(t, 0.02, r.rules.balance.aim(r, 0.02, 1e4), "cheap inner steps")
+	aim := r.rules.balance.aim(r, 0.02, 1.6e5) // the share is 16000: 4× the cost, half the radius
 	require.InDelta(t, 0.01, aim, 1e-15)
 	require.InDelta(t, 1.6e4, r.lastEst*(r.lastAim/aim)*(r.lastAim/aim), 1e-6)
-	require.InDelta(t, 0.02/32, r.balancedAim(0.02, 4.096e7), 1e-15, "the share 4.096e6, whatever the budget (MaxSamples 2^20 is not consulted)")
+	require.InDelta(t, 0.02/32, r.rules.balance.aim(r, 0.02, 4.096e7), 1e-15, "the share 4.096e6, whatever the budget (MaxSamples 2^20 is not consulted)")
 	for _, m := range []Model{LipschitzInExpectation, SamplewiseLipschitz} {
 		c, err := VRGHAL{Model: m}.config(SamplewiseLipschitz)
 		require.NoError(t, err)
 		o := vrDeclared{newVRAffine(1, vrDim, 0.9, false, 0.3, vrGaussian, SamplewiseLipschitz), vrDim * 0.3 * 0.3}
 		r := newTunedRun(newEnv(context.Background(), Problem{Oracle: o, Norm: p.Norm}, make([]float64, vrDim), s), c)
-		require.False(t, r.balance, "%v: the inner steps are balanced instead", m)
+		require.IsType(t, balanceInner{}, r.rules.balance, "%v: the inner steps are balanced instead", m)
 	}
 }
 
@@ -505,7 +520,11 @@ func TestVRGHALBalancedEstimates(t *testing.T) {
 		o := vrDeclared{newVRAffine(seed, vrDim, 0.9, false, noise, vrGaussian, BoundedVariance), vrDim * noise * noise}
 		p := Problem{Oracle: o, Norm: vrNorm(t, false, vrDim)}
 		for _, balance := range []bool{true, false} {
-			n, below := vrToggledRun(t, o, p, 0.9, tol, seed, func(r *tunedRun) { r.balance = balance })
+			n, below := vrToggledRun(t, o, p, 0.9, tol, seed, func(r *tunedRun) {
+				if !balance {
+					r.rules.balance = noBalance{}
+				}
+			})
 			if !balance {
 				off += n
 				continue
