@@ -83,6 +83,7 @@ type meta struct {
 	Data        string         `json:"data_sha256"`
 	TrainSet    string         `json:"train_set"`
 	TestSet     string         `json:"test_set"`
+	Source      *DataSource    `json:"source,omitempty"` // absent before DataSource
 	Epoch       int            `json:"epoch"`
 	Batch       int            `json:"batch"`
 	Steps       int            `json:"steps"`
@@ -115,7 +116,7 @@ func (t *Trainer) marshal() ([]byte, error) {
 		Config: t.cfg, InputDim: t.model.InputDim, Classes: t.model.Classes,
 		Data: hex.EncodeToString(t.data[:]), TrainSet: t.train.Name, TestSet: t.test.Name,
 		Epoch: t.epoch, Batch: t.batch, Steps: t.steps, Bad: t.bad,
-		Accumulator: t.acc,
+		Accumulator: t.acc, Source: t.source,
 	}
 	m.CustomCell = t.model.custom
 	if t.model.conv != nil {
@@ -252,6 +253,9 @@ type Checkpoint struct {
 	// TrainSet and TestSet are the names of the data sets the run used
 	// (datasets.Dataset.Name, such as "fashion-mnist/train").
 	TrainSet, TestSet string
+	// Source is how the run's data sets were opened (Options.Source), or
+	// nil if the run did not record it.
+	Source *DataSource
 
 	meta    meta
 	tensors map[string][]float64
@@ -410,6 +414,9 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 	case len(m.History) != m.Epoch || len(m.Traces) != m.Epoch:
 		return fmt.Errorf("%w: %d epochs of metrics at epoch %d", ErrCorrupt, len(m.History), m.Epoch)
 	}
+	if err := m.Source.validate(); err != nil {
+		return err
+	}
 	var norm *datasets.Normalizer
 	if mean, ok := ck.tensors["input.mean"]; ok {
 		norm = &datasets.Normalizer{Mean: mean, Std: ck.tensors["input.std"]}
@@ -481,61 +488,12 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 		return fmt.Errorf("%w: %d tensors the model does not use", ErrCorrupt, len(ck.tensors)-used)
 	}
 	ck.Config, ck.Epoch, ck.Batch, ck.Steps, ck.Model = cfg, m.Epoch, m.Batch, m.Steps, model
-	ck.TrainSet, ck.TestSet = m.TrainSet, m.TestSet
+	ck.TrainSet, ck.TestSet, ck.Source = m.TrainSet, m.TestSet, m.Source
 	for i, e := range m.History {
 		e.Trace = m.Traces[i]
 		ck.History = append(ck.History, e)
 	}
 	return nil
-}
-
-// Resume returns a Trainer that continues the run saved in the checkpoint
-// at path, on the same training and test sets (checked against the
-// digest the checkpoint holds; the error wraps ErrDataMismatch otherwise).
-// Run then continues from the checkpoint's position. A nil opts means no
-// options.
-func Resume(path string, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
-	ck, err := Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return ck.Resume(train, test, opts)
-}
-
-// Resume returns a Trainer that continues the checkpoint's run (see the
-// function Resume).
-func (ck *Checkpoint) Resume(train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
-	if err := checkData(train, test); err != nil {
-		return nil, err
-	}
-	if fp := fingerprint(train, test); hex.EncodeToString(fp[:]) != ck.meta.Data {
-		return nil, fmt.Errorf("train: %w (%s: %d images, %s: %d images differ from the run's)", ErrDataMismatch, train.Name, train.Len(), test.Name, test.Len())
-	}
-	if train.Dim() != ck.Model.InputDim || train.Classes != ck.Model.Classes {
-		return nil, fmt.Errorf("train: %w", ErrDataMismatch)
-	}
-	t, err := newTrainer(ck.Config, ck.Model, train, test, opts)
-	if err != nil {
-		return nil, err
-	}
-	if ck.Batch > t.batcher.Batches() || (ck.Epoch == ck.Config.Epochs && ck.Batch != 0) {
-		return nil, fmt.Errorf("train: %w: batch %d of %d", ErrCorrupt, ck.Batch, t.batcher.Batches())
-	}
-	as := AdamState{Step: ck.meta.AdamStep}
-	if as.Step > 0 {
-		infos, _ := ck.Model.tensors(func(string, int, int, []float64) error { return nil })
-		for _, ti := range infos {
-			as.M = append(as.M, ck.tensors["adam.m."+ti.Name])
-			as.V = append(as.V, ck.tensors["adam.v."+ti.Name])
-		}
-	}
-	if err := t.adam.SetState(as); err != nil {
-		return nil, fmt.Errorf("train: %w: %v", ErrCorrupt, err)
-	}
-	t.epoch, t.batch, t.steps, t.bad = ck.Epoch, ck.Batch, ck.Steps, ck.meta.Bad
-	t.acc = ck.meta.Accumulator
-	t.history = ck.History
-	return t, nil
 }
 
 // minParams returns a lower bound on the number of parameters of a model
