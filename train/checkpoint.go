@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -287,7 +288,8 @@ func load(path string, newCell CellFunc) (*Checkpoint, error) {
 }
 
 // retiredCell returns an error wrapping ErrVersion if the metadata's
-// configuration names a retired cell kind (see ParseCellKind).
+// configuration names a retired cell kind (see ParseCellKind); parse
+// asks it when the metadata do not decode, as a retired kind does not.
 func retiredCell(meta []byte) error {
 	var m struct {
 		Config struct{ Model struct{ Cell string } } `json:"config"`
@@ -305,76 +307,96 @@ func retiredCell(meta []byte) error {
 func decode(b []byte) (*Checkpoint, error) { return decodeWith(b, nil) }
 
 // decodeWith is decode with newCell, which builds a CellFunc's cell (nil
-// for the built-in cells).
+// for the built-in cells): parse, then the model's rebuild.
 func decodeWith(b []byte, newCell CellFunc) (*Checkpoint, error) {
-	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
-		return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
-	}
-	if !bytes.HasPrefix(b, []byte(checkpointMagic)) {
-		return nil, ErrNotCheckpoint
-	}
-	if len(b) < headerLen {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than the header", ErrTruncated, len(b))
-	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != CheckpointVersion {
-		return nil, fmt.Errorf("%w: the file has version %d, this build reads version %d", ErrVersion, v, CheckpointVersion)
-	}
-	ml, dl := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-	if ml > maxMetaLen || dl > maxDataLen || dl%8 != 0 {
-		return nil, fmt.Errorf("%w: header declares %d metadata and %d data bytes", ErrCorrupt, ml, dl)
-	}
-	want := headerLen + ml + dl + sumLen
-	switch {
-	case uint64(len(b)) < want:
-		return nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrTruncated, len(b), want)
-	case uint64(len(b)) > want:
-		if sha256.Sum256(b[:want-sumLen]) == [32]byte(b[want-sumLen:want]) {
-			return nil, fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, uint64(len(b))-want)
-		}
-		return nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrChecksum, len(b), want)
-	}
-	body := b[:want-sumLen]
-	if sha256.Sum256(body) != [32]byte(b[want-sumLen:]) {
-		return nil, ErrChecksum
-	}
-	if err := retiredCell(body[headerLen : headerLen+ml]); err != nil {
+	m, tensors, err := parse(b)
+	if err != nil {
 		return nil, err
-	}
-	var m meta
-	dec := json.NewDecoder(bytes.NewReader(body[headerLen : headerLen+ml]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
-	}
-	data := body[headerLen+ml:]
-	tensors := make(map[string][]float64, len(m.Tensors))
-	off := 0
-	for _, ti := range m.Tensors {
-		n := ti.Rows * ti.Cols
-		if ti.Rows < 0 || ti.Cols < 0 || n < 0 || off+8*n > len(data) || 8*n < 0 {
-			return nil, fmt.Errorf("%w: tensor %s (%d×%d) does not fit the data", ErrCorrupt, ti.Name, ti.Rows, ti.Cols)
-		}
-		if _, dup := tensors[ti.Name]; dup {
-			return nil, fmt.Errorf("%w: tensor %s appears twice", ErrCorrupt, ti.Name)
-		}
-		x := make([]float64, n)
-		for i := range x {
-			x[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[off+8*i:]))
-		}
-		if !numeric.AllFinite(x) {
-			return nil, fmt.Errorf("%w: tensor %s holds NaN or Inf", ErrCorrupt, ti.Name)
-		}
-		tensors[ti.Name] = x
-		off += 8 * n
-	}
-	if off != len(data) {
-		return nil, fmt.Errorf("%w: %d data bytes not covered by the tensor table", ErrCorrupt, len(data)-off)
 	}
 	ck := &Checkpoint{meta: m, tensors: tensors}
 	if err := ck.build(newCell); err != nil {
 		return nil, err
 	}
 	return ck, nil
+}
+
+// parse verifies a checkpoint's header, lengths and checksum, then decodes
+// its metadata (once) and its tensors, checking that the tensor table
+// covers the data exactly with finite values. It builds no model: the
+// cheap checks come first, so that a damaged file is refused before any
+// model is allocated.
+func parse(b []byte) (meta, map[string][]float64, error) {
+	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
+		return meta{}, nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
+	}
+	if !bytes.HasPrefix(b, []byte(checkpointMagic)) {
+		return meta{}, nil, ErrNotCheckpoint
+	}
+	if len(b) < headerLen {
+		return meta{}, nil, fmt.Errorf("%w: %d bytes, shorter than the header", ErrTruncated, len(b))
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != CheckpointVersion {
+		return meta{}, nil, fmt.Errorf("%w: the file has version %d, this build reads version %d", ErrVersion, v, CheckpointVersion)
+	}
+	ml, dl := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
+	if ml > maxMetaLen || dl > maxDataLen || dl%8 != 0 {
+		return meta{}, nil, fmt.Errorf("%w: header declares %d metadata and %d data bytes", ErrCorrupt, ml, dl)
+	}
+	want := headerLen + ml + dl + sumLen
+	switch {
+	case uint64(len(b)) < want:
+		return meta{}, nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrTruncated, len(b), want)
+	case uint64(len(b)) > want:
+		if sha256.Sum256(b[:want-sumLen]) == [32]byte(b[want-sumLen:want]) {
+			return meta{}, nil, fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, uint64(len(b))-want)
+		}
+		return meta{}, nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrChecksum, len(b), want)
+	}
+	body := b[:want-sumLen]
+	if sha256.Sum256(body) != [32]byte(b[want-sumLen:]) {
+		return meta{}, nil, ErrChecksum
+	}
+	raw := body[headerLen : headerLen+ml]
+	var m meta
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&m)
+	if err == nil {
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("data after the metadata object")
+		}
+	}
+	if err != nil {
+		if rerr := retiredCell(raw); rerr != nil {
+			return meta{}, nil, rerr
+		}
+		return meta{}, nil, fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
+	}
+	data := body[headerLen+ml:]
+	tensors := make(map[string][]float64, len(m.Tensors))
+	off := 0
+	for _, ti := range m.Tensors {
+		left := (len(data) - off) / 8
+		if ti.Rows < 0 || ti.Cols < 0 || (ti.Rows > 0 && ti.Cols > left/ti.Rows) {
+			return meta{}, nil, fmt.Errorf("%w: tensor %s (%d×%d) does not fit the data", ErrCorrupt, ti.Name, ti.Rows, ti.Cols)
+		}
+		if _, dup := tensors[ti.Name]; dup {
+			return meta{}, nil, fmt.Errorf("%w: tensor %s appears twice", ErrCorrupt, ti.Name)
+		}
+		x := make([]float64, ti.Rows*ti.Cols)
+		for i := range x {
+			x[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[off+8*i:]))
+		}
+		if !numeric.AllFinite(x) {
+			return meta{}, nil, fmt.Errorf("%w: tensor %s holds NaN or Inf", ErrCorrupt, ti.Name)
+		}
+		tensors[ti.Name] = x
+		off += 8 * len(x)
+	}
+	if off != len(data) {
+		return meta{}, nil, fmt.Errorf("%w: %d data bytes not covered by the tensor table", ErrCorrupt, len(data)-off)
+	}
+	return m, tensors, nil
 }
 
 // build validates the metadata and rebuilds the model, with newCell for
