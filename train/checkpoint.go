@@ -240,7 +240,9 @@ func writeAtomic(path string, b []byte) (err error) {
 
 // Checkpoint is a checkpoint read by Load.
 type Checkpoint struct {
-	// Config is the run's configuration, defaults filled in.
+	// Config is the run's configuration, defaults filled in. Raising its
+	// Epochs before Resume extends the run (see Checkpoint.Resume); Resume
+	// refuses any other change.
 	Config Config
 	// Epoch and Batch are the position of the next batch to train (Epoch
 	// equals Config.Epochs when the run is complete).
