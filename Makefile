@@ -57,7 +57,7 @@ fuzz:
 ## resume them from their checkpoints until they finish, checking that
 ## every final model is bit-identical to an uninterrupted run's. A few
 ## minutes; SOAK_ROUNDS sets the rounds per configuration.
-SOAK_ROUNDS ?= 200
+SOAK_ROUNDS ?= 100
 soak:
 	DEQ_SOAK=1 DEQ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(GO) test -count=1 -timeout 60m -run '^TestSoakKillResume$$' -v ./train/
 

@@ -11,7 +11,7 @@ import (
 )
 
 // soakEnv enables TestSoakKillResume; soakRoundsEnv sets its number of
-// rounds per configuration (default 200).
+// rounds per configuration (default 100).
 const (
 	soakEnv       = "DEQ_SOAK"
 	soakRoundsEnv = "DEQ_SOAK_ROUNDS"
@@ -32,7 +32,7 @@ func TestSoakKillResume(t *testing.T) {
 	if os.Getenv(soakEnv) == "" {
 		t.Skipf("opt-in soak test: set %s=1 (make soak)", soakEnv)
 	}
-	rounds := 200
+	rounds := 100
 	if v := os.Getenv(soakRoundsEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(t, err, soakRoundsEnv)
