@@ -17,6 +17,15 @@
 // and otherwise memory grows only with the bytes actually read, so a lying
 // header cannot make the reader allocate gigabytes.
 //
+// # Pixels built in memory
+//
+// A Dataset may also be filled by its caller. Its pixels must be finite:
+// Dataset.Validate, which NewBatcher, FitNormalizer and Normalizer.Apply
+// call (and so the train package for every data set it is given), refuses
+// a NaN or ±Inf pixel with an error naming the image, row and column and
+// wrapping solver.ErrNonFinite, before one could turn every standardised
+// batch into NaN.
+//
 // # Finding data
 //
 // Open(ctx, spec, opts) loads a training and a test set (plus an optional

@@ -390,11 +390,11 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 		// stored 0. A current conv checkpoint stores the number.
 		c.Model.EncoderLayers = 1
 	}
-	if c := &ck.meta.Config; c.Model.Precision == DefaultPrecision {
-		// Written before the Precision type: Float64 was the zero
+	if c := &ck.meta.Config; c.Model.Precision == layers.DefaultPrecision {
+		// Written before the Precision type: layers.Float64 was the zero
 		// value, omitted, for every cell. A current checkpoint stores the
 		// precision.
-		c.Model.Precision = Float64
+		c.Model.Precision = layers.Float64
 	}
 	m := ck.meta
 	cfg, err := m.Config.Defaults()
@@ -417,7 +417,7 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 			return fmt.Errorf("%w: input standardisation has %d means and %d deviations", ErrCorrupt, len(mean), len(norm.Std))
 		}
 	}
-	if (norm == nil) != (cfg.Normalize == NormalizeNone) {
+	if (norm == nil) != (cfg.Normalize == datasets.NormNone) {
 		return fmt.Errorf("%w: input standardisation does not match Normalize = %v", ErrCorrupt, cfg.Normalize)
 	}
 	// Refuse shapes the stored tensors cannot hold before allocating the

@@ -31,11 +31,12 @@
 // # Training
 //
 // New builds a Trainer from a Config whose zero fields select documented
-// defaults. The Config's choices are typed values — CellKind, Schedule,
-// Normalization, Method (an entry of the solver registry), NormSpec,
-// Precision, BackwardMode and layers.Activation — whose text forms, read by their
-// Parse functions and UnmarshalText, are the names used in checkpoints,
-// metrics and on the command line. Each batch's images are first
+// defaults. The Config's choices are typed values — CellKind and Schedule
+// of this package, and the library's own datasets.Normalization,
+// solver.MethodSpec (an entry of the solver registry), solver.NormSpec,
+// layers.Precision, deq.Backward and layers.Activation — whose text forms,
+// read by their Parse functions and UnmarshalText, are the names used in
+// checkpoints, metrics and on the command line. Each batch's images are first
 // rotated and scaled, then translated, at random when Config.Augment asks
 // for it (translations by default for the conv cell only, by up to
 // DefaultConvShift pixels, rotations and scalings never by default; never
@@ -58,8 +59,10 @@
 // ‖f(z) − z‖ and the fraction of batches whose bound met the tolerance.
 // After every epoch the test set is evaluated with its own solver budget
 // (Config.Eval, by default ten times tighter than the forward tolerance).
-// Batches with non-finite inputs, losses or gradients, or a diverged solve,
-// are skipped without touching the parameters (see Trainer).
+// A NaN or ±Inf in an input, a solve, the loss, a gradient or a parameter
+// stops training with an error wrapping solver.ErrNonFinite that names the
+// epoch and batch; a batch whose solve diverges with finite values is
+// skipped without touching the parameters (see Trainer).
 //
 // # Training aids
 //
