@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSolveFlags$$' -fuzztime $(FUZZTIME) ./cmd/deq/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadIDX$$' -fuzztime $(FUZZTIME) ./datasets/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadNPMDigits$$' -fuzztime $(FUZZTIME) ./datasets/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePicture$$' -fuzztime $(FUZZTIME) ./datasets/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadCheckpoint$$' -fuzztime $(FUZZTIME) ./train/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCheckpoint$$' -fuzztime $(FUZZTIME) ./train/
 

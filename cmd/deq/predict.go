@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	_ "image/jpeg" // JPEG decoder
-	_ "image/png"  // PNG decoder
 	"io"
 	"math"
 	"os"
@@ -14,9 +12,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	_ "golang.org/x/image/bmp"  // BMP decoder
-	_ "golang.org/x/image/tiff" // TIFF decoder
-	_ "golang.org/x/image/webp" // WebP decoder
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/train"
@@ -165,7 +160,7 @@ func readPredictInputs(file string, dim int, opts *datasets.PreprocessOptions) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, pathReason(err))
 	}
-	img, _, derr := image.Decode(fh)
+	img, derr := datasets.DecodePicture(fh)
 	fh.Close()
 	if derr == nil {
 		if dim != datasets.PreprocessSize*datasets.PreprocessSize {
