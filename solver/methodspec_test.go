@@ -19,7 +19,7 @@ func TestMethodSpec(t *testing.T) {
 		require.Equal(t, specs[i], s)
 		require.Equal(t, info.Name, s.String())
 		require.Equal(t, info.Name, s.Info().Name)
-		m := s.New(solver.MethodOptions{Gamma: 0.5, Delta: 0.1})
+		m := s.New(solver.MethodOptions{Gamma: 0.5, MethodSettings: solver.MethodSettings{Delta: 0.1}})
 		require.Equal(t, info.Name, m.String())
 		back, err := solver.MethodSpecOf(m)
 		require.NoError(t, err)

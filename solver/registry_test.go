@@ -20,7 +20,7 @@ func TestRegistryConsistent(t *testing.T) {
 		seen[m.Name] = true
 		require.NotEmpty(t, m.Summary, m.Name)
 		require.Equal(t, m.Name, m.New(MethodOptions{}).String(), "registry name and method name agree")
-		require.Equal(t, m.Name, m.New(MethodOptions{Gamma: 0.5, Delta: 0.1, SampleScale: 2, Sigma2: 3, Memory: 4}).String())
+		require.Equal(t, m.Name, m.New(MethodOptions{Gamma: 0.5, Sigma2: 3, MethodSettings: MethodSettings{Delta: 0.1, SampleScale: 2, Memory: 4}}).String())
 		if m.Stochastic {
 			require.True(t, m.Needs.isOracleModel() && m.Needs != Deterministic, m.Name)
 		} else {
@@ -36,7 +36,7 @@ func TestRegistryConsistent(t *testing.T) {
 
 // TestRegistryOptions checks that the entries pass their options on.
 func TestRegistryOptions(t *testing.T) {
-	o := MethodOptions{Gamma: 0.5, Delta: 0.1, SampleScale: 2, Sigma2: 3, Memory: 4}
+	o := MethodOptions{Gamma: 0.5, Sigma2: 3, MethodSettings: MethodSettings{Delta: 0.1, SampleScale: 2, Memory: 4}}
 	want := map[string]Method{
 		"ghal":               GHAL{Gamma: 0.5},
 		"anderson":           Anderson{Memory: 4},

@@ -27,7 +27,7 @@ func TestConfigDefaults(t *testing.T) {
 		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: layers.Float64},
 		Forward:  DefaultForward(),
 		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
-		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
+		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, MethodSettings: solver.MethodSettings{Delta: DefaultDelta}},
 	}
 	require.Equal(t, want, c)
 	again, err := c.Defaults()
@@ -99,9 +99,9 @@ func TestConfigDefaults(t *testing.T) {
 		require.Equal(t, tc.want, d.Model.EncoderLayers, "EncoderLayers = %d", tc.layers)
 	}
 	// The evaluation solver inherits the forward one.
-	e, err := Config{Forward: SolverConfig{Method: methodNamed("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
+	e, err := Config{Forward: SolverConfig{Method: methodNamed("anderson"), Tol: 1e-2, MaxIter: 7, MethodSettings: solver.MethodSettings{Memory: 3}}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
 	require.NoError(t, err)
-	require.Equal(t, SolverConfig{Method: methodNamed("anderson"), Tol: 1e-3, MaxIter: 100, Delta: DefaultDelta, Memory: 3}, e.Eval)
+	require.Equal(t, SolverConfig{Method: methodNamed("anderson"), Tol: 1e-3, MaxIter: 100, MethodSettings: solver.MethodSettings{Delta: DefaultDelta, Memory: 3}}, e.Eval)
 	// A negative ClipNorm (no clipping) is kept.
 	n, err := Config{ClipNorm: -1}.Defaults()
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
 		{Config{Backward: BackwardConfig{Mode: deq.Backward(7)}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
-		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Backward.Solver.Delta"},
+		{Config{Backward: BackwardConfig{Solver: SolverConfig{MethodSettings: solver.MethodSettings{Delta: 1}}}}, "Backward.Solver.Delta"},
 		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
 	} {
 		_, err := tc.c.Defaults()
@@ -220,9 +220,9 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: datasets.NormPerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
-		{Normalize: datasets.NormNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
-		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
+		{Seed: 7, Normalize: datasets.NormPerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), MethodSettings: solver.MethodSettings{Memory: 3}}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: datasets.NormNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MethodSettings: solver.MethodSettings{SampleScale: 0.01}}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{Delta: 0.1}}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
 }

@@ -180,7 +180,7 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	if !f.solver.IsZero() && f.solver != s.Method {
 		// Another method keeps the run's budget but none of its
 		// method-specific settings.
-		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, Delta: s.Delta}
+		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, MethodSettings: solver.MethodSettings{Delta: s.Delta}}
 	}
 	if f.tol > 0 {
 		s.Tol = f.tol
