@@ -29,6 +29,12 @@ func TestMethodSpec(t *testing.T) {
 		var v struct{ M solver.MethodSpec }
 		require.NoError(t, json.Unmarshal(b, &v))
 		require.Equal(t, s, v.M)
+		text, err := s.MarshalText()
+		require.NoError(t, err)
+		require.Equal(t, info.Name, string(text))
+		var u solver.MethodSpec
+		require.NoError(t, u.UnmarshalText(text))
+		require.Equal(t, s, u, "text round trip")
 	}
 	var unset solver.MethodSpec
 	require.True(t, unset.IsZero())

@@ -308,12 +308,29 @@ func TestConfigDiff(t *testing.T) {
 	b.Model.Norm = normSpec("linf")
 	b.Backward.Solver.Method = methodNamed("anderson")
 	b.Schedule = Step
+	b.Forward.Memory = 7
 	require.Equal(t, []FieldDiff{
 		{"Seed", uint64(0), uint64(9)},
 		{"Schedule", Cosine, Step},
 		{"Model.Norm", solver.NormSpec{}, normSpec("linf")},
+		{"Forward.Memory", 0, 7}, // an embedded solver.MethodSettings field, as promoted
 		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
+}
+
+// TestSolverConfigJSON: a SolverConfig spells the solver.MethodSettings it
+// embeds as its own fields, in the order of the checkpoints' JSON, and
+// every method a SolverConfig accepts round-trips through it.
+func TestSolverConfigJSON(t *testing.T) {
+	for _, m := range Methods() {
+		s := SolverConfig{Method: m, Tol: 0.5, MaxIter: 7, MethodSettings: solver.MethodSettings{Delta: 0.1, SampleScale: 2, Memory: 3}}
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, `{"Method":"`+m.String()+`","Tol":0.5,"MaxIter":7,"Delta":0.1,"SampleScale":2,"Memory":3}`, string(b))
+		var back SolverConfig
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, s, back)
+	}
 }
 
 // TestForwardToleranceMode checks the forward tolerance's mode: absolute
