@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +21,17 @@ type MethodSettings struct {
 	// Memory is Anderson's or Broyden's memory (Anderson.Memory,
 	// Broyden.Memory).
 	Memory int
+}
+
+// Or returns s with each zero field replaced by base's, as cmp.Or does
+// field by field: the settings of a configuration over those it defaults
+// to.
+func (s MethodSettings) Or(base MethodSettings) MethodSettings {
+	return MethodSettings{
+		Delta:       cmp.Or(s.Delta, base.Delta),
+		SampleScale: cmp.Or(s.SampleScale, base.SampleScale),
+		Memory:      cmp.Or(s.Memory, base.Memory),
+	}
 }
 
 // MethodOptions are what a registry entry builds its Method from (see

@@ -117,3 +117,18 @@ func requireTextRoundTrip[E interface {
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, v, back)
 }
+
+// TestMethodSettingsOr: Or keeps the non-zero fields of the receiver and
+// takes the others from its argument.
+func TestMethodSettingsOr(t *testing.T) {
+	base := MethodSettings{Delta: 0.05, SampleScale: 1, Memory: 30}
+	for _, tc := range []struct{ s, want MethodSettings }{
+		{MethodSettings{}, base},
+		{MethodSettings{Delta: 0.1}, MethodSettings{Delta: 0.1, SampleScale: 1, Memory: 30}},
+		{MethodSettings{SampleScale: 0.5, Memory: 3}, MethodSettings{Delta: 0.05, SampleScale: 0.5, Memory: 3}},
+		{MethodSettings{Delta: 0.2, SampleScale: 2, Memory: 4}, MethodSettings{Delta: 0.2, SampleScale: 2, Memory: 4}},
+	} {
+		require.Equal(t, tc.want, tc.s.Or(base), "%+v", tc.s)
+		require.Equal(t, tc.s, tc.s.Or(MethodSettings{}), "%+v over zero settings", tc.s)
+	}
+}

@@ -84,9 +84,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	}
 	d.Tol = cmp.Or(s.Tol, base.Tol)
 	d.MaxIter = cmp.Or(s.MaxIter, base.MaxIter)
-	d.Delta = cmp.Or(s.Delta, base.Delta)
-	d.SampleScale = cmp.Or(s.SampleScale, base.SampleScale)
-	d.Memory = cmp.Or(s.Memory, base.Memory)
+	d.MethodSettings = s.MethodSettings.Or(base.MethodSettings)
 	d.Relative = s.Relative || base.Relative
 	return d, nil
 }
