@@ -259,9 +259,9 @@ type FieldDiff struct {
 
 // Diff returns the fields in which c and o differ, in the order of their
 // declaration. Nested configurations (ModelConfig, SolverConfig,
-// BackwardConfig) are compared field by field, the fields of embedded
-// settings under their promoted names (Forward.Delta); every other field, typed
-// values with a text form included, as a whole.
+// BackwardConfig) are compared field by field, those of embedded settings
+// under their promoted names (Forward.Delta); every other field, typed values
+// with a text form included, as a whole.
 func (c Config) Diff(o Config) []FieldDiff {
 	return diff(nil, "", reflect.ValueOf(c), reflect.ValueOf(o))
 }
