@@ -354,6 +354,27 @@ func TestForwardToleranceMode(t *testing.T) {
 	}
 }
 
+// TestBackwardModeSettings: the training layer runs every backward mode of
+// package deq with the settings of BackwardConfig (the phantom steps, the
+// adjoint method and its budget), and the evaluation layer, which makes no
+// backward pass, with the forward settings only.
+func TestBackwardModeSettings(t *testing.T) {
+	tr, te := blobData(64, 20)
+	for _, mode := range deq.Backwards() {
+		cfg := tinyConfig()
+		cfg.Backward = BackwardConfig{Mode: mode, PhantomSteps: 3,
+			Solver: SolverConfig{Method: methodNamed("anderson"), MaxIter: 40, MethodSettings: solver.MethodSettings{Memory: 4}}}
+		trn, err := New(cfg, tr, te, nil)
+		require.NoError(t, err, "%v", mode)
+		s := trn.layer.Settings()
+		require.Equal(t, mode, s.Backward)
+		require.Equal(t, 3, s.PhantomSteps, "%v", mode)
+		require.Equal(t, solver.Anderson{Memory: 4}, s.Adjoint, "%v", mode)
+		require.Equal(t, 40, s.AdjointSettings.MaxIter, "%v", mode)
+		require.True(t, s.AdjointSettings.Certify.Skip, "%v: the adjoint's certificate is skipped", mode)
+	}
+}
+
 func TestAugmentDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		cell       CellKind
