@@ -54,6 +54,10 @@ type Config struct {
 	//	Cosine (the zero value)  LR·(1 + cos(πt/T))/2
 	//	Step                     LR, then LR/10 from epoch ⌊Epochs/2⌋ and LR/100 from ⌊3·Epochs/4⌋
 	//	Constant                 LR
+	//
+	// t counts the batches of the run, skipped ones included. A resumed run
+	// extended to more epochs re-plans the schedule over its new Epochs
+	// from its position on (see Checkpoint.Resume).
 	Schedule Schedule
 	// WeightDecay is the decoupled weight decay of AdamW: every step first
 	// shrinks each weight matrix (not the biases) by the factor

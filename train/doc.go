@@ -118,9 +118,16 @@
 // metrics, the history of epoch metrics, the model's parameters and input
 // statistics, Adam's moments and the cell's projection state, and a digest
 // of the data; it is written atomically (temporary file, fsync, rename) in a
-// versioned format with a SHA-256 checksum (see Save and Load). Resume
-// continues a checkpoint exactly: the resumed run's metrics and final
-// checkpoint bytes are those of an uninterrupted run. Load refuses
+// versioned format with a SHA-256 checksum (see Save and Load), with
+// Options.Source, how the data sets were opened (DataSource). Resume
+// continues a checkpoint exactly: the resumed run's parameters, metrics and
+// final checkpoint bytes are those of an uninterrupted run, bit for bit.
+// Raising Checkpoint.Config.Epochs before Checkpoint.Resume extends a run,
+// finished or not; the learning-rate schedule is then re-planned over the
+// new total from the checkpoint's position on (the rate of every later
+// batch is the one a run planned for the new total gives at that
+// position), so the continuation is deterministic and an extended run
+// resumes exactly too. Load refuses
 // truncated, corrupted and other-version files with errors wrapping
 // ErrTruncated, ErrChecksum, ErrVersion, ErrNotCheckpoint or ErrCorrupt.
 //

@@ -32,6 +32,10 @@ type Options struct {
 	// Logf, if not nil, receives a line for every skipped batch (see
 	// Trainer, Numerical faults).
 	Logf func(format string, args ...any)
+	// Source, if not nil, records how the data sets were opened; the
+	// checkpoints store it (see DataSource). Resume with a nil Source
+	// keeps the checkpoint's.
+	Source *DataSource
 }
 
 // Trainer trains a Model on a training set, evaluating it on a test set
@@ -83,8 +87,11 @@ type Options struct {
 // every epoch and when its context is done. Cancellation is checked
 // between batches: the batch in progress completes, so a checkpoint always
 // sits on a batch boundary. Resume continues such a checkpoint exactly:
-// the metrics and the checkpoint bytes of an interrupted and resumed run
-// equal those of an uninterrupted one (only the wall times differ).
+// the metrics, the parameters and the checkpoint bytes of an interrupted
+// and resumed run equal those of an uninterrupted one, bit for bit (only
+// the wall times differ). Checkpoint.Resume can also extend a run to more
+// epochs, re-planning the learning-rate schedule over the new total from
+// the checkpoint's position on.
 //
 // # Reproducibility
 //
@@ -96,12 +103,13 @@ type Options struct {
 //
 // A Trainer is not safe for concurrent use.
 type Trainer struct {
-	cfg   Config
-	opts  Options
-	model *Model
-	train *datasets.Dataset
-	test  *datasets.Dataset
-	data  [32]byte // fingerprint of train and test
+	cfg    Config
+	opts   Options
+	model  *Model
+	train  *datasets.Dataset
+	test   *datasets.Dataset
+	data   [32]byte    // fingerprint of train and test
+	source *DataSource // Options.Source, or the checkpoint's
 
 	adam      *Adam
 	layer     *deq.Layer
@@ -199,6 +207,10 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	t := &Trainer{cfg: c, model: m, train: train, test: test, data: fingerprint(train, test)}
 	if opts != nil {
 		t.opts = *opts
+		if opts.Source != nil {
+			s := *opts.Source
+			t.source = &s
+		}
 	}
 	if c.BatchSize > train.Len() {
 		return nil, fieldErr("BatchSize", c.BatchSize, fmt.Sprintf("exceeds the %d training images", train.Len()))

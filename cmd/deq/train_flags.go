@@ -113,7 +113,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	text(&c.Eval.Method, "eval-solver", "evaluation solver (default: --solver)", "Eval.Method")
 	floats(&c.Eval.Tol, "eval-tol", "evaluation tolerance (0: --tol/10)", false, "Eval.Tol")
 	ints(&c.Eval.MaxIter, "eval-max-iter", "evaluation iteration limit (0: 2·--max-iter)", false, "Eval.MaxIter")
-	ints(&c.Epochs, "epochs", "training epochs", true, "Epochs")
+	ints(&c.Epochs, "epochs", "training epochs (with --resume, a number above the checkpoint's extends the run: the learning-rate schedule is re-planned over the new total from the checkpoint's position on)", true, "Epochs")
 	ints(&c.BatchSize, "batch", "training batch size", true, "BatchSize")
 	ints(&c.EvalBatchSize, "eval-batch", "evaluation batch size", true, "EvalBatchSize")
 	floats(&c.LR, "lr", "peak learning rate of Adam", true, "LR")
@@ -264,10 +264,17 @@ func (f *trainFlags) flagOf(field string) string {
 }
 
 // checkResume refuses flags set on the command line that contradict the
-// configuration stored in a checkpoint; changed reports whether a flag
+// configuration stored in a checkpoint, except an --epochs above the
+// stored number, which extends the run; changed reports whether a flag
 // was set.
 func (f *trainFlags) checkResume(cfg, stored train.Config, changed func(string) bool) error {
 	for _, d := range cfg.Diff(stored) {
+		if d.Field == "Epochs" && changed("epochs") {
+			if cfg.Epochs < stored.Epochs {
+				return usagef("--epochs = %d is below the checkpoint's %d (--resume can extend a run to more epochs, not shorten it)", cfg.Epochs, stored.Epochs)
+			}
+			continue // an extension
+		}
 		if name := f.flagOf(d.Field); name != "" && changed(name) {
 			return usagef("--%s = %v contradicts the checkpoint's %v (--resume continues the saved run)", name, flagValue(d.Field, d.A), flagValue(d.Field, d.B))
 		}

@@ -304,9 +304,40 @@ func TestTrainUsageErrors(t *testing.T) {
 	// Resuming on other data is refused.
 	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1")...)
 	require.Equal(t, 0, code, errOut)
-	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--resume", "--train-limit", "320")...)
-	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, "other data")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--train-limit", "320"), "--train-limit = 320 contradicts the checkpoint's 384")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--data", "mnist"), "--data = mnist contradicts the checkpoint's synthetic")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--data-seed", "2"), "--data-seed = 2 contradicts")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--val", "10"), "--val = 10 contradicts the checkpoint's 0")
+}
+
+// TestResumeRestoresDataAndExtends: --resume alone reopens the data the
+// run used (--data, --train-limit, --test-limit stored in the checkpoint);
+// --epochs above the stored number extends a finished run, which with a
+// constant learning rate ends with the checkpoint of a run planned for
+// that many epochs; fewer epochs are refused.
+func TestResumeRestoresDataAndExtends(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "run.ckpt")
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1", "--schedule", "constant")...)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCmd("train", "--checkpoint", ck, "--resume", "--quiet", "--json")
+	require.Equal(t, 0, code, errOut)
+	sum := decodeOne(t, out)
+	require.Equal(t, 384.0, sum["train_size"])
+	require.Equal(t, 150.0, sum["test_size"])
+
+	code, _, errOut = runCmd("train", "--checkpoint", ck, "--resume", "--quiet", "--epochs", "2")
+	require.Equal(t, 0, code, errOut)
+	extended, err := os.ReadFile(ck)
+	require.NoError(t, err)
+	other := t.TempDir()
+	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "2", "--schedule", "constant")...)
+	require.Equal(t, 0, code, errOut)
+	planned, err := os.ReadFile(filepath.Join(other, "run.ckpt"))
+	require.NoError(t, err)
+	require.Equal(t, planned, extended, "extended to 2 epochs = planned for 2")
+
+	requireUsageError(t, []string{"train", "--checkpoint", ck, "--resume", "--epochs", "1"}, "--epochs = 1 is below the checkpoint's 2")
 }
 
 // childEnv makes the test binary run main with the arguments in it (JSON).
