@@ -19,7 +19,7 @@ func TestMethodSpec(t *testing.T) {
 		require.Equal(t, specs[i], s)
 		require.Equal(t, info.Name, s.String())
 		require.Equal(t, info.Name, s.Info().Name)
-		m := s.New(solver.MethodOptions{Gamma: 0.5, Delta: 0.1})
+		m := s.New(solver.MethodOptions{Gamma: 0.5, MethodSettings: solver.MethodSettings{Delta: 0.1}})
 		require.Equal(t, info.Name, m.String())
 		back, err := solver.MethodSpecOf(m)
 		require.NoError(t, err)
@@ -29,6 +29,12 @@ func TestMethodSpec(t *testing.T) {
 		var v struct{ M solver.MethodSpec }
 		require.NoError(t, json.Unmarshal(b, &v))
 		require.Equal(t, s, v.M)
+		text, err := s.MarshalText()
+		require.NoError(t, err)
+		require.Equal(t, info.Name, string(text))
+		var u solver.MethodSpec
+		require.NoError(t, u.UnmarshalText(text))
+		require.Equal(t, s, u, "text round trip")
 	}
 	var unset solver.MethodSpec
 	require.True(t, unset.IsZero())

@@ -1,28 +1,52 @@
 package solver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
 )
 
-// MethodOptions are the problem constants and settings from which a
-// registry entry builds its Method (see MethodInfo.New). Each entry reads
-// only the fields its summary mentions; the zero value of a field selects
-// the method's own default.
+// MethodSettings are the settings of the registry's methods that do not
+// depend on the problem, so that a configuration can hold them beside a
+// MethodSpec (train.SolverConfig embeds them; the command's flags set
+// them). Each method reads only the fields its summary mentions; the zero
+// value of a field selects the method's own default.
+type MethodSettings struct {
+	// Delta is VR-GHAL's failure probability δ (VRGHAL.Delta).
+	Delta float64
+	// SampleScale multiplies VR-GHAL's sample sizes (VRGHAL.SampleScale;
+	// zero means 1, the paper's constants).
+	SampleScale float64
+	// Memory is Anderson's or Broyden's memory (Anderson.Memory,
+	// Broyden.Memory).
+	Memory int
+}
+
+// Or returns s with each zero field replaced by base's, as cmp.Or does
+// field by field: the settings of a configuration over those it defaults
+// to.
+func (s MethodSettings) Or(base MethodSettings) MethodSettings {
+	return MethodSettings{
+		Delta:       cmp.Or(s.Delta, base.Delta),
+		SampleScale: cmp.Or(s.SampleScale, base.SampleScale),
+		Memory:      cmp.Or(s.Memory, base.Memory),
+	}
+}
+
+// MethodOptions are what a registry entry builds its Method from (see
+// MethodInfo.New): the problem's constants and the MethodSettings. Each
+// entry reads only the fields its summary mentions; the zero value of a
+// field selects the method's own default.
 type MethodOptions struct {
 	// Gamma is a bound γ̄ ∈ (0, 1] on the Lipschitz constant of T: GHAL's,
 	// VR-GHAL's and GrowingBatch's Gamma, and PAGEHalpern's C2 = γ̄².
 	Gamma float64
-	// Delta is VR-GHAL's failure probability δ.
-	Delta float64
-	// SampleScale multiplies VR-GHAL's sample sizes.
-	SampleScale float64
 	// Sigma2 is the variance bound σ² of a unit sample: StochasticHalpern's C
 	// and PAGEHalpern's C1.
 	Sigma2 float64
-	// Memory is Anderson's or Broyden's memory.
-	Memory int
+	// MethodSettings are the settings that do not depend on the problem.
+	MethodSettings
 }
 
 // MethodInfo describes a method of the registry that Methods lists.
@@ -87,13 +111,13 @@ func Methods() []MethodInfo {
 		},
 		{
 			Name:    "anderson",
-			Summary: "Anderson acceleration, memory 5, ridge 1e-4 (exact operator)",
+			Summary: fmt.Sprintf("Anderson acceleration, memory %d, ridge 1e-4 (exact operator)", DefaultAndersonMemory),
 			Needs:   Deterministic,
 			New:     func(o MethodOptions) Method { return Anderson{Memory: o.Memory} },
 		},
 		{
 			Name:    "broyden",
-			Summary: "limited-memory Broyden, memory 30 (exact operator)",
+			Summary: fmt.Sprintf("limited-memory Broyden, memory %d (exact operator)", DefaultBroydenMemory),
 			Needs:   Deterministic,
 			New:     func(o MethodOptions) Method { return Broyden{Memory: o.Memory} },
 		},
@@ -109,7 +133,7 @@ func Methods() []MethodInfo {
 		},
 		{
 			Name:       "growing-batch",
-			Summary:    "minibatch Picard, batch 8 growing ×8 per step, γ̄ = the problem's γ (1 if above); stops on a sampled bound, certified by one exact evaluation of a finite sum",
+			Summary:    fmt.Sprintf("minibatch Picard, batch %d growing ×%d per step, γ̄ = the problem's γ (1 if above); stops on a sampled bound, certified by one exact evaluation of a finite sum", DefaultGrowingBatch, DefaultGrowingGrowth),
 			Stochastic: true,
 			Needs:      BoundedVariance,
 			New: func(o MethodOptions) Method {

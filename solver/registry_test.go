@@ -20,7 +20,7 @@ func TestRegistryConsistent(t *testing.T) {
 		seen[m.Name] = true
 		require.NotEmpty(t, m.Summary, m.Name)
 		require.Equal(t, m.Name, m.New(MethodOptions{}).String(), "registry name and method name agree")
-		require.Equal(t, m.Name, m.New(MethodOptions{Gamma: 0.5, Delta: 0.1, SampleScale: 2, Sigma2: 3, Memory: 4}).String())
+		require.Equal(t, m.Name, m.New(MethodOptions{Gamma: 0.5, Sigma2: 3, MethodSettings: MethodSettings{Delta: 0.1, SampleScale: 2, Memory: 4}}).String())
 		if m.Stochastic {
 			require.True(t, m.Needs.isOracleModel() && m.Needs != Deterministic, m.Name)
 		} else {
@@ -36,7 +36,7 @@ func TestRegistryConsistent(t *testing.T) {
 
 // TestRegistryOptions checks that the entries pass their options on.
 func TestRegistryOptions(t *testing.T) {
-	o := MethodOptions{Gamma: 0.5, Delta: 0.1, SampleScale: 2, Sigma2: 3, Memory: 4}
+	o := MethodOptions{Gamma: 0.5, Sigma2: 3, MethodSettings: MethodSettings{Delta: 0.1, SampleScale: 2, Memory: 4}}
 	want := map[string]Method{
 		"ghal":               GHAL{Gamma: 0.5},
 		"anderson":           Anderson{Memory: 4},
@@ -116,4 +116,19 @@ func requireTextRoundTrip[E interface {
 	var back E
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, v, back)
+}
+
+// TestMethodSettingsOr: Or keeps the non-zero fields of the receiver and
+// takes the others from its argument.
+func TestMethodSettingsOr(t *testing.T) {
+	base := MethodSettings{Delta: 0.05, SampleScale: 1, Memory: 30}
+	for _, tc := range []struct{ s, want MethodSettings }{
+		{MethodSettings{}, base},
+		{MethodSettings{Delta: 0.1}, MethodSettings{Delta: 0.1, SampleScale: 1, Memory: 30}},
+		{MethodSettings{SampleScale: 0.5, Memory: 3}, MethodSettings{Delta: 0.05, SampleScale: 0.5, Memory: 3}},
+		{MethodSettings{Delta: 0.2, SampleScale: 2, Memory: 4}, MethodSettings{Delta: 0.2, SampleScale: 2, Memory: 4}},
+	} {
+		require.Equal(t, tc.want, tc.s.Or(base), "%+v", tc.s)
+		require.Equal(t, tc.s, tc.s.Or(MethodSettings{}), "%+v over zero settings", tc.s)
+	}
 }

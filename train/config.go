@@ -263,8 +263,9 @@ type FieldDiff struct {
 
 // Diff returns the fields in which c and o differ, in the order of their
 // declaration. Nested configurations (ModelConfig, SolverConfig,
-// BackwardConfig) are compared field by field; every other field, typed
-// values with a text form included, as a whole.
+// BackwardConfig) are compared field by field, those of embedded settings
+// under their promoted names (Forward.Delta); every other field, typed values
+// with a text form included, as a whole.
 func (c Config) Diff(o Config) []FieldDiff {
 	return diff(nil, "", reflect.ValueOf(c), reflect.ValueOf(o))
 }
@@ -275,7 +276,13 @@ func diff(out []FieldDiff, prefix string, a, b reflect.Value) []FieldDiff {
 		f := t.Field(i)
 		fa, fb := a.Field(i), b.Field(i)
 		if f.Type.Kind() == reflect.Struct && !f.Type.Implements(textMarshaler) && hasExported(f.Type) {
-			out = diff(out, prefix+f.Name+".", fa, fb)
+			p := prefix + f.Name + "."
+			if f.Anonymous {
+				// Embedded settings (solver.MethodSettings): their fields
+				// are named as promoted, Forward.Delta.
+				p = prefix
+			}
+			out = diff(out, p, fa, fb)
 			continue
 		}
 		if !fa.Equal(fb) {

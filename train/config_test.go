@@ -27,7 +27,7 @@ func TestConfigDefaults(t *testing.T) {
 		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: layers.Float64},
 		Forward:  DefaultForward(),
 		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
-		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
+		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, MethodSettings: solver.MethodSettings{Delta: DefaultDelta}},
 	}
 	require.Equal(t, want, c)
 	again, err := c.Defaults()
@@ -99,9 +99,9 @@ func TestConfigDefaults(t *testing.T) {
 		require.Equal(t, tc.want, d.Model.EncoderLayers, "EncoderLayers = %d", tc.layers)
 	}
 	// The evaluation solver inherits the forward one.
-	e, err := Config{Forward: SolverConfig{Method: methodNamed("anderson"), Tol: 1e-2, MaxIter: 7, Memory: 3}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
+	e, err := Config{Forward: SolverConfig{Method: methodNamed("anderson"), Tol: 1e-2, MaxIter: 7, MethodSettings: solver.MethodSettings{Memory: 3}}, Eval: SolverConfig{MaxIter: 100}}.Defaults()
 	require.NoError(t, err)
-	require.Equal(t, SolverConfig{Method: methodNamed("anderson"), Tol: 1e-3, MaxIter: 100, Delta: DefaultDelta, Memory: 3}, e.Eval)
+	require.Equal(t, SolverConfig{Method: methodNamed("anderson"), Tol: 1e-3, MaxIter: 100, MethodSettings: solver.MethodSettings{Delta: DefaultDelta, Memory: 3}}, e.Eval)
 	// A negative ClipNorm (no clipping) is kept.
 	n, err := Config{ClipNorm: -1}.Defaults()
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
 		{Config{Backward: BackwardConfig{Mode: deq.Backward(7)}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
-		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Backward.Solver.Delta"},
+		{Config{Backward: BackwardConfig{Solver: SolverConfig{MethodSettings: solver.MethodSettings{Delta: 1}}}}, "Backward.Solver.Delta"},
 		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
 	} {
 		_, err := tc.c.Defaults()
@@ -220,9 +220,9 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: datasets.NormPerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
-		{Normalize: datasets.NormNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
-		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
+		{Seed: 7, Normalize: datasets.NormPerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), MethodSettings: solver.MethodSettings{Memory: 3}}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: datasets.NormNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MethodSettings: solver.MethodSettings{SampleScale: 0.01}}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{Delta: 0.1}}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
 }
@@ -308,12 +308,29 @@ func TestConfigDiff(t *testing.T) {
 	b.Model.Norm = normSpec("linf")
 	b.Backward.Solver.Method = methodNamed("anderson")
 	b.Schedule = Step
+	b.Forward.Memory = 7
 	require.Equal(t, []FieldDiff{
 		{"Seed", uint64(0), uint64(9)},
 		{"Schedule", Cosine, Step},
 		{"Model.Norm", solver.NormSpec{}, normSpec("linf")},
+		{"Forward.Memory", 0, 7}, // an embedded solver.MethodSettings field, as promoted
 		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
+}
+
+// TestSolverConfigJSON: a SolverConfig spells the solver.MethodSettings it
+// embeds as its own fields, in the order of the checkpoints' JSON, and
+// every method a SolverConfig accepts round-trips through it.
+func TestSolverConfigJSON(t *testing.T) {
+	for _, m := range Methods() {
+		s := SolverConfig{Method: m, Tol: 0.5, MaxIter: 7, MethodSettings: solver.MethodSettings{Delta: 0.1, SampleScale: 2, Memory: 3}}
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, `{"Method":"`+m.String()+`","Tol":0.5,"MaxIter":7,"Delta":0.1,"SampleScale":2,"Memory":3}`, string(b))
+		var back SolverConfig
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, s, back)
+	}
 }
 
 // TestForwardToleranceMode checks the forward tolerance's mode: absolute
@@ -334,6 +351,27 @@ func TestForwardToleranceMode(t *testing.T) {
 		require.Equal(t, rel, trn.layer.Settings().ForwardSettings.Relative)
 		require.Equal(t, rel, trn.evalLayer.Settings().ForwardSettings.Relative)
 		require.True(t, trn.layer.Settings().AdjointSettings.Relative, "the adjoint tolerance is always relative")
+	}
+}
+
+// TestBackwardModeSettings: the training layer runs every backward mode of
+// package deq with the settings of BackwardConfig (the phantom steps, the
+// adjoint method and its budget), and the evaluation layer, which makes no
+// backward pass, with the forward settings only.
+func TestBackwardModeSettings(t *testing.T) {
+	tr, te := blobData(64, 20)
+	for _, mode := range deq.Backwards() {
+		cfg := tinyConfig()
+		cfg.Backward = BackwardConfig{Mode: mode, PhantomSteps: 3,
+			Solver: SolverConfig{Method: methodNamed("anderson"), MaxIter: 40, MethodSettings: solver.MethodSettings{Memory: 4}}}
+		trn, err := New(cfg, tr, te, nil)
+		require.NoError(t, err, "%v", mode)
+		s := trn.layer.Settings()
+		require.Equal(t, mode, s.Backward)
+		require.Equal(t, 3, s.PhantomSteps, "%v", mode)
+		require.Equal(t, solver.Anderson{Memory: 4}, s.Adjoint, "%v", mode)
+		require.Equal(t, 40, s.AdjointSettings.MaxIter, "%v", mode)
+		require.True(t, s.AdjointSettings.Certify.Skip, "%v: the adjoint's certificate is skipped", mode)
 	}
 }
 

@@ -99,14 +99,14 @@ func defaultMethod() solver.MethodSpec { return method(solver.Broyden{}) }
 // fields are zero: Broyden, DefaultForwardTol, DefaultForwardIter
 // iterations, DefaultDelta.
 func DefaultForward() SolverConfig {
-	return SolverConfig{Method: defaultMethod(), Tol: DefaultForwardTol, MaxIter: DefaultForwardIter, Delta: DefaultDelta}
+	return SolverConfig{Method: defaultMethod(), Tol: DefaultForwardTol, MaxIter: DefaultForwardIter, MethodSettings: solver.MethodSettings{Delta: DefaultDelta}}
 }
 
 // DefaultBackwardSolver returns the adjoint solver used where
 // Config.Backward.Solver's fields are zero: Broyden, DefaultBackwardTol
 // (relative), DefaultBackwardIter iterations, DefaultDelta.
 func DefaultBackwardSolver() SolverConfig {
-	return SolverConfig{Method: defaultMethod(), Tol: DefaultBackwardTol, MaxIter: DefaultBackwardIter, Delta: DefaultDelta}
+	return SolverConfig{Method: defaultMethod(), Tol: DefaultBackwardTol, MaxIter: DefaultBackwardIter, MethodSettings: solver.MethodSettings{Delta: DefaultDelta}}
 }
 
 // DefaultsFor returns the defaults of a run with a cell of kind k: the
@@ -136,9 +136,9 @@ func DefaultsFor(k CellKind) Config {
 	if k == ConvCell {
 		anderson := method(solver.Anderson{})
 		c.Epochs, c.BatchSize, c.LR = DefaultConvEpochs, DefaultConvBatchSize, DefaultConvLR
-		c.Forward = SolverConfig{Method: anderson, Tol: DefaultConvForwardTol, MaxIter: DefaultConvForwardIter, Delta: DefaultDelta}
+		c.Forward = SolverConfig{Method: anderson, Tol: DefaultConvForwardTol, MaxIter: DefaultConvForwardIter, MethodSettings: solver.MethodSettings{Delta: DefaultDelta}}
 		c.Backward.Mode = DefaultConvBackward
-		c.Backward.Solver = SolverConfig{Method: anderson, Tol: DefaultBackwardTol, MaxIter: DefaultConvBackwardIter, Delta: DefaultDelta}
+		c.Backward.Solver = SolverConfig{Method: anderson, Tol: DefaultBackwardTol, MaxIter: DefaultConvBackwardIter, MethodSettings: solver.MethodSettings{Delta: DefaultDelta}}
 		c.Augment.Shift = DefaultConvShift
 	}
 	return c

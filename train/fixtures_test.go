@@ -13,6 +13,7 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 // writeFixtures rewrites the checkpoints of testdata/fixtures and their
@@ -49,7 +50,7 @@ func fixtures() []fixture {
 	dense.Schedule = Step
 	dense.Model.Norm = normSpec("linf")
 	dense.Model.Precision = layers.Float32
-	dense.Forward = SolverConfig{Method: methodNamed("anderson"), Memory: 3}
+	dense.Forward = SolverConfig{Method: methodNamed("anderson"), MethodSettings: solver.MethodSettings{Memory: 3}}
 	dense.Backward = BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}
 
 	spectral := base
@@ -64,7 +65,7 @@ func fixtures() []fixture {
 	meanfield.Model.Cell = MeanFieldCell
 	meanfield.Model.Units = 12
 	meanfield.Model.Norm = normSpec("lp:3")
-	meanfield.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MaxIter: 6, SampleScale: 0.05}
+	meanfield.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MaxIter: 6, MethodSettings: solver.MethodSettings{SampleScale: 0.05}}
 	meanfield.Backward = BackwardConfig{Mode: deq.JacobianFree}
 	meanfield.Eval = SolverConfig{Method: methodNamed("broyden")}
 

@@ -526,17 +526,14 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	ds.Forward = s.method(gamma)
 	if b != nil {
-		ds.Backward = b.Mode
-		switch b.Mode {
-		case deq.JacobianFree:
-		case deq.Phantom:
-			ds.PhantomSteps = b.PhantomSteps
-		case deq.Implicit:
+		// The layer reads the settings of its backward mode and ignores
+		// the others' (deq.Settings), so that every mode, and its check
+		// in deq.New, comes from package deq.
+		ds.Backward, ds.PhantomSteps = b.Mode, b.PhantomSteps
+		if !b.Solver.Method.IsZero() {
 			ds.Adjoint = b.Solver.method(gamma)
 			ds.AdjointSettings = b.Solver.settings(true, true)
 			ds.AdjointOracle = b.Solver.oracle()
-		default:
-			return nil, fmt.Errorf("train: Config.Backward.Mode = %v is not a backward mode", b.Mode)
 		}
 	}
 	l, err := deq.New(m.cell, &ds)

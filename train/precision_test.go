@@ -146,21 +146,25 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 		field     string // of the refusal; "" when accepted
 	}{
 		{"vrghal", func(c *Config) {
-			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
+			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
 		}, layers.DefaultPrecision, ""},
 		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, layers.DefaultPrecision, ""},
-		{"eval-vrghal", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, layers.DefaultPrecision, ""},
+		{"eval-vrghal", func(c *Config) {
+			c.Eval = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
+		}, layers.DefaultPrecision, ""},
 		{"backward-vrghal", func(c *Config) {
 			c.Backward.Mode = deq.Implicit
-			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
+			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
 		}, layers.DefaultPrecision, ""},
 		{"vrghal-float32", func(c *Config) {
-			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
+			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
 		}, layers.Float32, "Forward.Method"},
-		{"eval-vrghal-float32", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, layers.Float32, "Eval.Method"},
+		{"eval-vrghal-float32", func(c *Config) {
+			c.Eval = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
+		}, layers.Float32, "Eval.Method"},
 		{"backward-vrghal-float32", func(c *Config) {
 			c.Backward.Mode = deq.Implicit
-			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
+			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
 		}, layers.Float32, "Backward.Solver.Method"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/solver"
 )
 
 // soakEnv enables TestSoakKillResume; soakRoundsEnv sets its number of
@@ -47,7 +49,7 @@ func TestSoakKillResume(t *testing.T) {
 	meanfield.Model = ModelConfig{Cell: MeanFieldCell, Hidden: 6, Encoder: 5, Units: 12}
 	experts := base
 	experts.Model = ModelConfig{Cell: ExpertsCell, Hidden: 6, Encoder: 5, Terms: 3}
-	experts.Forward, experts.Eval = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MaxIter: 8, SampleScale: 0.01}, SolverConfig{Method: methodNamed("anderson")}
+	experts.Forward, experts.Eval = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.05, MaxIter: 8, MethodSettings: solver.MethodSettings{SampleScale: 0.01}}, SolverConfig{Method: methodNamed("anderson")}
 	extended := base
 	extended.Schedule = Constant
 	for ci, tc := range []struct {

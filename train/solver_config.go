@@ -23,15 +23,12 @@ type SolverConfig struct {
 	Tol float64
 	// MaxIter limits iterations (epochs for VR-GHAL).
 	MaxIter int
-	// Delta is the failure probability of the residual certificate and of
-	// VR-GHAL's run.
-	Delta float64
+	// MethodSettings are the method's settings (solver.MethodSettings):
+	// Delta is also the failure probability of the residual certificate;
 	// SampleScale multiplies VR-GHAL's sample sizes (zero means 1, the
-	// paper's constants).
-	SampleScale float64
-	// Memory is Anderson's or Broyden's memory (zero means the solver
-	// package's default).
-	Memory int
+	// paper's constants); Memory is Anderson's or Broyden's memory (zero
+	// means the solver package's default).
+	solver.MethodSettings
 	// Relative makes Tol relative to the residual of the solve's start
 	// point (solver.Settings.Relative). The zero value, the default, is an
 	// absolute tolerance: the start point of a forward solve depends on
@@ -87,9 +84,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	}
 	d.Tol = cmp.Or(s.Tol, base.Tol)
 	d.MaxIter = cmp.Or(s.MaxIter, base.MaxIter)
-	d.Delta = cmp.Or(s.Delta, base.Delta)
-	d.SampleScale = cmp.Or(s.SampleScale, base.SampleScale)
-	d.Memory = cmp.Or(s.Memory, base.Memory)
+	d.MethodSettings = s.MethodSettings.Or(base.MethodSettings)
 	d.Relative = s.Relative || base.Relative
 	return d, nil
 }
@@ -97,7 +92,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 // method builds the solver.Method of s for a cell with Lipschitz bound
 // gamma.
 func (s SolverConfig) method(gamma float64) solver.Method {
-	return s.Method.New(solver.MethodOptions{Gamma: gamma, Delta: s.Delta, SampleScale: s.SampleScale, Memory: s.Memory})
+	return s.Method.New(solver.MethodOptions{Gamma: gamma, MethodSettings: s.MethodSettings})
 }
 
 // settings returns the solver.Settings of s; relative makes Tol relative

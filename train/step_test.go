@@ -350,7 +350,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
-			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
+			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
 			c.Eval = SolverConfig{Method: methodNamed("anderson")}
 		}},
 	} {

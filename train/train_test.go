@@ -12,6 +12,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 func TestTrainLearnsBlobs(t *testing.T) {
@@ -96,7 +97,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 	stochastic := func(c *Config) {
 		c.Model.Cell, c.Model.Terms = ExpertsCell, 3
 		c.Model.Encoder = 6
-		c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2, MaxIter: 6, SampleScale: 0.02}
+		c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2, MaxIter: 6, MethodSettings: solver.MethodSettings{SampleScale: 0.02}}
 		c.Backward.Solver.Method = methodNamed("picard")
 		c.Eval = SolverConfig{Method: methodNamed("vrghal"), Tol: 1e-2}
 		c.Epochs = 2

@@ -21,15 +21,16 @@ import (
 
 // evalFlags are the flags of `deq eval`.
 type evalFlags struct {
-	checkpoint              string
-	data                    dataFlags
-	batch                   int
-	solver                  solver.MethodSpec
-	tol, delta, sampleScale float64
-	maxIter, memory         int
-	json, force             bool
-	corruptions             string
-	corruptionSeed          uint64
+	checkpoint     string
+	data           dataFlags
+	batch          int
+	solver         solver.MethodSpec
+	tol            float64
+	maxIter        int
+	settings       solver.MethodSettings // --delta, --sample-scale, --memory
+	json, force    bool
+	corruptions    string
+	corruptionSeed uint64
 }
 
 func newEvalCmd() *cobra.Command {
@@ -62,9 +63,9 @@ reports the accuracy per corruption, their mean and minimum.`,
 	fl.Var(&textValue{&f.solver}, "solver", "forward solver: "+names(train.Methods())+" (default: the run's evaluation solver)")
 	fl.Float64Var(&f.tol, "tol", 0, "residual tolerance (0: the run's evaluation tolerance)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the run's evaluation limit)")
-	fl.Float64Var(&f.delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
-	fl.Float64Var(&f.sampleScale, "sample-scale", 0, "vrghal: multiplier on the paper's sample sizes (0: the run's)")
-	fl.IntVar(&f.memory, "memory", 0, "anderson/broyden memory (0: the run's)")
+	fl.Float64Var(&f.settings.Delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
+	fl.Float64Var(&f.settings.SampleScale, "sample-scale", 0, "vrghal: multiplier on the paper's sample sizes (0: the run's)")
+	fl.IntVar(&f.settings.Memory, "memory", 0, "anderson/broyden memory (0: the run's)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of a summary")
 	fl.StringVar(&f.corruptions, "corruptions", "", "also evaluate on corrupted test sets: all or a comma-separated list of "+strings.Join(datasets.CorruptionNames(), ", "))
 	fl.Uint64Var(&f.corruptionSeed, "corruption-seed", 1, "seed of the corruptions' parameters")
@@ -159,12 +160,12 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		return usagef("--tol = %v must be positive and finite (0: the run's)", f.tol)
 	case f.maxIter < 0:
 		return usagef("--max-iter = %d must not be negative", f.maxIter)
-	case f.delta < 0 || f.delta >= 1 || math.IsNaN(f.delta):
-		return usagef("--delta = %v must lie in (0, 1) (0: the run's)", f.delta)
-	case f.sampleScale < 0 || math.IsNaN(f.sampleScale) || math.IsInf(f.sampleScale, 1):
-		return usagef("--sample-scale = %v must be positive and finite (0: the run's)", f.sampleScale)
-	case f.memory < 0:
-		return usagef("--memory = %d must not be negative", f.memory)
+	case f.settings.Delta < 0 || f.settings.Delta >= 1 || math.IsNaN(f.settings.Delta):
+		return usagef("--delta = %v must lie in (0, 1) (0: the run's)", f.settings.Delta)
+	case f.settings.SampleScale < 0 || math.IsNaN(f.settings.SampleScale) || math.IsInf(f.settings.SampleScale, 1):
+		return usagef("--sample-scale = %v must be positive and finite (0: the run's)", f.settings.SampleScale)
+	case f.settings.Memory < 0:
+		return usagef("--memory = %d must not be negative", f.settings.Memory)
 	}
 	corruptions, err := parseCorruptions(f.corruptions)
 	if err != nil {
@@ -196,7 +197,7 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	if !f.solver.IsZero() && f.solver != s.Method {
 		// Another method keeps the run's budget but none of its
 		// method-specific settings.
-		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, Delta: s.Delta}
+		s = train.SolverConfig{Method: f.solver, Tol: s.Tol, MaxIter: s.MaxIter, MethodSettings: solver.MethodSettings{Delta: s.Delta}}
 	}
 	if f.tol > 0 {
 		s.Tol = f.tol
@@ -204,15 +205,7 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 	if f.maxIter > 0 {
 		s.MaxIter = f.maxIter
 	}
-	if f.delta > 0 {
-		s.Delta = f.delta
-	}
-	if f.sampleScale > 0 {
-		s.SampleScale = f.sampleScale
-	}
-	if f.memory > 0 {
-		s.Memory = f.memory
-	}
+	s.MethodSettings = f.settings.Or(s.MethodSettings)
 	batch := f.batch
 	if batch == 0 {
 		batch = ck.Config.EvalBatchSize

@@ -74,8 +74,10 @@ func TestSolveCommandCanceledFromOracle(t *testing.T) {
 		{"mdp", "vrghal", 0, 1e-8, func(_ int, s solver.Sample) bool { return s.Size > 1<<40 }},
 	} {
 		t.Run(tc.solver, func(t *testing.T) {
-			f := solveFlags{problem: tc.problem, solver: tc.solver, dim: tc.dim, eps: tc.eps,
-				delta: solver.DefaultCertDelta, sampleScale: 1, seed: 1, json: true}
+			method, err := solver.ParseMethodSpec(tc.solver)
+			require.NoError(t, err)
+			f := solveFlags{problem: tc.problem, method: method, dim: tc.dim, eps: tc.eps,
+				settings: solver.MethodSettings{Delta: solver.DefaultCertDelta, SampleScale: 1}, seed: 1, json: true}
 			job, err := f.prepare()
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())

@@ -21,21 +21,20 @@ import (
 
 // solveFlags are the flags of `deq solve`.
 type solveFlags struct {
-	list        bool
-	problem     string
-	solver      string
-	norm        string
-	dim         int
-	gamma       float64
-	noise       float64
-	eps         float64
-	delta       float64
-	seed        uint64
-	maxSamples  int64
-	maxIter     int
-	sampleScale float64
-	timeout     time.Duration
-	json        bool
+	list       bool
+	problem    string
+	method     solver.MethodSpec
+	norm       normFlag
+	dim        int
+	gamma      float64
+	noise      float64
+	eps        float64
+	settings   solver.MethodSettings // --delta, --sample-scale
+	seed       uint64
+	maxSamples int64
+	maxIter    int
+	timeout    time.Duration
+	json       bool
 }
 
 func newSolveCmd() *cobra.Command {
@@ -77,19 +76,16 @@ report, apart from the wall-clock fields wall_seconds and solve_seconds.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.list, "list", false, "list the problems, solvers and norms, and exit")
 	fl.StringVar(&f.problem, "problem", "", "problem of the suite (see --list)")
-	fl.StringVar(&f.solver, "solver", "", "solver (see --list)")
-	fl.StringVar(&f.norm, "norm", "", "norm: l2, lp:P, linf or schatten:P (default: the problem's)")
 	fl.IntVar(&f.dim, "dim", 0, "problem size: dimension, matrix side or number of states (0: the problem's default)")
 	fl.Float64Var(&f.gamma, "gamma", 0, "Lipschitz constant γ of T in (0, 1] (0: the problem's default)")
 	fl.Float64Var(&f.noise, "noise", 0, "noise level σ > 0 (0: the problem's default)")
 	fl.Float64Var(&f.eps, "eps", 1e-2, "residual target ε > 0: status Success means a residual proven ≤ ε (ToleranceEstimated: only estimated)")
-	fl.Float64Var(&f.delta, "delta", solver.DefaultCertDelta, "failure probability δ ∈ (0, 1) of the certificate")
-	fl.Float64Var(&f.sampleScale, "sample-scale", 1, "vrghal: multiplier on the paper's sample sizes (> 0; 1 = the paper's constants)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the problem and of the solver")
 	fl.Int64Var(&f.maxSamples, "max-samples", 0, "budget of unit samples, the certificate's excluded (0: none)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the solver package default)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "wall-time limit of the solve (0: none)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of a summary")
+	f.bindMethod(fl)
 	return cmd
 }
 
@@ -135,14 +131,14 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	switch {
 	case f.problem == "":
 		return nil, usagef("--problem is required (one of %s)", strings.Join(problems.Names(), ", "))
-	case f.solver == "":
+	case f.method.IsZero():
 		return nil, usagef("--solver is required (one of %s)", strings.Join(solver.MethodNames(), ", "))
 	case !(f.eps > 0) || math.IsInf(f.eps, 1):
 		return nil, usagef("--eps = %v must be positive and finite", f.eps)
-	case !(f.delta > 0 && f.delta < 1):
-		return nil, usagef("--delta = %v must lie in (0, 1)", f.delta)
-	case !(f.sampleScale > 0) || math.IsInf(f.sampleScale, 1):
-		return nil, usagef("--sample-scale = %v must be positive and finite", f.sampleScale)
+	case !(f.settings.Delta > 0 && f.settings.Delta < 1):
+		return nil, usagef("--delta = %v must lie in (0, 1)", f.settings.Delta)
+	case !(f.settings.SampleScale > 0) || math.IsInf(f.settings.SampleScale, 1):
+		return nil, usagef("--sample-scale = %v must be positive and finite", f.settings.SampleScale)
 	case f.maxSamples < 0:
 		return nil, usagef("--max-samples = %d must not be negative", f.maxSamples)
 	case f.maxIter < 0:
@@ -150,13 +146,11 @@ func (f solveFlags) prepare() (*solveJob, error) {
 	case f.timeout < 0:
 		return nil, usagef("--timeout = %v must not be negative", f.timeout)
 	}
-	entry, err := solver.LookupMethod(f.solver)
-	if err != nil { // wraps solver.ErrUnknownMethod
-		return nil, usagef("--solver: unknown solver %q (want %s)", f.solver, strings.Join(solver.MethodNames(), ", "))
-	}
+	entry := f.method.Info()
 	c := problems.Config{Name: f.problem, Dim: f.dim, Gamma: f.gamma, Noise: f.noise, Seed: f.seed}
-	if f.norm != "" {
-		if c.Norm, err = problems.ParseNorm(c, f.norm); err != nil {
+	if f.norm.set {
+		var err error
+		if c.Norm, err = problems.BindNorm(c, f.norm.spec); err != nil {
 			return nil, configError(err)
 		}
 	}
@@ -268,7 +262,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 		MaxTime:    f.timeout,
 		Seed:       f.seed,
 		NoTrace:    true,
-		Certify:    solver.CertifySettings{Delta: f.delta},
+		Certify:    solver.CertifySettings{Delta: f.settings.Delta},
 	}
 	start := time.Now()
 	res, err := solver.Solve(ctx, sp, p.X0, s, j.method)
@@ -291,7 +285,7 @@ func (j *solveJob) run(ctx context.Context) (*solveReport, error) {
 	rep := &solveReport{
 		Problem: p.Name, Solver: j.entry.Name, Norm: p.Norm.String(), Oracle: oracle, Model: sp.Oracle.Model().String(),
 		Dim: p.Config.Dim, Len: len(p.X0), Gamma: number(p.Gamma), Noise: number(p.Config.Noise), Sigma: number(p.Sigma),
-		Seed: f.seed, Eps: number(f.eps), Delta: number(f.delta),
+		Seed: f.seed, Eps: number(f.eps), Delta: number(f.settings.Delta),
 		Status: res.Status.String(), Iterations: res.Stats.Iterations, OracleCalls: res.Stats.Calls, Samples: res.Stats.Samples,
 		Residual: number(r), ResidualEstimate: number(res.Residual), WallSeconds: wall.Seconds(), SolveSeconds: res.Stats.Wall.Seconds(),
 	}

@@ -38,7 +38,7 @@ func baselineC(c *calibration) float64 {
 
 // methodOptions returns the registry options of a problem's methods.
 func methodOptions(c *calibration, s *settings) solver.MethodOptions {
-	return solver.MethodOptions{Gamma: c.gamma, Delta: s.Delta, SampleScale: s.SampleScale, Sigma2: baselineC(c)}
+	return solver.MethodOptions{Gamma: c.gamma, Sigma2: baselineC(c), MethodSettings: solver.MethodSettings{Delta: s.Delta, SampleScale: s.SampleScale}}
 }
 
 // methodSpecs returns the methods of the stochastic section, the solver
