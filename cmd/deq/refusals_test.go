@@ -219,3 +219,118 @@ func TestTrainWarnsOnLossGrowth(t *testing.T) {
 		require.Greater(t, m["loss_growth"], 100.0, "epoch %d", i+1)
 	}
 }
+
+func TestTrainUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "run.ckpt")
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1")...)
+	require.Equal(t, 0, code, errOut)
+	base := func(extra ...string) []string {
+		return append([]string{"train", "--data", "synthetic", "--train-limit", "64", "--test-limit", "10", "--quiet"}, extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{base("--cell", "convolution"), "--cell"},
+		{base("--solver", "newton"), "--solver"},
+		{base("--backward", "unrolled"), "--backward"},
+		{base("--backward-solver", "x"), "--backward-solver"},
+		{base("--eval-solver", "x"), "--eval-solver"},
+		{base("--norm", "l1"), "--norm"},
+		{base("--norm", "schatten:1"), "--norm"},
+		{base("--activation", "gelu"), "--activation"},
+		{base("--schedule", "linear"), "--schedule"},
+		{base("--normalize", "minmax"), "--normalize"},
+		{base("--hidden", "0"), "--hidden"},
+		{base("--gamma", "1"), "--gamma"},
+		{base("--gamma", "0"), "--gamma"},
+		{base("--tol", "0"), "--tol"},
+		{base("--tol", "NaN"), "--tol"},
+		{base("--delta", "1"), "--delta"},
+		{base("--epochs", "0"), "--epochs"},
+		{base("--batch", "-3"), "--batch"},
+		{base("--lr", "-1"), "--lr"},
+		{base("--clip-norm", "-1"), "--clip-norm"},
+		{base("--weight-decay", "-1"), "--weight-decay"},
+		{base("--train-limit", "-1"), "--train-limit"},
+		{base("--shift", "-1"), "--shift"},
+		{base("--shift", "28", "--hidden", "8", "--batch", "16"), "--shift"},
+		{base("--rotate", "-1"), "--rotate"},
+		{base("--rotate", "NaN"), "--rotate"},
+		{base("--rotate", "180", "--hidden", "8", "--batch", "16"), "--rotate"},
+		{base("--scale", "-0.1"), "--scale"},
+		{base("--scale", "1", "--hidden", "8", "--batch", "16"), "--scale"},
+		{base("--val", "-1"), "--val"},
+		{base("--val", "64"), "--val"},
+		{base("--cell", "wide"), "replaced by \"meanfield\""},
+		{base("--cell", "mixture"), "replaced by \"experts\""},
+		{base("--terms", "3"), "--terms"},
+		{base("--cell", "experts", "--units", "3"), "--units"},
+		{base("--cell", "meanfield", "--terms", "3"), "--terms"},
+		{base("--sample-scale", "0.1"), "--sample-scale"},
+		{base("--channels", "8"), "--channels"},
+		{base("--groups", "2"), "--groups"},
+		{base("--cell", "meanfield", "--kernels", "2"), "--kernels"},
+		{base("--cell", "conv", "--hidden", "32"), "--hidden"},
+		{base("--cell", "conv", "--encoder", "32"), "--encoder"},
+		{base("--cell", "conv", "--groups", "5"), "--groups"},
+		{base("--cell", "conv", "--channels", "4", "--groups", "2", "--solver", "vrghal"), "--solver"},
+		{base("--cell", "conv", "--channels", "4", "--norm", "linf", "--eval-solver", "vrghal"), "--eval-solver"},
+		// An explicit float32 is kept, and VR-GHAL refuses its unproven
+		// bound (the default would be float64).
+		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--solver", "vrghal"), "--solver"},
+		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--backward", "implicit", "--backward-solver", "vrghal"), "--backward-solver"},
+		// Settings of a backward mode the run does not use are refused:
+		// the conv default makes no adjoint solve.
+		{base("--cell", "conv", "--channels", "4", "--backward-solver", "anderson"), "--backward-solver applies to --backward implicit only (this run's mode is jacobian-free)"},
+		{base("--cell", "conv", "--channels", "4", "--backward-tol", "1e-4"), "--backward-tol applies"},
+		{base("--backward", "phantom", "--backward-max-iter", "5"), "--backward-max-iter applies"},
+		{base("--backward", "implicit", "--phantom-steps", "3"), "--phantom-steps applies to --backward phantom only"},
+		{base("--jac-weight", "-1"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "meanfield", "--batch", "32"), "--jac-weight"},
+		{base("--jac-weight", "0.1", "--cell", "conv", "--channels", "2", "--batch", "32"), "--jac-weight"},
+		{base("--jac-freq", "2"), "--jac-freq"},
+		{base("--correction-states", "-1"), "--correction-states"},
+		{base("--correction-gamma", "0.5"), "--correction-gamma"},
+		{base("--correction-states", "2", "--correction-gamma", "1.5"), "--correction-gamma"},
+		{base("--dropout", "1"), "--dropout"},
+		{base("--dropout", "0.2", "--solver", "ghal", "--batch", "32"), "--dropout"},
+		{base("--normalization", "batch"), "--normalization"},
+		{base("--precision", "float16"), "--precision"},
+		{base("--precision", "float32", "--cell", "meanfield"), "--precision"},
+		{base("--normalization", "weight", "--cell", "experts"), "--normalization"},
+		{base("--normalization", "spectral", "--cell", "conv"), "--normalization"},
+		{base("--normalization", "weight", "--cell", "conv", "--channels", "2", "--solver", "vrghal", "--batch", "32"), "--normalization"},
+		{base("--normalization", "weight", "--solver", "ghal", "--batch", "32"), "--normalization"},
+		{base("--normalization", "weight", "--eval-solver", "vrghal", "--batch", "32"), "--normalization"},
+		{base("--data", "/no/such/dir"), "--data"},
+		{base("--resume"), "--resume"},
+		{base("--resume", "--checkpoint", filepath.Join(dir, "missing.ckpt")), "--resume"},
+		{base("--resume", "--checkpoint", ck, "--hidden", "99"), "--hidden"},
+		{base("--resume", "--checkpoint", ck, "--solver", "anderson"), "--solver"},
+		{base("--resume", "--checkpoint", ck, "--rotate", "5"), "--rotate"},
+		{[]string{"train", "--bogus"}, "--bogus"},
+		{[]string{"eval"}, "--checkpoint"},
+		{[]string{"eval", "--checkpoint", filepath.Join(dir, "missing.ckpt")}, "--checkpoint"},
+		{[]string{"eval", "--checkpoint", ck, "--solver", "x"}, "--solver"},
+		{[]string{"eval", "--checkpoint", ck, "--tol", "-1"}, "--tol"},
+		{[]string{"eval", "--checkpoint", ck, "--delta", "2"}, "--delta"},
+	} {
+		requireUsageError(t, tc.args, tc.flag)
+	}
+	// A damaged checkpoint is refused by name.
+	b, err := os.ReadFile(ck)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(ck, b[:len(b)/2], 0o644))
+	code, _, errOut = runCmd("eval", "--checkpoint", ck)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "truncated checkpoint")
+	// Resuming on other data is refused.
+	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1")...)
+	require.Equal(t, 0, code, errOut)
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--train-limit", "320"), "--train-limit = 320 contradicts the checkpoint's 384")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--data", "mnist"), "--data = mnist contradicts the checkpoint's synthetic")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--data-seed", "2"), "--data-seed = 2 contradicts")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--val", "10"), "--val = 10 contradicts the checkpoint's 0")
+}
