@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/deqgo/deq/cmd/deq/internal/plots"
 	"github.com/deqgo/deq/datasets"
@@ -141,87 +138,6 @@ func (f *trainFlags) openData(ctx context.Context, spec string) (*datasets.Data,
 		data.Test, data.Validation = data.Validation, nil
 	}
 	return data, nil
-}
-
-// resumeFlags returns the command line that continues an interrupted run,
-// quoted for a POSIX shell: deq train with --checkpoint, --resume and the
-// data flags set on its command line, --val among them (the checkpoint
-// stores the configuration, not which images the run used).
-func resumeFlags(fl *pflag.FlagSet) string {
-	args := []string{"deq", "train", "--checkpoint", shellQuote(fl.Lookup("checkpoint").Value.String()), "--resume"}
-	for _, name := range []string{"data", "data-seed", "train-limit", "test-limit", "val"} {
-		if fl.Changed(name) {
-			args = append(args, "--"+name, shellQuote(fl.Lookup(name).Value.String()))
-		}
-	}
-	return strings.Join(args, " ")
-}
-
-// shellQuote returns s as one word of a POSIX shell: unchanged when it
-// holds only characters no shell treats specially, otherwise in single
-// quotes, each single quote inside closed, escaped with a backslash and
-// reopened.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+,@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// source returns the data source of the run on spec for its checkpoints:
-// the data flags, with a directory made absolute so that a resume from
-// another working directory finds it.
-func (f *trainFlags) source(spec string) *train.DataSource {
-	if dataOf(spec) != spec {
-		if abs, err := filepath.Abs(spec); err == nil {
-			spec = abs
-		}
-	}
-	d := f.data
-	return &train.DataSource{
-		Spec: spec, Seed: d.seed,
-		Sizes:            datasets.SizeOptions{TrainLimit: d.trainLimit, TestLimit: d.testLimit, Validation: f.val},
-		ValidationAsTest: f.val > 0,
-	}
-}
-
-// restoreData sets the data flags not given on the command line to the
-// values stored in a resumed checkpoint (src, nil for a checkpoint that
-// stores none) and refuses those given with other values. A --data
-// directory other than the stored one is left to the check of the data's
-// digest: the directory may have moved.
-func (f *trainFlags) restoreData(src *train.DataSource, changed func(string) bool) error {
-	if src == nil {
-		return nil
-	}
-	d := &f.data
-	switch {
-	case !changed("data"):
-		d.spec = src.Spec
-	case d.spec != src.Spec && dataOf(d.spec) == d.spec && dataOf(src.Spec) == src.Spec:
-		return usagef("--data = %s contradicts the checkpoint's %s (--resume continues the saved run)", d.spec, src.Spec)
-	}
-	if !changed("data-seed") {
-		d.seed = src.Seed
-	} else if d.seed != src.Seed {
-		return usagef("--data-seed = %d contradicts the checkpoint's %d (--resume continues the saved run)", d.seed, src.Seed)
-	}
-	for _, a := range []struct {
-		flag   string
-		p      *int
-		stored int
-	}{
-		{"train-limit", &d.trainLimit, src.Sizes.TrainLimit},
-		{"test-limit", &d.testLimit, src.Sizes.TestLimit},
-		{"val", &f.val, src.Sizes.Validation},
-	} {
-		if !changed(a.flag) {
-			*a.p = a.stored
-		} else if *a.p != a.stored {
-			return usagef("--%s = %d contradicts the checkpoint's %d (--resume continues the saved run)", a.flag, *a.p, a.stored)
-		}
-	}
-	return nil
 }
 
 // interruptedError reports a command stopped by a signal after it wrote
@@ -423,59 +339,3 @@ func (f *trainFlags) checkOutputs() error {
 	}
 	return checkOutputDir("plot", f.plot)
 }
-
-// cpuProfile is the CPU profile of --cpuprofile: its file, created before
-// the run opens anything else, so that a path that cannot be written fails
-// first; the profile itself covers the training epochs. A nil *cpuProfile
-// (no --cpuprofile) does nothing.
-type cpuProfile struct {
-	file    *os.File
-	running bool
-}
-
-// createProfile creates the file at path, or returns nil when path is
-// empty.
-func createProfile(path string) (*cpuProfile, error) {
-	if path == "" {
-		return nil, nil
-	}
-	file, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return &cpuProfile{file: file}, nil
-}
-
-// start starts profiling into the file.
-func (p *cpuProfile) start() error {
-	if p == nil {
-		return nil
-	}
-	if err := pprof.StartCPUProfile(p.file); err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	p.running = true
-	return nil
-}
-
-// stop stops profiling and closes the file, reporting a failure to write
-// it.
-func (p *cpuProfile) stop() error {
-	if p == nil || p.file == nil {
-		return nil
-	}
-	if p.running {
-		pprof.StopCPUProfile()
-		p.running = false
-	}
-	err := p.file.Close()
-	p.file = nil
-	if err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return nil
-}
-
-// close stops and closes whatever is still open, for the paths that return
-// early.
-func (p *cpuProfile) close() { _ = p.stop() }
