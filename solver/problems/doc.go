@@ -15,6 +15,12 @@
 //     (a gonum LU solve for the affine problems, policy iteration for the
 //     Markov decision processes) and the noise scale Sigma.
 //
+// Example (see the package's examples for a complete program):
+//
+//	p, err := problems.New(problems.Config{Name: "affine", Dim: 20, Seed: 1})
+//	res, err := solver.Solve(ctx, p.OracleProblem(), p.X0, nil, solver.VRGHAL{})
+//	dist, _ := p.FixedPointError(res.X)
+//
 // # The problems
 //
 // List describes them. In short:
@@ -63,4 +69,7 @@
 // variance, which keeps the mean and variance exact but thins the tails. A
 // Problem holds scratch space and is not safe for concurrent use; build one
 // per goroutine (construction is deterministic).
+//
+// The command deq solve runs every method on these problems; see
+// docs/solvers-and-certificates.md in the repository.
 package problems
