@@ -51,13 +51,10 @@
 // # Norms and γ
 //
 // A problem supports the norms in which its γ is known, listed by List and
-// Problem.Norms: ℓ2 and ℓp (2 < p < ∞) and ℓ∞ for the vector problems except
+// Problem.Norms: ℓ2, ℓp (2 < p < ∞) and ℓ∞ for the vector problems except
 // the MDP (ℓ∞ only), Schatten-p (and ℓ2 = Frobenius) for "matrix". For
-// "affine" in ℓ2, γ is the spectral norm of A; in ℓ∞ the maximum absolute row
-// sum; in ℓp, 2 < p < ∞, A has maximum absolute row sum and column sum both
-// equal to γ, so Gamma is the Riesz–Thorin bound
-// ‖A‖p ≤ ‖A‖1^{1/p}‖A‖∞^{1−1/p} = γ, an upper bound that random signs make
-// loose.
+// "affine" in ℓp, 2 < p < ∞, Gamma is the Riesz–Thorin bound on ‖A‖p, an
+// upper bound that random signs make loose.
 //
 // # Limitations
 //
