@@ -48,7 +48,7 @@ type MeanFieldConfig struct {
 // The terms are not scaled down with M (mean-field parametrisation): w_m
 // and v_m have entries N(0, 1/Hidden), c_m ~ N(0, 1), U has entries
 // N(0, 1/Input) and b is zero, so every unit is O(1) whatever M is, and the
-// variance of a unit sample (TermVariance) measures how far the trained
+// variance of a unit sample (TermVariancer) measures how far the trained
 // units are from redundant.
 //
 // Only the average depends on z, so only it is constrained: Project
