@@ -38,7 +38,7 @@
 //
 //	cell, err := layers.NewGraphCell(layers.GraphCellConfig{
 //		Shape:  layers.Shape{Hidden: 2, Input: 2},
-//		Params: []layers.ParamSpec{{Name: "W", Rows: 2, Cols: 2}},
+//		Params: []layers.ParamSpec{{Name: "W", Rows: 2, Cols: 2, Init: []float64{0.3, -0.4, 0.4, 0.3}}},
 //		Build: func(_ *G.ExprGraph, z, x *G.Node, p []*G.Node) (*G.Node, error) {
 //			zw, err := G.Mul(z, p[0])
 //			if err != nil {
