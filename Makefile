@@ -2,7 +2,7 @@
 GO      ?= go
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: all build test test-race test-netlib lint bench bench-netlib fuzz clean run bin/deq openblas
+.PHONY: all build test test-race test-netlib lint bench bench-netlib fuzz soak clean run bin/deq openblas
 
 all: lint test
 
@@ -49,7 +49,17 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNorm$$' -fuzztime $(FUZZTIME) ./solver/
 	$(GO) test -run '^$$' -fuzz '^FuzzSolveFlags$$' -fuzztime $(FUZZTIME) ./cmd/deq/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadIDX$$' -fuzztime $(FUZZTIME) ./datasets/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadNPMDigits$$' -fuzztime $(FUZZTIME) ./datasets/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadCheckpoint$$' -fuzztime $(FUZZTIME) ./train/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCheckpoint$$' -fuzztime $(FUZZTIME) ./train/
+
+## soak: kill training runs at random batches (chosen by fixed seeds) and
+## resume them from their checkpoints until they finish, checking that
+## every final model is bit-identical to an uninterrupted run's. A few
+## minutes; SOAK_ROUNDS sets the rounds per configuration.
+SOAK_ROUNDS ?= 100
+soak:
+	DEQ_SOAK=1 DEQ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(GO) test -count=1 -timeout 60m -run '^TestSoakKillResume$$' -v ./train/
 
 ## lint: gofmt check and go vet.
 lint:

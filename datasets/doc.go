@@ -27,6 +27,9 @@
 // ReadLabels decode IDX files, raw or gzipped, and refuse anything
 // malformed with an error matching ErrFormat. Synthetic and Synthesizer
 // generate digits reproducibly: image i of seed s depends on (s, i) alone.
+// A Dataset filled by its caller must hold finite pixels: Dataset.Validate,
+// which NewBatcher, FitNormalizer and Normalizer.Apply call, refuses a NaN
+// or ±Inf with an error naming the pixel and wrapping solver.ErrNonFinite.
 //
 // In the repository, docs/datasets.md describes where each data set is
 // found, the downloads and their checks, the mnist-10k subset and its

@@ -32,6 +32,12 @@
 // Settings.CorrectionStates), Settings.Dropout, and the spectral
 // measurements SpectralRadius, SpectralNorm and JacobianFrobenius.
 //
+// A NaN or ±Inf is never passed on silently: Forward, Backward, the methods
+// that take a Solution and the Jacobian measurements return an error
+// wrapping solver.ErrNonFinite, naming the coordinate and example, when
+// their input is not finite or the cell returns a non-finite value (a solve
+// then has Status Diverged and no certificate with a NaN bound).
+//
 // The zero value of every Settings field is its documented default. The
 // modes (Backward, OracleMode, Monitor) are typed values; ParseBackward,
 // ParseOracleMode and ParseMonitor and their text marshalling convert them

@@ -51,6 +51,10 @@
 // proven to be at most Settings.Tol; a stochastic method that stops on an
 // estimate it cannot prove reports ToleranceEstimated.
 //
+// A NaN or ±Inf in an argument, an evaluation or a certificate is an error
+// wrapping ErrNonFinite (see Solve); errors name the argument or field at
+// fault.
+//
 // # Further reading
 //
 // In the repository: docs/solvers-and-certificates.md (methods, norms,

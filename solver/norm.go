@@ -1,11 +1,9 @@
 package solver
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -568,51 +566,11 @@ func ParseNorm(name string, rows, cols int) (Norm, error) {
 	if rows > math.MaxInt/cols {
 		return nil, normErr("", "norm shape %d×%d overflows the dimension", rows, cols)
 	}
-	kind, arg, hasArg := strings.Cut(strings.ToLower(strings.TrimSpace(name)), ":")
-	parseP := func() (float64, error) {
-		if !hasArg {
-			return 0, normErr(name, "needs an exponent, as in %s:4", kind)
-		}
-		if arg == "inf" {
-			return math.Inf(1), nil
-		}
-		p, err := strconv.ParseFloat(arg, 64)
-		if errors.Is(err, strconv.ErrRange) {
-			return 0, normErr(name, "exponent %q out of the range of float64", arg)
-		}
-		if err != nil || math.IsNaN(p) {
-			return 0, normErr(name, "exponent %q is not a number", arg)
-		}
-		return p, nil
+	s, err := ParseNormSpec(name)
+	if err != nil {
+		return nil, err
 	}
-	switch kind {
-	case "l2":
-		if hasArg {
-			break
-		}
-		return named(name)(NewLP(2, rows*cols))
-	case "lp":
-		p, err := parseP()
-		if err != nil {
-			return nil, err
-		}
-		if math.IsInf(p, 1) {
-			return named(name)(NewLInf(rows * cols))
-		}
-		return named(name)(NewLP(p, rows*cols))
-	case "linf":
-		if hasArg {
-			break
-		}
-		return named(name)(NewLInf(rows * cols))
-	case "schatten":
-		p, err := parseP()
-		if err != nil {
-			return nil, err
-		}
-		return named(name)(NewSchatten(p, rows, cols))
-	}
-	return nil, &NormError{Name: name, Reason: "unknown norm (want l2, lp:P, linf or schatten:P)", parsed: true}
+	return named(name)(s.Norm(rows, cols))
 }
 
 // named returns a function that passes on a constructor's norm, or a nil

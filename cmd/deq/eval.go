@@ -15,6 +15,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
 
@@ -23,7 +24,7 @@ type evalFlags struct {
 	checkpoint              string
 	data                    dataFlags
 	batch                   int
-	solver                  train.Method
+	solver                  solver.MethodSpec
 	tol, delta, sampleScale float64
 	maxIter, memory         int
 	json, force             bool
