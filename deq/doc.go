@@ -11,7 +11,7 @@
 // Settings.Norm (ℓ2 when nil). Each solve starts from z = 0, or from the
 // injection xU + b for a cell that has one.
 //
-// Backward takes ∂L/∂z*, returns ∂L/∂x and adds ∂L/∂θ to the cell's
+// Backward takes ∂L/∂z*, writes ∂L/∂x into dx and adds ∂L/∂θ to the cell's
 // parameter gradients, in one of three modes: Implicit (the default) solves
 // the adjoint fixed point g = J_f(z*)ᵀg + ∂L/∂z* with its own solver and
 // certificate; JacobianFree takes g = ∂L/∂z*; Phantom backpropagates
