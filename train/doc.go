@@ -8,8 +8,9 @@
 // measurements of ∂f/∂z). A Model standardises its input, encodes it, finds
 // the fixed point of a Lipschitz-constrained cell of package layers (dense,
 // meanfield, experts or conv, chosen by ModelConfig.Cell) with a deq.Layer
-// and classifies it with a readout. NewWithCell trains any other
-// layers.Cell, such as a layers.GraphCell or a cell written by hand.
+// and classifies it with a readout; Model.Predict classifies one image.
+// NewWithCell trains any other layers.Cell, such as a layers.GraphCell or a
+// cell written by hand.
 //
 //	data, err := datasets.Open(ctx, datasets.SyntheticName, nil)
 //	broyden, err := solver.MethodSpecOf(solver.Broyden{})
