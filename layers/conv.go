@@ -89,52 +89,22 @@ type ConvConfig struct {
 // oracle samples kernels m uniformly with replacement (one kernel = one
 // unit sample), an unbiased estimate of f since f is their plain average.
 //
-// # Layout
-//
-// An example's hidden state and input are C×(H·W) row-major matrices (one
-// row per channel, pixels row-major: CHW order), so Shape() is
-// {Rows: C, Hidden: H·W, Input: H·W} and Schatten-p norms of
-// solver.Batched apply to that C×HW matrix.
+// An example's hidden state and input are C×(H·W) row-major matrices (CHW
+// order), so Shape() is {Rows: C, Hidden: H·W, Input: H·W} and Schatten-p
+// norms of solver.Batched apply to that C×HW matrix.
 //
 // # Lipschitz control
 //
-// Project rescales each W_m so that the ℓ2 operator norm of the linear map
-// z ↦ W_m∗z on C×H×W images with zero padding is at most γ̄. The norm is
-// estimated by power iteration on the operator itself (the convolution and
-// its adjoint, the transposed convolution) from a persistent, warm-started
-// vector per kernel, which gives a lower bound; with CertifyEvery the
-// Fourier bound (an upper bound, see Bound) is enforced too, and the
-// guarantee is then certain. Without normalisation, since σ is elementwise
-// and 1-Lipschitz, every φ_m and the average f are then γ̄-Lipschitz in z
-// in the entrywise ℓ2 norm of the C×HW state, which is its Schatten-2
-// (Frobenius) norm; the oracle is SamplewiseLipschitz for M > 1. Nothing is
-// proven in ℓp for p ≠ 2 or in Schatten-p for p ≠ 2: the convolution mixes
-// both the rows and the columns of the C×HW matrix, so its Schatten-p
-// operator norm is not its ℓ2 one. Proven reports exactly this.
-//
-// GroupNorm divides by a per-group standard deviation, so its Lipschitz
-// constant grows without bound as that deviation shrinks; with Groups > 0
-// no bound is proven in any norm, Proven is false and the oracle's model is
-// BoundedVariance (deq's LipschitzMonitor can measure the empirical
-// ratios). It stabilises training, as in the convolutional DEQs of the
-// literature, at the cost of the certificate.
-//
-// # Weight normalisation
-//
-// With ConvConfig.Normalization = WeightNorm the trained parameters are V
-// and g in place of W, and W is computed from them per output channel, as
-// TorchDEQ's convolutional DEQs apply the weight normalisation of "Weight
-// Normalization: A Simple Reparameterization to Accelerate Training of
-// Deep Neural Networks" by Tim Salimans and Diederik P. Kingma: the row of
-// W_m for output channel o (its C×3×3 weights) is g_mo·V_mo/‖V_mo‖, the
-// norm taken over those C·9 entries. V starts as the projected initial W
-// and g as its row norms, so W starts as under Projection. Project then
-// recomputes W from V and g and rescales nothing: no bound holds (the
-// operator norm of W_m changes with g), Gamma is +Inf and Proven is false
-// in every norm, so GHAL and VR-GHAL, which need γ̄, are refused by their
-// callers; for M > 1 the oracle's model is BoundedVariance. The gradients
-// of V and g follow from W's by the chain rule through the normalisation,
-// after every VJP.
+// Project rescales each W_m so that the ℓ2 operator norm of z ↦ W_m∗z is at
+// most γ̄ (power iteration on the operator and, every CertifyEvery
+// projections, the Fourier upper bound, see Bound). Without GroupNorm and
+// normalisation the cell is then γ̄-Lipschitz in ℓ2 (Schatten-2) of the
+// C×HW state, and in no other norm; with GroupNorm (Groups > 0) or
+// WeightNorm no bound is proven, Proven is false and, for M > 1, the
+// oracle's model is BoundedVariance. With ConvConfig.Normalization =
+// WeightNorm the trained parameters are V and g, and row o of W_m is
+// g_mo·V_mo/‖V_mo‖. The page docs/deq-layers.md in the repository gives
+// the reasoning.
 //
 // # Parameters
 //
@@ -144,12 +114,9 @@ type ConvConfig struct {
 // Under WeightNorm V has W's shape and layout and g is M×C (g_mo at row m,
 // column o), and W is not a trained parameter.
 //
-// # Precision
-//
-// With ConvConfig.Precision = Float32 the convolutions W_m∗z, their
-// transposes and the kernels' gradients run in single precision: a
-// different deterministic map (or oracle), within float32 rounding of this
-// one (see Precision). Project, Bound and the injection U∗x stay float64.
+// With ConvConfig.Precision = Float32 the convolutions, their transposes
+// and the kernels' gradients run in single precision (see Precision);
+// Project, Bound and the injection U∗x stay float64.
 type Conv struct {
 	shape     Shape
 	geom      conv.Geom

@@ -63,14 +63,10 @@ type ConvEncoderConfig struct {
 // so that the first block of a deeper encoder gains a ReLU after its
 // GroupNorm and the encoder's output is normalised as with one layer.
 //
-// The first block runs image by image (im2col and a matrix product). The
-// further blocks run on the whole batch as a Conv cell's convolution does:
-// nine shifted matrix products on one padded batch matrix (in Precision),
-// forward, for the weights' gradient and for the transposed convolution,
-// with the products and the per-image bias, GroupNorm and ReLU split
-// between the cores by ranges of images (the parts' gradients summed in
-// order, so that the gradients depend, up to rounding, on
-// runtime.GOMAXPROCS when the encoder first sees a batch size).
+// The first block runs image by image (im2col and a matrix product), the
+// further blocks on the whole batch, split between the cores by ranges of
+// images; their gradients therefore depend, up to rounding, on
+// runtime.GOMAXPROCS when the encoder first sees a batch size.
 //
 // Forward keeps what Backward needs, so Backward computes the parameter
 // gradients of the last Forward's batch, propagating the cotangent through

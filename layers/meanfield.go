@@ -45,35 +45,21 @@ type MeanFieldConfig struct {
 // batch, a term evaluation, and SetInput computes the injection xU + b
 // once, which no evaluation counts.
 //
-// # Scaling and initialisation
+// The terms are not scaled down with M (mean-field parametrisation): w_m
+// and v_m have entries N(0, 1/Hidden), c_m ~ N(0, 1), U has entries
+// N(0, 1/Input) and b is zero, so every unit is O(1) whatever M is, and the
+// variance of a unit sample (TermVariancer) measures how far the trained
+// units are from redundant.
 //
-// The terms are not scaled down with M: with w_m and v_m of entries
-// N(0, 1/Hidden) (so ‖w_m‖₂ ≈ ‖v_m‖₂ ≈ 1) and c_m ~ N(0, 1), every unit
-// φ_m(z) has size O(1) whatever M is, and so has the variance of a unit
-// sample. This is the mean-field parametrisation of a two-layer network:
-// the average of M such units is a Monte-Carlo estimate of an integral
-// over a distribution of units, training moves the units, and the
-// variance of one unit sample (TermVariance) measures how far the trained
-// units are from redundant. A parametrisation whose terms are O(1/√M)
-// would instead make each unit's contribution vanish as M grows. U has
-// N(0, 1/Input) entries and b is zero.
-//
-// # Lipschitz constant
-//
-// Only the average depends on z, so only it is constrained. Each unit is
-// ‖v_m‖_p‖w_m‖_q-Lipschitz in ℓp (1/p + 1/q = 1), entrywise on
-// Rows×Hidden states too, and ‖v_m‖₂‖w_m‖₂-Lipschitz in every Schatten-p
-// norm (on a Rows×Hidden state it is the rank-one matrix σ(Zw_m + c_m)v_mᵀ).
-// With
+// Only the average depends on z, so only it is constrained: Project
+// rescales V so that the mean-square Lipschitz constant
 //
 //	L² = (1/M) Σ_m ‖v_m‖²‖w_m‖_*²
 //
-// in the chosen family, a unit sample satisfies the oracle model
-// LipschitzInExpectation, E_m‖φ_m(z) − φ_m(z')‖² ≤ L²‖z − z'‖², the model
-// VR-GHAL's recursive estimator needs, and the exact map is
-// (1/M)Σ‖v_m‖‖w_m‖_* ≤ L-Lipschitz. Project rescales V so that L ≤ γ̄.
-// Individual units may be expansive: the oracle does not claim
-// SamplewiseLipschitz. Lipschitz.P = 2 covers ℓ2 and every Schatten-p norm.
+// is at most γ̄ (‖·‖_* the dual norm of the constraint's ℓp; P = 2 covers ℓ2
+// and every Schatten-p norm). The oracle is then LipschitzInExpectation and
+// the exact map L-Lipschitz; individual units may be expansive. The page
+// docs/deq-layers.md in the repository gives the reasoning.
 //
 // Its parameters, in Params order, are U (Input×Hidden), b (1×Hidden),
 // W (Hidden×M, column m is w_m), c (1×M) and V (M×Hidden, row m is v_m).

@@ -25,34 +25,23 @@ import (
 //	u = (s − H y)/(sᵀ H y),  v = Hᵀ s.
 //
 // The pairs (u_i, v_i) live in a ring of c = min{Memory, Settings.MaxIter + 1}
-// slots: when it is full the oldest pair is overwritten, as in the DEQ
-// implementation. The vectors (at most 2c + 9 of length n) come from the
-// solve's Workspace, so that repeated solves through one Settings.Workspace
-// allocate no vectors once it has grown, and it grows by the slots the
-// solves fill rather than by c; without a Settings.Workspace a solve
-// allocates them all at its start. Nothing is allocated per iteration
-// besides the trace.
-// A step costs about 4cn flops for c stored pairs, besides the evaluation
-// of T: the next step −Hg comes from a recurrence on the vectors of the
-// update (see Run) instead of from the pairs.
+// slots, the oldest overwritten when it is full; their vectors come from the
+// solve's Workspace, and nothing is allocated per iteration besides the
+// trace. A step costs about 4cn flops besides the evaluation of T.
 //
-// Safeguards: an update whose denominator sᵀHy is negligible
-// (|sᵀHy| ≤ 1e-12 ‖s‖₂‖Hy‖₂) or whose vectors are not finite is skipped. A
-// step that is zero or not finite clears the memory, so that the next step is
-// the Picard step x ← T(x). When a residual exceeds Protect times the best one
-// recorded, the method clears its memory and restarts from the best point
-// with a Picard step; if that happens again before a new best residual is
-// found, it stops with Status Diverged (a tighter test than
-// Settings.DivergenceFactor). It stops with Status Stagnated when Patience
-// consecutive iterations fail to lower the best residual. The Env returns
-// the best point either way, and Settings.MaxIter bounds everything else, so
-// the method never loops forever.
+// Safeguards skip a degenerate update, fall back to a Picard step when a
+// step is zero or not finite, and restart from the best point when a
+// residual exceeds Protect times the best one (stopping with Diverged if
+// that recurs before a new best); Patience bounds the iterations without
+// progress (Stagnated). The best point is returned either way.
 //
 // Limitations: no line search; no guarantee beyond the local superlinear
 // convergence of Broyden's method near a root with a nonsingular Jacobian;
 // like Anderson it is a root finder and may converge to repelling fixed
 // points of expansive maps. The inner products are Euclidean whatever the
-// problem's norm. It needs a deterministic oracle.
+// problem's norm. It needs a deterministic oracle. The page
+// docs/solvers-and-certificates.md in the repository details the memory
+// and the safeguards.
 type Broyden struct {
 	// Memory is the number of rank-one updates kept. Zero means
 	// DefaultBroydenMemory.

@@ -2,169 +2,63 @@
 // normed spaces, deterministic or accessed through a stochastic oracle, and
 // certifies the residual ‖T(x̂) − x̂‖ of what it returns.
 //
-// The package works on plain float64 slices. It knows nothing of neural
-// networks: a point is a []float64 of length Norm.Len(), laid out as a batch of
-// examples (see Batched), and an operator is an Oracle that writes an estimate
-// of T(x) into a destination slice.
+// The package works on plain float64 slices and knows nothing of neural
+// networks: a point is a []float64 of length Norm.Len() (a batch of examples
+// when the norm is Batched), and an operator is an Oracle that writes an
+// estimate of T(x) into a destination slice.
 //
-// # Norms
+// # Entry points
 //
-// Residuals, tolerances and Lipschitz constants are measured in the native norm
-// of the space: ℓp for 2 ≤ p < ∞ (LP), ℓ∞ (LInf) and Schatten-p for
-// 2 ≤ p ≤ ∞ on matrices (Schatten). Every norm reports the smoothness constant
-// κ of a quadratically smoothable space, as the reference paper defines it,
-// which the stochastic methods use in their sample sizes. Batched combines per-example
-// norms; its aggregate is the maximum over examples unless set otherwise.
+// Solve runs a Method on a Problem{Oracle, Norm} from a start point under
+// Settings and returns a Result holding the final point, a Status saying why
+// the method stopped, Stats (iterations, oracle calls, unit samples, trace)
+// and a residual Certificate. A nil *Settings and the zero value of every
+// method are ready to use: zero fields mean documented defaults.
 //
-// # Oracles
+//	norm, _ := solver.NewLP(2, len(x0))
+//	res, err := solver.Solve(ctx, solver.Problem{Oracle: t, Norm: norm}, x0,
+//		&solver.Settings{Tol: 1e-6}, solver.Anderson{})
+//	// res.Status, res.X, res.Certificate.Bound, res.Certificate.Guarantee()
 //
-// An Oracle evaluates τ(x; ξ) for a Sample{Seed, Size}: the average of Size
-// unit samples drawn from the stream Seed. The same Sample at two points reuses
-// the same randomness (the multi-query oracle of the paper). A deterministic
-// oracle returns T(x) exactly and says so through its Model, so that methods
-// spend a single evaluation where the noise is zero. Stats count both oracle
-// calls and unit samples.
+// Norms: LP (ℓp, 2 ≤ p < ∞), LInf, Schatten and Batched (per-example norms
+// of a batch), built by their constructors or by ParseNorm from a name such
+// as "l2" or "schatten:4". Each reports the smoothness constant κ that the
+// stochastic methods use in their sample sizes.
 //
-// # Methods
+// Oracles: an Oracle evaluates τ(x; ξ) for a Sample{Seed, Size}, the average
+// of Size unit samples from the stream Seed; the same Sample at two points
+// reuses the same randomness. Its Model says whether it is Deterministic,
+// SamplewiseLipschitz, LipschitzInExpectation or only of BoundedVariance.
+// Func wraps a deterministic function.
 //
-// Solve runs a Method from a start point under Settings and returns a Result
-// holding the final point, a Status saying why the method stopped, Stats and a
-// residual Certificate.
-//
-// Deterministic methods (they need a Deterministic oracle and return the
-// lowest-residual iterate they evaluated): Picard, KrasnoselskiiMann,
-// Halpern, GHAL, Anderson and Broyden.
-//
-// VRGHAL is the variance-reduced gradual Halpern method of the reference
-// paper, "Solving Stochastic Fixed-Point Equations with High Probability" by
-// Jelena Diakonikolas (its VR-GHAL algorithm, Section 3): epochs of
-// Halpern-type inner steps anchored at the previous epoch's point, an
-// estimate of T at every epoch start, and recursive estimates built from
-// clipped minibatch differences in between, with the paper's schedules and
-// sample sizes for the three oracle models. It is anytime: it returns the
-// last completed epoch's point. The page docs/vrghal.md describes it.
-//
-// Stochastic baselines behind the same interface and sample accounting:
-// MinibatchKM, StochasticHalpern (growing minibatches) and PAGEHalpern
-// (recursive variance reduction).
-//
-// Methods lists every method under its name (its String()) with a summary,
-// the oracle model it needs and a constructor from MethodOptions;
-// LookupMethod finds one by name, so that command lines and configuration
-// files spell names in one place. Settings.Tol is the residual target of
-// every method: Success means the residual is proven to be at most Tol (see
-// Certificates).
-//
-// # Zero values and limits
-//
-// The zero value of every field of Settings and of every method is its
-// documented default (a Default… constant of this package) or has no
-// effect, so that a nil *Settings, &Settings{} and a method's zero value are
-// ready to use. Negative and NaN values are errors. A limit whose zero value
-// already means "none" (Settings.MaxSamples, Settings.MaxTime) is off at
-// zero; a limit with a finite default is lifted in one way, by setting it to
-// +Inf (Settings.DivergenceFactor, Broyden.Protect). Counts (MaxIter,
-// Patience, memories) have no "off" value: set them as large as needed.
-// Switches that turn off a default behaviour are booleans named for what
-// they do (Settings.NoTrace, CertifySettings.Skip, MinibatchKM.FixedBatch),
-// so that their zero value keeps the default, and VRGHAL.Model's zero value,
-// UnspecifiedModel, takes the oracle's own model.
-//
-// # Goroutines
-//
-// A solve runs its method, oracle and norm on the calling goroutine. The
-// passes over whole vectors that the Env makes for every method (copies,
-// finiteness checks, Dist's difference) and Anderson's own (residuals with their inner
-// products, the mixing step) are shared by Settings.Workers goroutines:
-// by default GOMAXPROCS of them on problems of dimension at least
-// MinParallelLen, where a pass is long enough to pay for waking a helper,
-// and the caller alone below. The result does not depend on the number of
-// workers, bit for bit: the passes cut vectors into blocks of a fixed
-// length and add the blocks' partial inner products in block order. The
-// helpers work only during a pass: each has finished its blocks when the
-// pass returns and exits right after.
-//
-// # Methods written outside the package
-//
-// Any type with a Run(*Env) error method is a Method. Besides evaluating
-// and recording through the Env, it can take its vectors from the solve's
-// Workspace (Env.Buffer, so that a solve through a kept Workspace allocates
-// nothing) and run its vector work through the Env's passes (Env.Copy,
-// Env.Sub, Env.AddScaled, Env.Dist), which Settings.Workers shares as it
-// does the built-in methods' (ExampleEnv_Buffer).
-//
-// # Errors
-//
-// Errors name the argument or field at fault. Those that callers branch on
-// are sentinel values or types: ErrUnknownMethod, ErrUnknownModel,
-// ErrUnknownStatus and ErrUnknownAggregate from the lookups and Parse…
-// functions, *NormError from ParseNorm and the norm constructors,
-// ErrNonFinite for a NaN or ±Inf in an argument, an evaluation or a
-// certificate (see Solve), and StopStatus for the errors that stop a
-// method.
+// Methods: Picard, KrasnoselskiiMann, Halpern, GHAL, Anderson and Broyden
+// for deterministic oracles; VRGHAL (the variance-reduced gradual Halpern
+// method of Diakonikolas, "Solving Stochastic Fixed-Point Equations with
+// High Probability") and GrowingBatch for stochastic ones, with the
+// baselines MinibatchKM, StochasticHalpern and PAGEHalpern. Methods lists
+// them by name; LookupMethod finds one. Any type with a Run(*Env) error
+// method is a Method (see ExampleEnv_Buffer).
 //
 // # Certificates
 //
-// After every solve, the Result's Certificate bounds ‖T(x̂) − x̂‖ using
-// only what the oracle declares, and says what it guarantees (see CertRule
-// and Certificate.Guarantee). By the Bahadur–Savage argument no
-// finite-sample bound on a mean exists without a known quantity, so an
-// oracle states what it knows by implementing optional interfaces:
+// No finite-sample bound on a mean exists without a known quantity, so an
+// oracle declares what it knows through optional interfaces, and the
+// certificate uses the one rule its declaration allows (Certificate.Rule):
+// the exact residual for a deterministic oracle or a FiniteSum (every DEQ
+// cell's evaluator is one); a bound holding with probability at least 1 − δ
+// for a NoiseBound, CoordinateNoiseBound or VarianceBound; an estimate with
+// no guarantee (Delta NaN) otherwise. Status Success always means a residual
+// proven to be at most Settings.Tol; a stochastic method that stops on an
+// estimate it cannot prove reports ToleranceEstimated.
 //
-//   - Deterministic model (RuleExact): one evaluation, the exact residual.
-//   - FiniteSum (RuleFiniteSum): T is the average of Terms() terms and
-//     EvalExact computes it; one exact call, the exact residual. Every DEQ
-//     cell's evaluator is one, so every DEQ forward gets an exact
-//     certificate.
-//   - NoiseBound (RuleBoundedNoise): an almost-sure bound b(x) on one unit
-//     sample's deviation; the average of N fresh unit samples plus the
-//     radius of the reference paper's Banach-space concentration
-//     proposition, √(2κ ln(2/δ)σ²/N) + C ln(2/δ) b/(3N), σ² = min{b², the
-//     declared variance}: ≤ Bound with probability at least 1 − δ.
-//   - CoordinateNoiseBound (RuleBoundedNoise, in ℓ∞): almost-sure and
-//     variance bounds b_i(x), v_i(x) on each coordinate of one unit
-//     sample's deviation; the same average with the smaller of that radius
-//     and the coordinatewise Bernstein radius max_i √(2v_i L/N) +
-//     2b_i L/(3N), L = ln(2d/δ) (a union bound over the d coordinates),
-//     both fixed before the draw: ≤ Bound with probability at least 1 − δ.
-//   - VarianceBound (RuleVarianceMoM): a bound σ²(x) on one unit sample's
-//     second moment; a median of means of k buckets of m samples whose
-//     per-bucket failure probability p comes from Chebyshev's inequality
-//     and the paper's minibatch-variance lemma, with k and p chosen from
-//     the exact binomial tail (about 2 ln(1/δ)
-//     buckets at p ≈ 0.1, against 18 ln(1/δ) from Hoeffding's bound):
-//     ≤ Bound with probability at least 1 − δ.
-//   - VarianceBound in a flat Hilbert norm, ℓ2 or Schatten-2
-//     (RuleVarianceTruncated): a centre from a first median of means, then
-//     the mean of k fresh calls each pulled back to within τ of the centre,
-//     with radius √(2κVL/k) + CL(τ + m)/(3k) + V/(4τ), m = min{τ, r_c +
-//     V/(4τ)} the calls' range beyond τ (the paper's Banach-space
-//     concentration proposition for the truncated calls plus their bias;
-//     V the calls' variance plus the centre's squared radius, L =
-//     ln(2/δ₁), δ = δ₀ + δ₁ split between the centre and the truncated
-//     sum, τ fixed from the centre before the calls are drawn): about
-//     4 ln(2/δ) variances κσ²/a² for a radius a plus its centre's (42.5 in
-//     all at δ = 1e-3, where the median of means pays 351 and one
-//     Chebyshev bucket 1000), used whenever its planned size is the
-//     smaller (not at δ = 0.1, at 0.05 and below; for Solve's certificate
-//     and CertifyRadius only with CertifySettings.Calls unset); ≤ Bound
-//     with probability at least 1 − δ.
-//   - nothing (RuleEstimate): an empirical-scale median of means, an
-//     estimate with no guarantee; Delta is NaN so that it cannot be read as
-//     a probability.
+// A NaN or ±Inf in an argument, an evaluation or a certificate is an error
+// wrapping ErrNonFinite (see Solve); errors name the argument or field at
+// fault.
 //
-// κ and C are those of the norm's smooth witness (see Norm). The
-// stochastic rules draw fresh samples, independent of the solve's
-// (CertifySettings), except when the method offers its own certificate
-// for the returned point (Env.OfferCertificate, Certificate.Own: VR-GHAL's
-// rigorous epoch-start estimate, whose samples were drawn after the point
-// was fixed). The proofs are sketched on the rules' functions in
-// certify.go and measured by the coverage tests (fixed seeds, 400 runs per
-// rule, noise law and norm).
+// # Further reading
 //
-// Status Success means the same thing: a residual proven to be at most
-// Settings.Tol — exactly, by VR-GHAL's own bound when the oracle declares
-// a variance or almost-sure bound, or by a rigorous Certificate. A
-// stochastic method that stops on an estimate it cannot prove reports
-// ToleranceEstimated.
+// In the repository: docs/solvers-and-certificates.md (methods, norms,
+// declarations and their rules, coverage tests, settings conventions,
+// goroutines) and docs/vrghal.md (VR-GHAL: the algorithm, its constants and
+// why its guarantee holds).
 package solver

@@ -26,36 +26,17 @@ const (
 // σ/√|B_k|, so a batch growing by a constant factor per step keeps the two
 // balanced, and the work is dominated by the last step.
 //
-// # The sampled bound and the certified stop
-//
-// Each minibatch is drawn as two independent halves τ_a, τ_b (|B_k|/2
-// unit samples each) whose mean is τ_k, so that s_k = ‖τ_a − τ_b‖/2
-// estimates the standard error ‖τ_k − T(x_k)‖ without extra samples. With
-// r̂_k = ‖τ_k − x_k‖ and the contraction factor of a step, ρ_k =
-// min{1 − α(1 − γ̄), r̂_k/r̂_{k−1}} (γ̄ = Gamma; the observed ratio of
-// successive residual estimates once there are two), the residual of the
-// next point satisfies, up to the estimate's noise,
-//
-//	‖T(x_{k+1}) − x_{k+1}‖ ≤ (1 − α)r̂_k + αγ r̂_k + ‖T(x_k) − τ_k‖ ≲ ρ_k r̂_k + Z·s_k,
-//
-// the sampled bound. When it meets the tolerance, the method steps to
-// x_{k+1} and, if the oracle is a FiniteSum, evaluates T(x_{k+1}) exactly
-// (one call, Terms() unit samples): an exact residual at most the
-// tolerance stops the run with Success, a larger one is recorded and the
-// iteration continues from that exact evaluation. Without a FiniteSum the
-// run stops with ToleranceEstimated at x_{k+1} and Solve's Certificate
-// decides. Once |B_k| reaches Terms() every evaluation is the exact
-// average (one call, Terms() unit samples), the residual is exact and the
-// method is exact Picard or Krasnoselskii–Mann.
-//
-// With a FiniteSum oracle, Success is therefore proven by an exact
-// evaluation the method paid for, at the point it returns, and Solve's
-// Certificate reuses that evaluation instead of making another.
-//
-// The recorded residual of x_k is r̂_k + Z·s_k (exact residuals are
-// recorded as such); the method keeps its last recorded point. On a
-// Deterministic oracle every step is one exact evaluation. The
-// certificate's suggested minibatch is the last |B_k|.
+// Each minibatch is drawn as two independent halves, whose difference
+// estimates the minibatch's standard error without extra samples; with the
+// residual estimate and the observed contraction this gives a sampled bound
+// on the next point's residual. When that bound meets the tolerance, a
+// FiniteSum oracle is evaluated exactly at the next point: an exact
+// residual at most the tolerance stops the run with Success (and Solve's
+// Certificate reuses that evaluation), a larger one lets the iteration
+// continue. Without a FiniteSum the run stops with ToleranceEstimated and
+// Solve's Certificate decides. Once the batch reaches Terms() the method is
+// exact Picard or Krasnoselskii–Mann. The page
+// docs/solvers-and-certificates.md in the repository gives the bound.
 //
 // Methods lists it as "growing-batch", so that a command line can select
 // it; a deep equilibrium model can use it for the forward solve and for

@@ -41,63 +41,38 @@ type Options struct {
 //
 // Each training batch runs a hand-written step: the encoder, the DEQ
 // layer's forward solve (Config.Forward), the readout and the mean softmax
-// cross-entropy, then their gradients in reverse — the readout's, the DEQ
-// layer's backward pass in Config.Backward's mode (deq.Layer.Backward,
-// which also gives the cotangent of the encoder's output) and the
-// encoder's. The gradients are clipped by their global norm, the weights
-// decayed, Adam steps with the schedule's learning rate and the cell is
-// projected back onto its Lipschitz bound. The step's own scratch is
-// allocated once per batch size, so that in steady state it allocates
-// nothing itself (the solvers and the DEQ layer allocate their iterates
-// and results).
+// cross-entropy, their gradients in reverse with deq.Layer.Backward in
+// Config.Backward's mode, gradient clipping, weight decay, an Adam step and
+// the cell's projection. In steady state the step itself allocates nothing.
 //
 // # Numerical faults
 //
 // A NaN or ±Inf stops Run at once with an error wrapping
-// solver.ErrNonFinite that names the epoch (from 1) and the batch (from 0)
-// and what was not finite: the standardised input, a value of the cell
-// during the forward or adjoint solve (see deq.Layer.Forward and
-// Backward), the loss, the Jacobian penalty, the correction loss, a
-// parameter's gradient, or a parameter after the optimiser step. Skipping
-// such a batch would not help: a non-finite value in the data or the
-// parameters poisons every batch that follows, and the measurements after
-// the epoch with them. Nothing is updated by the failing batch (a
-// parameter made non-finite by the step itself is reported after it) and
-// no checkpoint is written, so the last one written holds finite
-// parameters; New and Resume already refuse a data set holding a
-// non-finite pixel (datasets.Dataset.Validate).
+// solver.ErrNonFinite that names the epoch (from 1), the batch (from 0) and
+// what was not finite: the standardised input, a value of the cell during
+// the forward or adjoint solve, the loss, the Jacobian penalty, the
+// correction loss, a gradient, or a parameter after the optimiser step.
+// Nothing is updated by the failing batch and no checkpoint is written, so
+// the last one written holds finite parameters.
 //
-// A batch whose forward or adjoint solve diverges with finite values (its
-// residual grew past the solver's DivergenceFactor times its best, Status
-// Diverged without an error) is skipped — no parameter, optimiser moment
-// or projection state changes, and its gradients are discarded. A skipped
-// batch is counted (EpochMetrics.Skipped), reported to Options.Logf and
-// OnBatch, left out of the epoch's loss, accuracy and solver figures, and
-// still advances the schedule. After Config.MaxBadBatches consecutive
-// skipped batches Run stops with ErrTooManyBadBatches, writing no
-// checkpoint. Solves that merely stop short of their tolerance (an
-// iteration limit) are not faults: they are used and counted as
-// unconverged.
+// A batch whose forward or adjoint solve diverges with finite values
+// (Status Diverged without an error) is skipped: nothing changes, the batch
+// is counted (EpochMetrics.Skipped), reported to Options.Logf and OnBatch,
+// left out of the epoch's figures, and still advances the schedule. After
+// Config.MaxBadBatches consecutive skipped batches Run stops with
+// ErrTooManyBadBatches. Solves that stop short of their tolerance are used
+// and counted as unconverged.
 //
-// # Checkpoints and resuming
+// # Checkpoints and reproducibility
 //
 // With Options.Checkpoint set, Run writes a checkpoint (see Save) after
-// every epoch and when its context is done. Cancellation is checked
-// between batches: the batch in progress completes, so a checkpoint always
-// sits on a batch boundary. Resume continues such a checkpoint exactly:
-// the metrics, the parameters and the checkpoint bytes of an interrupted
-// and resumed run equal those of an uninterrupted one, bit for bit (only
-// the wall times differ). Checkpoint.Resume can also extend a run to more
-// epochs, re-planning the learning-rate schedule over the new total from
-// the checkpoint's position on.
-//
-// # Reproducibility
-//
-// Everything random — initialisation, shuffles, solver draws — derives
+// every epoch and when its context is done, on a batch boundary. Resume
+// continues it exactly: the parameters, metrics and checkpoint bytes equal
+// those of an uninterrupted run, bit for bit. Everything random derives
 // from Config.Seed and the position in the run, so the same Config, data
-// and build give the same metrics and checkpoint bytes. Wall times are the
-// exception. Different BLAS implementations (gonum's pure Go or OpenBLAS,
-// see internal/blasimpl) round differently and give different bits.
+// and build give the same results; wall times and the BLAS implementation
+// (see internal/blasimpl) are the exceptions. The page docs/training.md in
+// the repository gives the details.
 //
 // A Trainer is not safe for concurrent use.
 type Trainer struct {

@@ -23,6 +23,9 @@
 // checkpoint evaluated on another data set without --force), 130
 // when SIGINT or SIGTERM stopped deq train after it saved its checkpoint.
 // Errors are printed as one line on standard error, never as a stack trace.
+//
+// The command-line reference, generated from the command's flags, is
+// docs/cli/deq.md in the repository; docs/getting-started.md is a first tour.
 package main
 
 // The command-line reference docs/cli, generated from the command tree by

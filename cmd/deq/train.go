@@ -151,8 +151,7 @@ func (e interruptedError) Unwrap() error { return e.err }
 // spec filled in where their flags were not given: the conv cell's
 // translations (train.DefaultConvShift, chosen on digits) are off on
 // Fashion-MNIST, where one-pixel translations cost 0.7 points of test
-// accuracy over four epochs (90.23% against 90.94%; README, "Conv DEQ on
-// real digits").
+// accuracy over four epochs (90.23% against 90.94%).
 func dataDefaults(cfg train.Config, spec string, changed func(string) bool) train.Config {
 	if cfg.Model.Cell == train.ConvCell && spec == datasets.FashionMNIST && !changed("shift") {
 		cfg.Augment.Shift = -1 // none, spelt negative where the cell's default is a shift

@@ -43,8 +43,8 @@ func Implementation32() blas.Float32 { return netlib.Implementation{} }
 // 784×128 or 128×128 weights): on two idle cores a dense training epoch
 // takes no longer on one OpenBLAS thread than on two, and on busy cores it
 // is much faster, because OpenBLAS's idle worker threads spin and take CPU
-// time from the Go threads (measured in BENCHMARKS.md, "Training
-// throughput with the hand-written step").
+// time from the Go threads (measured with the training section of deq
+// bench).
 func Use() string {
 	blas64.Use(netlib.Implementation{})
 	blas32.Use(netlib.Implementation{})

@@ -15,6 +15,12 @@
 //     (a gonum LU solve for the affine problems, policy iteration for the
 //     Markov decision processes) and the noise scale Sigma.
 //
+// Example (see the package's examples for a complete program):
+//
+//	p, err := problems.New(problems.Config{Name: "affine", Dim: 20, Seed: 1})
+//	res, err := solver.Solve(ctx, p.OracleProblem(), p.X0, nil, solver.VRGHAL{})
+//	dist, _ := p.FixedPointError(res.X)
+//
 // # The problems
 //
 // List describes them. In short:
@@ -45,13 +51,10 @@
 // # Norms and γ
 //
 // A problem supports the norms in which its γ is known, listed by List and
-// Problem.Norms: ℓ2 and ℓp (2 < p < ∞) and ℓ∞ for the vector problems except
+// Problem.Norms: ℓ2, ℓp (2 < p < ∞) and ℓ∞ for the vector problems except
 // the MDP (ℓ∞ only), Schatten-p (and ℓ2 = Frobenius) for "matrix". For
-// "affine" in ℓ2, γ is the spectral norm of A; in ℓ∞ the maximum absolute row
-// sum; in ℓp, 2 < p < ∞, A has maximum absolute row sum and column sum both
-// equal to γ, so Gamma is the Riesz–Thorin bound
-// ‖A‖p ≤ ‖A‖1^{1/p}‖A‖∞^{1−1/p} = γ, an upper bound that random signs make
-// loose.
+// "affine" in ℓp, 2 < p < ∞, Gamma is the Riesz–Thorin bound on ‖A‖p, an
+// upper bound that random signs make loose.
 //
 // # Limitations
 //
@@ -63,4 +66,7 @@
 // variance, which keeps the mean and variance exact but thins the tails. A
 // Problem holds scratch space and is not safe for concurrent use; build one
 // per goroutine (construction is deterministic).
+//
+// The command deq solve runs every method on these problems; see
+// docs/solvers-and-certificates.md in the repository.
 package problems

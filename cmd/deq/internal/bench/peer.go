@@ -36,7 +36,7 @@ const PeerScript = "scripts/torch_peer.py"
 
 // DefaultPeerThreads is Config.PeerThreads where that is zero: one torch
 // thread, the peer's faster setting on the dense and the (implicit) conv
-// model (measured in BENCHMARKS.md, "PyTorch peer"). Our side likewise
+// model (measured with the peer section of deq bench). Our side likewise
 // runs OpenBLAS on one thread (blasimpl.Use).
 const DefaultPeerThreads = 1
 
