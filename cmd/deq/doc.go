@@ -13,15 +13,16 @@
 //	deq predict --checkpoint run.ckpt digit.png photo.jpg
 //	deq bench --quick --out bench-results
 //
-// Exit status: 0 on success, 1 when a command fails while running (an
-// interrupted solve, or an internal error: a panic, reported as
-// "deq: internal error: …" with the place it happened), 2 for a usage error
-// (a bad flag, a missing one, or a combination that makes no sense,
-// including those only the data, the file system or a checkpoint reveal:
-// a batch larger than the data, a data set that is not installed, an
-// output path that cannot be written, checked before any work, a
-// checkpoint evaluated on another data set without --force), 130
-// when SIGINT or SIGTERM stopped deq train after it saved its checkpoint.
+// Exit status: 0 on success; 1 when a command fails while running (an
+// internal error, such as a panic, is reported as "deq: internal error: …"
+// with the place it happened); 2 for a usage error (a bad flag, a missing
+// one, or a combination that makes no sense, including those only the
+// data, the file system or a checkpoint reveal: a batch larger than the
+// data, a data set that is not installed, an output path that cannot be
+// written, checked before any work, a checkpoint evaluated on another data
+// set without --force, an image deq predict cannot read); 130 when SIGINT
+// or SIGTERM interrupted the command (deq train saves its checkpoint first,
+// deq solve writes the report of its best point first).
 // Errors are printed as one line on standard error, never as a stack trace.
 //
 // The command-line reference, generated from the command's flags, is
