@@ -157,3 +157,14 @@ func TestDocsLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsConflictMarkers fails on a merge-conflict marker left in
+// README.md, CHANGELOG.md, BENCHMARKS.md or a page under docs/ (Go files
+// with one do not compile).
+func TestDocsConflictMarkers(t *testing.T) {
+	for path, text := range docPages(t) {
+		for _, line := range docscheck.ConflictMarkers(text) {
+			t.Errorf("%s:%d: merge-conflict marker", path, line)
+		}
+	}
+}
