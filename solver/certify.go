@@ -55,6 +55,11 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 			return c, nil
 		}
 	}
+	if finite && s.Certify.Sampled && o.Model() != Deterministic {
+		if c, err := certifySampled(ctx, p, res, s, suggested); c != nil || err != nil {
+			return c, err
+		}
+	}
 	diff := make([]float64, n)
 	if o.Model() == Deterministic {
 		used, err := o.Eval(diff, x, Sample{Size: 1})

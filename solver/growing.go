@@ -52,6 +52,15 @@ const (
 // evaluation the method paid for, at the point it returns, and Solve's
 // Certificate reuses that evaluation instead of making another.
 //
+// Under Settings.Certify.Sampled, with an oracle that declares a
+// TermBound, the check at x_{k+1} is a sampled certificate instead of the
+// exact evaluation whenever its sample is cheaper (see
+// CertifySettings.Sampled): a Bound at most the tolerance stops the run
+// with Success and becomes the Result's Certificate (Own), at failure
+// probability Settings.Certify.Delta over all of the run's checks; a
+// larger one is recorded and the iteration continues from x_{k+1} with
+// the next, larger minibatch.
+//
 // The recorded residual of x_k is r̂_k + Z·s_k (exact residuals are
 // recorded as such); the method keeps its last recorded point. On a
 // Deterministic oracle every step is one exact evaluation. The
@@ -141,6 +150,7 @@ func (m GrowingBatch) Run(e *Env) error {
 		return e.RecordBound(x, r, r)
 	}
 	prev := math.NaN()
+	attempts := 0 // sampled certificates drawn (see Env.sampledStop)
 	for k := 0; ; k++ {
 		size := blBatch(float64(m0)*math.Pow(g, float64(k)), 0, 0, maxB)
 		if det || (finite && size >= fs.Terms()) {
@@ -185,6 +195,12 @@ func (m GrowingBatch) Run(e *Env) error {
 		step()
 		if !finite {
 			return e.Record(x, bound)
+		}
+		if drawn, err := e.sampledStop(x, &attempts); drawn || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		if err := exact(); err != nil {
 			return err
