@@ -49,41 +49,13 @@ func (e *mfEval) TermBound(z []float64, norm solver.Norm) float64 {
 	if len(z) != e.Len() {
 		return math.Inf(1)
 	}
-	ex := norm
-	if b, ok := norm.(*solver.Batched); ok {
-		ex = b.Example
-	}
-	inf := false
-	switch n := ex.(type) {
-	case solver.LInf:
-		inf = true
-	case solver.LP:
-		if n.P() < 2 {
-			return math.Inf(1)
-		}
-	case *solver.Schatten:
-	default:
+	inf, ok := termNormFamily(norm)
+	if !ok {
 		return math.Inf(1)
 	}
 	h, m, rows := e.c.shape.Hidden, e.c.m, e.c.shape.Rows
 	// zs: the largest ‖Z_e‖_F (ℓ2 family) or row norm (ℓ∞) over examples.
-	zs := 0.0
-	for ex := 0; ex < e.rows/rows; ex++ {
-		f := 0.0
-		for r := range rows {
-			row := z[(ex*rows+r)*h : (ex*rows+r+1)*h]
-			nr := blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: row})
-			if inf {
-				f = math.Max(f, nr)
-			} else {
-				f += nr * nr
-			}
-		}
-		if !inf {
-			f = math.Sqrt(f)
-		}
-		zs = math.Max(zs, f)
-	}
+	zs := largestExample(z, e.rows/rows, rows, h, inf)
 	w, v, c := e.c.w.Data(), e.c.v.Data(), e.c.c.Data()
 	sr := math.Sqrt(float64(rows))
 	maxB, sumB := 0.0, 0.0
@@ -117,6 +89,120 @@ func (e *mfEval) TermBound(z []float64, norm solver.Norm) float64 {
 	out := maxB + sumB/float64(m)
 	if math.IsNaN(out) {
 		return math.Inf(1)
+	}
+	return out
+}
+
+// VJPTermBounder is implemented by the evaluators whose sampled VJPs
+// (VJPHidden) declare the bounds of a sampled certificate of an adjoint
+// solve: the VJP g ↦ (∂φ_m/∂z)ᵀg of each term and a bound on its
+// deviation from the average. MeanField implements it.
+type VJPTermBounder interface {
+	// VJPTerm writes (∂φ_m(z)/∂z)ᵀg, the VJP of the m-th term, into dst:
+	// the value a VJPHidden of Size 1 returns when it draws term m.
+	VJPTerm(dst, z, g []float64, m int) error
+	// VJPTermBound returns B ≥ max_m ‖J_mᵀg − J̄ᵀg‖ in norm (per example
+	// for a Batched norm), J_m = ∂φ_m(z)/∂z and J̄ their average, or +Inf
+	// when it knows none in norm.
+	VJPTermBound(z, g []float64, norm solver.Norm) float64
+}
+
+var _ VJPTermBounder = (*mfEval)(nil)
+
+// VJPTerm implements VJPTermBounder.
+func (e *mfEval) VJPTerm(dst, z, g []float64, m int) error {
+	if err := e.checkHidden(dst, z, g); err != nil {
+		return err
+	}
+	if m < 0 || m >= e.m {
+		return fmt.Errorf("layers: VJPTerm: term %d outside [0, %d)", m, e.m)
+	}
+	e.one[0] = m
+	e.fusedHidden(dst, z, g, e.one[:], 1)
+	return nil
+}
+
+// VJPTermBound implements VJPTermBounder. The VJP of unit m on example e
+// is the rank-one matrix u w_mᵀ with u_r = σ′_r·⟨g_r, v_m⟩ and
+// 0 ≤ σ′ ≤ 1 for both activations, so its norm is at most
+// ‖G_e‖_F‖v_m‖₂‖w_m‖₂ in ℓ2, every ℓp with p ≥ 2 and every Schatten-p
+// norm, and max_r ‖g_r‖₂‖v_m‖₂‖w_m‖∞ in ℓ∞; with β_m that bound at the
+// largest example the deviation bound is max_m β_m + (1/M)Σ_m β_m. It
+// does not depend on z. It costs O(M·Hidden + Len()).
+func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
+	if len(g) != e.Len() {
+		return math.Inf(1)
+	}
+	inf, ok := termNormFamily(norm)
+	if !ok {
+		return math.Inf(1)
+	}
+	h, m := e.c.shape.Hidden, e.c.m
+	gs := largestExample(g, e.rows/e.c.shape.Rows, e.c.shape.Rows, h, inf)
+	w, v := e.c.w.Data(), e.c.v.Data()
+	maxB, sumB := 0.0, 0.0
+	for t := range m {
+		wn := 0.0
+		for i := range h {
+			x := w[i*m+t]
+			if inf {
+				wn = math.Max(wn, math.Abs(x))
+			} else {
+				wn += x * x
+			}
+		}
+		if !inf {
+			wn = math.Sqrt(wn)
+		}
+		b := gs * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: v[t*h : (t+1)*h]}) * wn
+		maxB = math.Max(maxB, b)
+		sumB += b
+	}
+	out := maxB + sumB/float64(m)
+	if math.IsNaN(out) {
+		return math.Inf(1)
+	}
+	return out
+}
+
+// termNormFamily reports which bound of a rank-one term applies in norm
+// (per example for a Batched norm): inf for ℓ∞, else the ℓ2 bound, which
+// holds in ℓp for p ≥ 2 and in every Schatten-p norm; ok is false for the
+// other norms.
+func termNormFamily(norm solver.Norm) (inf, ok bool) {
+	if b, isB := norm.(*solver.Batched); isB {
+		norm = b.Example
+	}
+	switch n := norm.(type) {
+	case solver.LInf:
+		return true, true
+	case solver.LP:
+		return false, n.P() >= 2
+	case *solver.Schatten:
+		return false, true
+	}
+	return false, false
+}
+
+// largestExample returns the largest, over the n examples of rows×h
+// entries of z, Frobenius norm (inf false) or row ℓ2 norm (inf true).
+func largestExample(z []float64, n, rows, h int, inf bool) float64 {
+	out := 0.0
+	for ex := range n {
+		f := 0.0
+		for r := range rows {
+			row := z[(ex*rows+r)*h : (ex*rows+r+1)*h]
+			nr := blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: row})
+			if inf {
+				f = math.Max(f, nr)
+			} else {
+				f += nr * nr
+			}
+		}
+		if !inf {
+			f = math.Sqrt(f)
+		}
+		out = math.Max(out, f)
 	}
 	return out
 }

@@ -361,8 +361,9 @@ func (s *sampler) floorRadius(n int, delta, b float64) float64 {
 // need n ≥ M terms, or even a sample of no spread could not meet tol at
 // the largest stage below M, it returns nil: the exact pass, M term
 // evaluations, is cheaper. It returns nil too when o declares no finite
-// term bound at x̂ in norm; and an error when no sampled rule is proven
-// in norm.
+// term bound at x̂ in norm, or the rule samples without replacement and o
+// is no TermEvaluator; and an error when no sampled rule is proven in
+// norm.
 func sampledCertificate(ctx context.Context, o Oracle, x []float64, norm Norm, tol, delta float64, first int, rng *rand.Rand) (*Certificate, error) {
 	rule, err := SampledRule(norm)
 	if err != nil {
@@ -371,6 +372,9 @@ func sampledCertificate(ctx context.Context, o Oracle, x []float64, norm Norm, t
 	tb, ok := o.(TermBound)
 	if !ok || math.IsNaN(tol) {
 		return nil, nil
+	}
+	if _, te := o.(TermEvaluator); rule == RuleSampledSerfling && !te {
+		return nil, nil // sampling without replacement needs single terms
 	}
 	b := tb.TermBound(x, norm)
 	if !(b >= 0) || math.IsInf(b, 1) {
