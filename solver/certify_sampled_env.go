@@ -31,10 +31,12 @@ func certifySampled(ctx context.Context, p Problem, res *Result, s *Settings, _ 
 // the method states when it offers the certificate (sampledStop). Its
 // term evaluations count in Stats. It returns nil when the settings ask
 // for exact certificates, the oracle declares no term bound, the
-// tolerance is not yet known, or the exact pass is cheaper.
+// tolerance is not yet known, or the exact pass is cheaper. It draws
+// under Certify.Skip too: the stop it proves is still a proven Success,
+// only no certificate is reported.
 func (e *Env) sampledCert(x []float64, attempt *int) (*Certificate, error) {
 	s := &e.settings
-	if !s.Certify.Sampled || s.Certify.Skip || math.IsNaN(e.tolAbs) || e.oracle.Model() == Deterministic {
+	if !s.Certify.Sampled || math.IsNaN(e.tolAbs) || e.oracle.Model() == Deterministic {
 		return nil, nil
 	}
 	if _, ok := e.oracle.(TermBound); !ok {

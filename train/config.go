@@ -472,6 +472,13 @@ type SolverConfig struct {
 	// Delta is the failure probability of the residual certificate and of
 	// VR-GHAL's run.
 	Delta float64
+	// CertDelta, when positive, certifies the solves of a stochastic cell
+	// that declares its term bounds (the meanfield cell) from a sample of
+	// the cell's terms, with probability at least 1 − CertDelta, whenever
+	// that is cheaper than the exact pass (solver.CertifySettings.Sampled;
+	// the methods that certify their own stops use it too). Zero, the
+	// default, keeps exact certificates at probability one.
+	CertDelta float64 `json:",omitempty"`
 	// SampleScale multiplies VR-GHAL's sample sizes (zero means 1, the
 	// paper's constants).
 	SampleScale float64
@@ -773,6 +780,8 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 		return s, fieldErr(field+".MaxIter", s.MaxIter, "must not be negative")
 	case s.Delta < 0 || s.Delta >= 1 || math.IsNaN(s.Delta):
 		return s, fieldErr(field+".Delta", s.Delta, "must lie in (0, 1)")
+	case s.CertDelta < 0 || s.CertDelta >= 1 || math.IsNaN(s.CertDelta):
+		return s, fieldErr(field+".CertDelta", s.CertDelta, "must lie in [0, 1)")
 	case s.SampleScale < 0 || notFinite(s.SampleScale):
 		return s, fieldErr(field+".SampleScale", s.SampleScale, "must be positive and finite")
 	case s.Memory < 0:
@@ -786,6 +795,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	d.MaxIter = cmp.Or(s.MaxIter, base.MaxIter)
 	d.Delta = cmp.Or(s.Delta, base.Delta)
 	d.SampleScale = cmp.Or(s.SampleScale, base.SampleScale)
+	d.CertDelta = cmp.Or(s.CertDelta, base.CertDelta)
 	d.Memory = cmp.Or(s.Memory, base.Memory)
 	d.Relative = s.Relative || base.Relative
 	return d, nil
@@ -804,7 +814,7 @@ func (s SolverConfig) settings(skipCert, relative bool) solver.Settings {
 		Tol:      s.Tol,
 		Relative: relative,
 		MaxIter:  s.MaxIter,
-		Certify:  solver.CertifySettings{Skip: skipCert, Delta: s.Delta},
+		Certify:  solver.CertifySettings{Skip: skipCert, Delta: cmp.Or(s.CertDelta, s.Delta), Sampled: s.CertDelta > 0},
 	}
 }
 
