@@ -25,11 +25,19 @@ func (e *sumEval) EvalTerm(dst, z []float64, m int) error {
 	if err := e.checkEval(dst, z); err != nil {
 		return err
 	}
-	if m < 0 || m >= e.m {
-		return fmt.Errorf("layers: EvalTerm: term %d outside [0, %d)", m, e.m)
+	if err := e.checkTerm(m); err != nil {
+		return err
 	}
 	e.one[0] = m
 	e.sum(dst, z, e.one[:], 1)
+	return nil
+}
+
+// checkTerm returns an error unless 0 ≤ m < Terms().
+func (e *sumEval) checkTerm(m int) error {
+	if m < 0 || m >= e.m {
+		return fmt.Errorf("layers: term %d outside [0, %d)", m, e.m)
+	}
 	return nil
 }
 
@@ -37,7 +45,7 @@ func (e *sumEval) EvalTerm(dst, z []float64, m int) error {
 // average by φ_m(z) − φ̄(z), so with β_m ≥ ‖φ_m(z)_e‖ for every example e
 // the bound is max_m β_m + (1/M)Σ_m β_m. A unit on an example is the
 // rank-one matrix a v_mᵀ with a = σ(Z_e w_m + c_m) (rows entries), so in
-// ℓ2, every ℓp with p ≥ 2 and every Schatten-p norm ‖φ_m(z)_e‖ ≤
+// ℓ2 and in ℓp and Schatten-p with p ≥ 2 ‖φ_m(z)_e‖ ≤
 // ‖a‖₂‖v_m‖₂, and in ℓ∞ ‖a‖∞‖v_m‖∞. Both activations satisfy |σ(t)| ≤ |t|,
 // so ‖a‖₂ ≤ ‖Z_e‖_F‖w_m‖₂ + √rows·|c_m| and ‖a‖∞ ≤ max_r ‖z_r‖₂‖w_m‖₂ +
 // |c_m|; Tanh also has |σ| ≤ 1, so ‖a‖₂ ≤ √rows and ‖a‖∞ ≤ 1. The largest
@@ -58,39 +66,30 @@ func (e *mfEval) TermBound(z []float64, norm solver.Norm) float64 {
 	zs := largestExample(z, e.rows/rows, rows, h, inf)
 	w, v, c := e.c.w.Data(), e.c.v.Data(), e.c.c.Data()
 	sr := math.Sqrt(float64(rows))
-	maxB, sumB := 0.0, 0.0
-	for t := range m {
+	return termDeviation(m, func(t int) float64 {
 		wn := 0.0
 		for i := range h {
 			wn += w[i*m+t] * w[i*m+t]
 		}
 		wn = math.Sqrt(wn)
 		vt := v[t*h : (t+1)*h]
-		var a, vn float64
 		if inf {
-			a = zs*wn + math.Abs(c[t])
+			a := zs*wn + math.Abs(c[t])
 			if e.c.act == Tanh {
 				a = math.Min(a, 1)
 			}
+			vn := 0.0
 			for _, x := range vt {
 				vn = math.Max(vn, math.Abs(x))
 			}
-		} else {
-			a = zs*wn + sr*math.Abs(c[t])
-			if e.c.act == Tanh {
-				a = math.Min(a, sr)
-			}
-			vn = blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: vt})
+			return a * vn
 		}
-		b := a * vn
-		maxB = math.Max(maxB, b)
-		sumB += b
-	}
-	out := maxB + sumB/float64(m)
-	if math.IsNaN(out) {
-		return math.Inf(1)
-	}
-	return out
+		a := zs*wn + sr*math.Abs(c[t])
+		if e.c.act == Tanh {
+			a = math.Min(a, sr)
+		}
+		return a * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: vt})
+	})
 }
 
 // VJPTermBounder is implemented by the evaluators whose sampled VJPs
@@ -114,8 +113,8 @@ func (e *mfEval) VJPTerm(dst, z, g []float64, m int) error {
 	if err := e.checkHidden(dst, z, g); err != nil {
 		return err
 	}
-	if m < 0 || m >= e.m {
-		return fmt.Errorf("layers: VJPTerm: term %d outside [0, %d)", m, e.m)
+	if err := e.checkTerm(m); err != nil {
+		return err
 	}
 	e.one[0] = m
 	e.fusedHidden(dst, z, g, e.one[:], 1)
@@ -125,8 +124,8 @@ func (e *mfEval) VJPTerm(dst, z, g []float64, m int) error {
 // VJPTermBound implements VJPTermBounder. The VJP of unit m on example e
 // is the rank-one matrix u w_mᵀ with u_r = σ′_r·⟨g_r, v_m⟩ and
 // 0 ≤ σ′ ≤ 1 for both activations, so its norm is at most
-// ‖G_e‖_F‖v_m‖₂‖w_m‖₂ in ℓ2, every ℓp with p ≥ 2 and every Schatten-p
-// norm, and max_r ‖g_r‖₂‖v_m‖₂‖w_m‖∞ in ℓ∞; with β_m that bound at the
+// ‖G_e‖_F‖v_m‖₂‖w_m‖₂ in ℓ2 and in ℓp and Schatten-p with p ≥ 2
+// (Frobenius), and max_r ‖g_r‖₂‖v_m‖₂‖w_m‖∞ in ℓ∞; with β_m that bound at the
 // largest example the deviation bound is max_m β_m + (1/M)Σ_m β_m. It
 // does not depend on z. It costs O(M·Hidden + Len()).
 func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
@@ -140,8 +139,7 @@ func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 	h, m := e.c.shape.Hidden, e.c.m
 	gs := largestExample(g, e.rows/e.c.shape.Rows, e.c.shape.Rows, h, inf)
 	w, v := e.c.w.Data(), e.c.v.Data()
-	maxB, sumB := 0.0, 0.0
-	for t := range m {
+	return termDeviation(m, func(t int) float64 {
 		wn := 0.0
 		for i := range h {
 			x := w[i*m+t]
@@ -154,20 +152,13 @@ func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 		if !inf {
 			wn = math.Sqrt(wn)
 		}
-		b := gs * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: v[t*h : (t+1)*h]}) * wn
-		maxB = math.Max(maxB, b)
-		sumB += b
-	}
-	out := maxB + sumB/float64(m)
-	if math.IsNaN(out) {
-		return math.Inf(1)
-	}
-	return out
+		return gs * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: v[t*h : (t+1)*h]}) * wn
+	})
 }
 
 // termNormFamily reports which bound of a rank-one term applies in norm
-// (per example for a Batched norm): inf for ℓ∞, else the ℓ2 bound, which
-// holds in ℓp for p ≥ 2 and in every Schatten-p norm; ok is false for the
+// (per example for a Batched norm): inf for ℓ∞, else the ℓ2 (Frobenius)
+// bound, which holds in ℓp and Schatten-p for p ≥ 2; ok is false for the
 // other norms.
 func termNormFamily(norm solver.Norm) (inf, ok bool) {
 	if b, isB := norm.(*solver.Batched); isB {
@@ -179,7 +170,7 @@ func termNormFamily(norm solver.Norm) (inf, ok bool) {
 	case solver.LP:
 		return false, n.P() >= 2
 	case *solver.Schatten:
-		return false, true
+		return false, n.P() >= 2
 	}
 	return false, false
 }
