@@ -65,3 +65,15 @@ func TestSampledCertificatesForwardAndAdjoint(t *testing.T) {
 		}
 	}
 }
+
+// TestSampledCertificateRefusedNorm: New refuses sampled certificates in
+// a norm where no sampled rule is proven, naming the setting and the norm.
+func TestSampledCertificateRefusedNorm(t *testing.T) {
+	cell := must(layers.NewMeanField(layers.MeanFieldConfig{Hidden: 4, Input: 3, Units: 8, Seed: 5}))
+	l4 := must(solver.NewLP(4, 4))
+	_, err := New(cell, &Settings{Norm: l4, ForwardSettings: solver.Settings{Certify: solver.CertifySettings{Sampled: true}}})
+	require.ErrorContains(t, err, "Settings.ForwardSettings.Certify.Sampled")
+	require.ErrorContains(t, err, "lp:4")
+	_, err = New(cell, &Settings{AdjointNorm: l4, AdjointSettings: solver.Settings{Certify: solver.CertifySettings{Sampled: true}}})
+	require.ErrorContains(t, err, "Settings.AdjointSettings.Certify.Sampled")
+}

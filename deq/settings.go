@@ -211,6 +211,15 @@ func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 	if c.AdjointNorm, err = exampleNorm("AdjointNorm", c.AdjointNorm, sh); err != nil {
 		return c, err
 	}
+	for _, f := range []struct {
+		name    string
+		sampled bool
+		norm    solver.Norm
+	}{{"ForwardSettings", c.ForwardSettings.Certify.Sampled, c.Norm}, {"AdjointSettings", c.AdjointSettings.Certify.Sampled, c.AdjointNorm}} {
+		if _, err := solver.SampledRule(f.norm); f.sampled && err != nil {
+			return c, fmt.Errorf("deq: Settings.%s.Certify.Sampled: %w", f.name, err)
+		}
+	}
 	if c.Forward == nil {
 		c.Forward = solver.Picard{}
 	}
