@@ -147,6 +147,16 @@
 //     smaller (not at δ = 0.1, at 0.05 and below; for Solve's certificate
 //     and CertifyRadius only with CertifySettings.Calls unset); ≤ Bound
 //     with probability at least 1 − δ.
+//   - TermBound on a FiniteSum, with CertifySettings.Sampled
+//     (RuleSampledBernstein in ℓ2 and Schatten-2, RuleSampledSerfling in
+//     ℓ∞ with a TermEvaluator): an almost-sure bound on every term's
+//     deviation from the average; a sample of the terms, an empirical
+//     Bernstein bound that pays their measured spread (Maurer and Pontil
+//     with the Banach-space proposition; the empirical Bernstein–Serfling
+//     inequality of Bardenet and Maillard on every coordinate, without
+//     replacement), in doubling stages, and the exact pass when that is
+//     cheaper: ≤ Bound with probability at least 1 − δ (see SampledRule
+//     and certify_sampled.go).
 //   - nothing (RuleEstimate): an empirical-scale median of means, an
 //     estimate with no guarantee; Delta is NaN so that it cannot be read as
 //     a probability.
