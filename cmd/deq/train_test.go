@@ -222,6 +222,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--tol", "0"), "--tol"},
 		{base("--tol", "NaN"), "--tol"},
 		{base("--delta", "1"), "--delta"},
+		{base("--cert-delta", "1"), "--cert-delta"},
+		{base("--cert-delta", "-0.1"), "--cert-delta"},
 		{base("--epochs", "0"), "--epochs"},
 		{base("--batch", "-3"), "--batch"},
 		{base("--lr", "-1"), "--lr"},
@@ -290,6 +292,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"eval", "--checkpoint", ck, "--solver", "x"}, "--solver"},
 		{[]string{"eval", "--checkpoint", ck, "--tol", "-1"}, "--tol"},
 		{[]string{"eval", "--checkpoint", ck, "--delta", "2"}, "--delta"},
+		{[]string{"eval", "--checkpoint", ck, "--cert-delta", "1"}, "--cert-delta"},
 	} {
 		requireUsageError(t, tc.args, tc.flag)
 	}
