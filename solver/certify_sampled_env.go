@@ -80,3 +80,18 @@ func (e *Env) sampledStop(x []float64, attempt *int) (bool, error) {
 	}
 	return true, e.RecordBound(x, c.Estimate, c.Bound)
 }
+
+// sampledSuccess draws a sampled certificate at x (sampledCert) and, when
+// its Bound meets the tolerance, offers it and records x with it, which
+// stops the run with Success: it then reports true. Otherwise it records
+// nothing and reports false, and the method goes on as without it (with
+// its exact pass, say).
+func (e *Env) sampledSuccess(x []float64, attempt *int) (bool, error) {
+	c, err := e.sampledCert(x, attempt)
+	if err != nil || c == nil || !(c.Bound <= e.tolAbs) {
+		return false, err
+	}
+	c.Delta = e.settings.Certify.Delta
+	e.OfferCertificate(x, *c)
+	return true, e.RecordBound(x, c.Estimate, c.Bound)
+}

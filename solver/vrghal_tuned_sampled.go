@@ -92,6 +92,12 @@ func (r *tunedRun) sampledSettle(est vrEstimate) error {
 			return err
 		}
 		copy(r.xhat, r.t0)
+		// Under Settings.Certify.Sampled a sampled certificate at the
+		// next point that meets Tol stops the run without the exact
+		// evaluation; one that does not is followed by it.
+		if ok, err := e.sampledSuccess(r.xhat, &s.tries); ok || err != nil {
+			return err
+		}
 	}
 	if err := r.exactInto(r.t0, r.xhat); err != nil {
 		return err
