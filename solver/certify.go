@@ -55,10 +55,13 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 			return c, nil
 		}
 	}
+	var spent sampledSpent // a sampled certificate's stages before the exact pass
 	if finite && s.Certify.Sampled && o.Model() != Deterministic {
-		if c, err := certifySampled(ctx, p, res, s, suggested); c != nil || err != nil {
+		c, sp, err := certifySampled(ctx, p, res, s)
+		if c != nil || err != nil {
 			return c, err
 		}
+		spent = sp
 	}
 	diff := make([]float64, n)
 	if o.Model() == Deterministic {
@@ -72,7 +75,9 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 		if err := fs.EvalExact(diff, x); err != nil {
 			return nil, err
 		}
-		return exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())), nil
+		c := exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())+spent.samples)
+		c.Calls += spent.calls
+		return c, nil
 	}
 	if err := stopped(ctx, 0); err != nil {
 		return nil, err

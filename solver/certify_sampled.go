@@ -360,25 +360,26 @@ func (s *sampler) floorRadius(n int, delta, b float64) float64 {
 // so the stage the data selects is covered. When the next stage would
 // need n ≥ M terms, or even a sample of no spread could not meet tol at
 // the largest stage below M, it returns nil: the exact pass, M term
-// evaluations, is cheaper. It returns nil too when o declares no finite
+// evaluations, is cheaper (with the work of the stages it drew, if any,
+// which the caller counts). It returns nil too when o declares no finite
 // term bound at x̂ in norm, or the rule samples without replacement and o
 // is no TermEvaluator; and an error when no sampled rule is proven in
 // norm.
-func sampledCertificate(ctx context.Context, o Oracle, x []float64, norm Norm, tol, delta float64, first int, rng *rand.Rand) (*Certificate, error) {
+func sampledCertificate(ctx context.Context, o Oracle, x []float64, norm Norm, tol, delta float64, first int, rng *rand.Rand) (*Certificate, sampledSpent, error) {
 	rule, err := SampledRule(norm)
 	if err != nil {
-		return nil, err
+		return nil, sampledSpent{}, err
 	}
 	tb, ok := o.(TermBound)
 	if !ok || math.IsNaN(tol) {
-		return nil, nil
+		return nil, sampledSpent{}, nil
 	}
 	if _, te := o.(TermEvaluator); rule == RuleSampledSerfling && !te {
-		return nil, nil // sampling without replacement needs single terms
+		return nil, sampledSpent{}, nil // sampling without replacement needs single terms
 	}
 	b := tb.TermBound(x, norm)
 	if !(b >= 0) || math.IsInf(b, 1) {
-		return nil, nil
+		return nil, sampledSpent{}, nil
 	}
 	m := tb.Terms()
 	first = max(first, sampledFirst)
@@ -389,31 +390,39 @@ func sampledCertificate(ctx context.Context, o Oracle, x []float64, norm Norm, t
 		stages++
 	}
 	if last >= m {
-		return nil, nil
+		return nil, sampledSpent{}, nil
 	}
 	s, err := newSampler(ctx, o, x, norm, rule, rng)
 	if err != nil {
-		return nil, err
+		return nil, sampledSpent{}, err
 	}
 	if s.floorRadius(last, delta/math.Exp2(float64(stages+1)), b) >= tol {
-		return nil, nil
+		return nil, sampledSpent{}, nil
 	}
 	n := first
 	for j := 0; n < m; j++ {
 		dj := delta / math.Exp2(float64(j+1))
 		if err := s.grow(n, b); err != nil {
-			return nil, err
+			return nil, s.spent(), err
 		}
 		c := s.certificate(dj, b)
 		c.Delta = delta
 		radius := c.Bound - c.Estimate
 		if c.Bound <= tol || c.Estimate-radius > tol || 2*n >= m {
 			if c.Bound > tol && 2*n >= m && c.Estimate-radius <= tol {
-				return nil, nil
+				break
 			}
-			return c, nil
+			return c, sampledSpent{}, nil
 		}
 		n *= 2
 	}
-	return nil, nil
+	return nil, s.spent(), nil
 }
+
+// sampledSpent is the work of a sampled certificate that was drawn but
+// not used (the exact pass followed): its oracle calls and unit samples,
+// which the caller adds to the work it reports.
+type sampledSpent struct{ calls, samples int64 }
+
+// spent returns the sampler's work so far.
+func (s *sampler) spent() sampledSpent { return sampledSpent{s.calls, s.samples} }

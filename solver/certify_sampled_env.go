@@ -12,11 +12,12 @@ import (
 // failure probability s.Certify.Delta (see sampledCertificate), with its
 // first stage of s.Certify.Samples terms when set. It returns nil, and
 // certify makes the exact pass, when the oracle declares no term bound at
-// res.X or the exact pass is cheaper; an error when no sampled rule is
-// proven in the norm.
-func certifySampled(ctx context.Context, p Problem, res *Result, s *Settings, _ int) (*Certificate, error) {
+// res.X or the exact pass is cheaper, with the work of any stages it drew
+// (which the exact certificate then counts); an error when no sampled
+// rule is proven in the norm.
+func certifySampled(ctx context.Context, p Problem, res *Result, s *Settings) (*Certificate, sampledSpent, error) {
 	if err := stopped(ctx, 0); err != nil {
-		return nil, err
+		return nil, sampledSpent{}, err
 	}
 	rng := rand.New(rand.NewPCG(s.Seed^0x510e527fade682d1, s.Certify.Seed^0x9b05688c2b3e6c1f))
 	return sampledCertificate(ctx, p.Oracle, res.X, p.Norm, res.Tol, s.Certify.Delta, s.Certify.Samples, rng)
@@ -29,7 +30,8 @@ func certifySampled(ctx context.Context, p Problem, res *Result, s *Settings, _ 
 // most Σ_a δ/2^{a+1} < δ = Settings.Certify.Delta; a stop on the first
 // attempt that meets the tolerance is therefore covered at δ, the Delta
 // the method states when it offers the certificate (sampledStop). Its
-// term evaluations count in Stats. It returns nil when the settings ask
+// term evaluations count in Stats, those of stages drawn before it chose
+// the exact pass too. It returns nil when the settings ask
 // for exact certificates, the oracle declares no term bound, the
 // tolerance is not yet known, or the exact pass is cheaper. It draws
 // under Certify.Skip too: the stop it proves is still a proven Success,
@@ -48,11 +50,12 @@ func (e *Env) sampledCert(x []float64, attempt *int) (*Certificate, error) {
 	delta := s.Certify.Delta / math.Exp2(float64(*attempt+1))
 	*attempt++
 	rng := rand.New(rand.NewPCG(e.Seed(), 0x3c6ef372fe94f82b))
-	c, err := sampledCertificate(e.ctx, e.oracle, x, e.norm, e.tolAbs, delta, s.Certify.Samples, rng)
+	c, spent, err := sampledCertificate(e.ctx, e.oracle, x, e.norm, e.tolAbs, delta, s.Certify.Samples, rng)
 	if c != nil {
-		e.stats.Calls += c.Calls
-		e.stats.Samples += c.Samples
+		spent = sampledSpent{c.Calls, c.Samples}
 	}
+	e.stats.Calls += spent.calls
+	e.stats.Samples += spent.samples
 	if err != nil {
 		if stop := e.checkLimits(0); stop != nil {
 			return nil, stop

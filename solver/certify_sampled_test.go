@@ -150,7 +150,7 @@ func TestSampledCertificateCoverage(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(n), 3))
 					for range draws {
 						first := n
-						c, err := sampledCertificate(context.Background(), ts, x, norm, math.Inf(1), delta, first, rng)
+						c, _, err := sampledCertificate(context.Background(), ts, x, norm, math.Inf(1), delta, first, rng)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -182,7 +182,7 @@ func TestSampledRadiusLowSpread(t *testing.T) {
 	ts.scale = 100 // B is 100 times the largest true deviation
 	x := ts.mean
 	b := ts.TermBound(x, l2)
-	c, err := sampledCertificate(context.Background(), ts, x, l2, math.Inf(1), delta, n, rand.New(rand.NewPCG(1, 2)))
+	c, _, err := sampledCertificate(context.Background(), ts, x, l2, math.Inf(1), delta, n, rand.New(rand.NewPCG(1, 2)))
 	if err != nil || c == nil {
 		t.Fatal(c, err)
 	}
@@ -227,11 +227,11 @@ func TestSampledCertificateExactWhenCheaper(t *testing.T) {
 	l2, _ := NewLP(2, 4)
 	ts := newTermSum(0, 1, termSet("normal", 256, 4, 9))
 	x := ts.mean
-	c, err := sampledCertificate(context.Background(), ts, x, l2, 1e-6, 0.05, 0, rand.New(rand.NewPCG(1, 1)))
+	c, _, err := sampledCertificate(context.Background(), ts, x, l2, 1e-6, 0.05, 0, rand.New(rand.NewPCG(1, 1)))
 	if err != nil || c != nil {
 		t.Fatalf("got %v, %v; want the exact pass (nil, nil)", c, err)
 	}
-	s := &Settings{Certify: CertifySettings{Sampled: true}}
+	s := &Settings{Certify: CertifySettings{Sampled: true, Delta: 0.05}}
 	cert, err := certify(context.Background(), Problem{Oracle: ts, Norm: l2}, &Result{X: x, Tol: 1e-6}, s, 0, nil)
 	if err != nil || cert.Rule != RuleFiniteSum {
 		t.Fatalf("certify: %v, %v; want RuleFiniteSum", cert, err)
@@ -310,5 +310,24 @@ func testSampledStop(t *testing.T, method Method, tol, exactShare float64) {
 			}
 			t.Logf("%v %v δ=%v: %d/%d failures, %d exact stops, %d unit samples per sampled stop", method, norm, delta, fails, solves, exact, samples/int64(max(1, solves-exact)))
 		}
+	}
+}
+
+// TestSampledCertificateSpentCounted: when the sampled stages cannot meet
+// the tolerance below M terms, the exact pass follows and the certificate
+// counts the stages' term evaluations with its own.
+func TestSampledCertificateSpentCounted(t *testing.T) {
+	const m = 4096
+	l2, _ := NewLP(2, 4)
+	ts := newTermSum(0, 1, termSet("normal", m, 4, 9))
+	x := ts.mean
+	c, spent, err := sampledCertificate(context.Background(), ts, x, l2, 0.15, 0.05, 0, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || c != nil || spent.samples != m/2 || spent.calls != m/2 {
+		t.Fatalf("got %v, %+v, %v; want the exact pass after stages up to M/2 = %d terms", c, spent, err, m/2)
+	}
+	s := &Settings{Certify: CertifySettings{Sampled: true, Delta: 0.05}}
+	cert, err := certify(context.Background(), Problem{Oracle: ts, Norm: l2}, &Result{X: x, Tol: 0.15}, s, 0, nil)
+	if err != nil || cert.Rule != RuleFiniteSum || cert.Samples != m+m/2 || cert.Calls != 1+m/2 {
+		t.Fatalf("certify: %+v, %v; want RuleFiniteSum counting %d samples in %d calls", cert, err, m+m/2, 1+m/2)
 	}
 }
