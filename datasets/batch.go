@@ -66,7 +66,8 @@ type Batcher struct {
 
 // NewBatcher returns a Batcher over d delivering batches of size images,
 // positioned at the start of epoch 0. It returns an error if size < 1, d is
-// empty or inconsistent, or DropLast leaves no batch at all.
+// empty or inconsistent (see Dataset.Validate: a NaN or ±Inf pixel among
+// others), or DropLast leaves no batch at all.
 func NewBatcher(d *Dataset, size int, opts *BatchOptions) (*Batcher, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("datasets: batch size %d < 1", size)

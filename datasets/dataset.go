@@ -8,14 +8,16 @@ import (
 	"slices"
 
 	"github.com/deqgo/deq/internal/enum"
+	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/solver"
 )
 
 // Dataset holds N labelled greyscale images as float64 rows.
 //
 // Image i is X[i·Dim() : (i+1)·Dim()], row-major (Rows rows of Cols
-// pixels); its label is Y[i] ∈ [0, Classes). Images read from IDX files
-// are scaled to [0, 1] (byte/255) and synthetic ones are generated in
-// [0, 1]; a Normalizer may then shift and scale them.
+// pixels); its label is Y[i] ∈ [0, Classes). Pixels must be finite. Images
+// read from IDX files are scaled to [0, 1] (byte/255) and synthetic ones
+// are generated in [0, 1]; a Normalizer may then shift and scale them.
 type Dataset struct {
 	// Name describes the data (for example "fashion-mnist/train").
 	Name string
@@ -42,7 +44,10 @@ func (d *Dataset) Image(i int) []float64 {
 }
 
 // Validate reports an inconsistent Dataset: a non-positive shape or class
-// count, len(X) ≠ Len()·Dim(), or a label outside [0, Classes).
+// count, len(X) ≠ Len()·Dim(), a label outside [0, Classes), or a NaN or
+// ±Inf pixel (an error wrapping solver.ErrNonFinite that names the image,
+// row and column). NewBatcher and FitNormalizer call it, so that a
+// non-finite pixel is refused before it reaches a model.
 func (d *Dataset) Validate() error {
 	switch {
 	case d.Rows <= 0 || d.Cols <= 0:
@@ -55,6 +60,16 @@ func (d *Dataset) Validate() error {
 	for i, y := range d.Y {
 		if y < 0 || y >= d.Classes {
 			return fmt.Errorf("datasets: %s: label %d of image %d outside [0, %d)", d.Name, y, i, d.Classes)
+		}
+	}
+	if !numeric.AllFinite(d.X) {
+		dim := d.Dim()
+		for k, v := range d.X {
+			if v-v != 0 {
+				p := k % dim
+				return fmt.Errorf("datasets: %s: image %d holds %v at pixel %d (row %d, column %d): %w",
+					d.Name, k/dim, v, p, p/d.Cols, p%d.Cols, solver.ErrNonFinite)
+			}
 		}
 	}
 	return nil
@@ -128,12 +143,19 @@ const (
 	streamTest    = 0x5b1c_0de5_7a11_0003
 )
 
-// Normalization selects how a Normalizer standardises pixels.
+// Normalization selects how a Normalizer standardises pixels. The zero
+// value, NormDefault, is unset: it selects the default of the
+// configuration that holds it (NormNone for Options.Normalize). Its text
+// form is "none", "global" or "per-pixel", and "" for NormDefault.
 type Normalization int
 
 const (
+	// NormDefault, the zero value, selects the default normalisation of
+	// the configuration that holds it: NormNone for Options and
+	// FitNormalizer.
+	NormDefault Normalization = iota
 	// NormNone leaves pixels in [0, 1].
-	NormNone Normalization = iota
+	NormNone
 	// NormGlobal subtracts the mean of all training pixels and divides by
 	// their standard deviation.
 	NormGlobal
@@ -142,11 +164,41 @@ const (
 	NormPerPixel
 )
 
-// normalizations names the values of Normalization.
-var normalizations = enum.Table[Normalization]{Names: []string{"none", "global", "per-pixel"}}
+// ErrUnknownNormalization is wrapped by the errors of ParseNormalization
+// and Normalization.UnmarshalText for a name they do not accept.
+var ErrUnknownNormalization = errors.New("datasets: unknown normalization")
 
-// String returns "none", "global" or "per-pixel".
+// normalizations names the values of Normalization.
+var normalizations = enum.Table[Normalization]{
+	Names:   []string{"", "none", "global", "per-pixel"},
+	Unknown: ErrUnknownNormalization,
+	Want:    "global, per-pixel, none",
+	Invalid: "datasets: %s is not a normalization",
+}
+
+// Normalizations returns the explicit normalisations, NormGlobal,
+// NormPerPixel and NormNone (not NormDefault), in the order in which the
+// command lists them.
+func Normalizations() []Normalization { return []Normalization{NormGlobal, NormPerPixel, NormNone} }
+
+// String returns the name ParseNormalization accepts: "none", "global",
+// "per-pixel", or "" for NormDefault.
 func (m Normalization) String() string { return normalizations.Name(m) }
+
+// ParseNormalization returns the normalisation named s ("" for
+// NormDefault).
+func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
+
+// MarshalText implements encoding.TextMarshaler with the normalisation's
+// name ("" for NormDefault). It returns an error for a value that is not a
+// normalisation.
+func (m Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(m) }
+
+// UnmarshalText implements encoding.TextUnmarshaler with
+// ParseNormalization; on error it leaves m alone.
+func (m *Normalization) UnmarshalText(text []byte) error {
+	return normalizations.UnmarshalText(m, text)
+}
 
 // MinStd is the floor on a standard deviation a Normalizer divides by. MNIST
 // border pixels are (almost) constant on the training set; dividing by their
@@ -161,14 +213,18 @@ type Normalizer struct {
 }
 
 // FitNormalizer computes the statistics of mode on train. It returns nil for
-// NormNone.
+// NormNone and NormDefault, and an error for an inconsistent train (see
+// Validate: a NaN or ±Inf pixel among others).
 func FitNormalizer(train *Dataset, mode Normalization) (*Normalizer, error) {
 	if train.Len() == 0 {
 		return nil, fmt.Errorf("datasets: %s: cannot fit a normalizer on no images", train.Name)
 	}
+	if err := train.Validate(); err != nil {
+		return nil, err
+	}
 	n, dim := train.Len(), train.Dim()
 	switch mode {
-	case NormNone:
+	case NormDefault, NormNone:
 		return nil, nil
 	case NormGlobal:
 		var s, ss float64
@@ -206,8 +262,10 @@ func FitNormalizer(train *Dataset, mode Normalization) (*Normalizer, error) {
 }
 
 // Apply standardises every image of d in place. A nil Normalizer leaves d
-// unchanged. It returns an error if per-pixel statistics do not match
-// d.Dim().
+// unchanged. It returns an error, changing nothing, if per-pixel
+// statistics do not match d.Dim(), if a mean is not finite or a deviation
+// not positive and finite (wrapping solver.ErrNonFinite for a NaN or
+// ±Inf), or if d is inconsistent (see Validate).
 func (z *Normalizer) Apply(d *Dataset) error {
 	if z == nil {
 		return nil
@@ -215,6 +273,16 @@ func (z *Normalizer) Apply(d *Dataset) error {
 	if len(z.Mean) != len(z.Std) || (len(z.Mean) != 1 && len(z.Mean) != d.Dim()) {
 		return fmt.Errorf("datasets: %s: normalizer has %d means and %d deviations, want 1 or %d",
 			d.Name, len(z.Mean), len(z.Std), d.Dim())
+	}
+	for j, m := range z.Mean {
+		if sd := z.Std[j]; m-m != 0 || sd-sd != 0 {
+			return fmt.Errorf("datasets: %s: normalizer Mean[%d] = %v, Std[%d] = %v: %w", d.Name, j, m, j, sd, solver.ErrNonFinite)
+		} else if !(sd > 0) {
+			return fmt.Errorf("datasets: %s: normalizer Std[%d] = %v must be positive", d.Name, j, sd)
+		}
+	}
+	if err := d.Validate(); err != nil {
+		return err
 	}
 	if len(z.Mean) == 1 {
 		m, s := z.Mean[0], z.Std[0]

@@ -130,7 +130,24 @@ func TestNormalizer(t *testing.T) {
 }
 
 func TestNormalizationString(t *testing.T) {
-	for m, want := range map[Normalization]string{NormNone: "none", NormGlobal: "global", NormPerPixel: "per-pixel", 9: "Normalization(9)"} {
+	for m, want := range map[Normalization]string{NormDefault: "", NormNone: "none", NormGlobal: "global", NormPerPixel: "per-pixel", 9: "Normalization(9)"} {
 		require.Equal(t, want, m.String(), "%d.String()", int(m))
+		if m == 9 {
+			_, err := m.MarshalText()
+			require.Error(t, err)
+			continue
+		}
+		b, err := m.MarshalText()
+		require.NoError(t, err)
+		require.Equal(t, want, string(b))
+		back := Normalization(9)
+		require.NoError(t, back.UnmarshalText(b))
+		require.Equal(t, m, back)
 	}
+	var m Normalization
+	require.ErrorIs(t, m.UnmarshalText([]byte("minmax")), ErrUnknownNormalization)
+	require.Equal(t, NormDefault, m, "left alone on error")
+	z, err := FitNormalizer(&Dataset{Name: "d", Rows: 1, Cols: 1, Classes: 1, X: []float64{1}, Y: []int{0}}, NormDefault)
+	require.NoError(t, err)
+	require.Nil(t, z, "NormDefault is NormNone")
 }

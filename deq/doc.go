@@ -25,6 +25,14 @@
 //
 // Memory does not grow with solver iterations: no graph is unrolled.
 //
+// A NaN or ±Inf is never passed on silently: Forward, Backward, the
+// methods that take a Solution and the Jacobian measurements return an
+// error wrapping solver.ErrNonFinite, naming the coordinate and example,
+// when their input (x, ∂L/∂z*, the Solution, the point z) is not finite,
+// and when the cell returns a non-finite value during a solve (the Result
+// then has Status Diverged and no certificate with a NaN bound) or a
+// measurement, so that no eigenvalue computation ever sees one.
+//
 // The adjoint solve of a stochastic cell is certified like the forward:
 // its oracle declares the cell's finite sum (solver.FiniteSum, whose exact
 // evaluation is the exact VJP), so every adjoint solve, on sampled VJPs

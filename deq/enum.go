@@ -12,7 +12,7 @@ var errUnknown = errors.New("deq: unknown")
 
 // The names of the package's enumerations, one table each.
 var (
-	backwards   = enum.Table[Backward]{Names: []string{"implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Invalid: "deq: %s is not a backward mode"}
+	backwards   = enum.Table[Backward]{Names: []string{"", "implicit", "jacobian-free", "phantom"}, Unknown: errUnknown, What: "backward mode", Want: "implicit, jacobian-free, phantom", Invalid: "deq: %s is not a backward mode"}
 	oracleModes = enum.Table[OracleMode]{Names: []string{"auto", "exact", "sampled"}, Unknown: errUnknown, What: "oracle mode", Invalid: "deq: %s is not an oracle mode"}
 	monitors    = enum.Table[Monitor]{Names: []string{"unproven", "always", "never"}, Unknown: errUnknown, What: "monitor mode", Invalid: "deq: %s is not a monitor mode"}
 )
@@ -26,17 +26,21 @@ func (m OracleMode) String() string { return oracleModes.Name(m) }
 // String returns the name ParseMonitor accepts.
 func (m Monitor) String() string { return monitors.Name(m) }
 
-func (b Backward) valid() bool   { return backwards.Valid(b) }
+func (b Backward) valid() bool { return backwards.Valid(b) }
+
+// Backwards returns the explicit backward modes, Implicit, JacobianFree and
+// Phantom (not DefaultBackward).
+func Backwards() []Backward      { return backwards.Values()[1:] }
 func (m OracleMode) valid() bool { return oracleModes.Valid(m) }
 func (m Monitor) valid() bool    { return monitors.Valid(m) }
 
 // ParseBackward returns the backward mode named s: "implicit",
-// "jacobian-free" or "phantom" (as String names them). Any other name,
-// the empty one included, is an error.
+// "jacobian-free" or "phantom" (as String names them), or DefaultBackward
+// for "". Any other name is an error.
 func ParseBackward(s string) (Backward, error) { return backwards.Parse(s) }
 
-// MarshalText implements encoding.TextMarshaler with the mode's name. It
-// returns an error for a value that is not a mode.
+// MarshalText implements encoding.TextMarshaler with the mode's name (""
+// for DefaultBackward). It returns an error for a value that is not a mode.
 func (b Backward) MarshalText() ([]byte, error) { return backwards.MarshalText(b) }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseBackward.

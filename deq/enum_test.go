@@ -20,6 +20,7 @@ func TestEnumsRoundTripByName(t *testing.T) {
 		name string
 		back func(string) (textEnum, error)
 	}{
+		{DefaultBackward, "", parseAs(ParseBackward)},
 		{Implicit, "implicit", parseAs(ParseBackward)},
 		{JacobianFree, "jacobian-free", parseAs(ParseBackward)},
 		{Phantom, "phantom", parseAs(ParseBackward)},
@@ -47,8 +48,10 @@ func parseAs[T textEnum](parse func(string) (T, error)) func(string) (textEnum, 
 func TestEnumsRejectUnknownNames(t *testing.T) {
 	_, err := ParseBackward("implict")
 	require.EqualError(t, err, `deq: unknown backward mode "implict" (want implicit, jacobian-free, phantom)`)
-	_, err = ParseBackward("")
-	require.ErrorContains(t, err, `""`, "an empty name is not Implicit")
+	b, err := ParseBackward("")
+	require.NoError(t, err)
+	require.Equal(t, DefaultBackward, b, "an empty name is the unset mode, not Implicit")
+	require.Equal(t, []Backward{Implicit, JacobianFree, Phantom}, Backwards())
 	_, err = ParseOracleMode("Sampled")
 	require.EqualError(t, err, `deq: unknown oracle mode "Sampled" (want auto, exact, sampled)`)
 	_, err = ParseMonitor("sometimes")

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/internal/check"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
@@ -146,6 +147,9 @@ func newJac(ctx context.Context, ev layers.Evaluator, z []float64, step float64)
 		return nil, fmt.Errorf("deq: z has length %d, want the evaluator's Len() = %d", len(z), ev.Len())
 	}
 	n := ev.Examples()
+	if err := checkFinite("z", z, n); err != nil {
+		return nil, err
+	}
 	zmax := 0.0
 	for _, v := range z {
 		zmax = math.Max(zmax, math.Abs(v))
@@ -161,7 +165,8 @@ func newJac(ctx context.Context, ev layers.Evaluator, z []float64, step float64)
 }
 
 // jvp writes J·v into dst by central differences of EvalExact; each
-// example's block of v must have ℓ2 norm one or zero.
+// example's block of v must have ℓ2 norm one or zero. It returns an error
+// wrapping solver.ErrNonFinite if J·v is not finite.
 func (j *jac) jvp(dst, v []float64) error {
 	if err := j.stopped(); err != nil {
 		return err
@@ -181,16 +186,41 @@ func (j *jac) jvp(dst, v []float64) error {
 	for i := range dst {
 		dst[i] = (j.fp[i] - j.fm[i]) / (2 * j.h)
 	}
+	if !numeric.AllFinite(dst) {
+		return checkFinite("Jacobian–vector product", dst, j.n)
+	}
 	return nil
 }
 
-// vjp writes Jᵀ·g into dst through the evaluator's exact VJPHidden.
+// vjp writes Jᵀ·g into dst through the evaluator's exact VJPHidden. It
+// returns an error wrapping solver.ErrNonFinite if Jᵀ·g is not finite.
 func (j *jac) vjp(dst, g []float64) error {
 	if err := j.stopped(); err != nil {
 		return err
 	}
-	_, err := j.ev.VJPHidden(dst, j.z, g, j.exact)
-	return err
+	if _, err := j.ev.VJPHidden(dst, j.z, g, j.exact); err != nil {
+		return err
+	}
+	if !numeric.AllFinite(dst) {
+		return checkFinite("vector–Jacobian product", dst, j.n)
+	}
+	return nil
+}
+
+// finiteHessenberg returns an error wrapping solver.ErrNonFinite if
+// example b's Hessenberg matrix m holds a NaN or ±Inf: no eigenvalue
+// computation is ever run on one (LAPACK's balancing does not terminate
+// on it).
+func finiteHessenberg(m mat.Matrix, b int) error {
+	r, c := m.Dims()
+	for i := range r {
+		for k := range c {
+			if v := m.At(i, k); v-v != 0 {
+				return fmt.Errorf("deq: SpectralRadius: the Hessenberg matrix of example %d holds %v at (%d, %d): %w", b, v, i, k, solver.ErrNonFinite)
+			}
+		}
+	}
+	return nil
 }
 
 // stopped returns an error wrapping the context's error once it is done,
@@ -227,6 +257,9 @@ func (j *jac) block(v []float64, b int) []float64 { return v[b*j.d : (b+1)*j.d] 
 // see the generalized Jacobian of the pieces around z.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
+// A NaN or ±Inf in z, in a Jacobian–vector product or in a Hessenberg
+// matrix is an error wrapping solver.ErrNonFinite, returned before any
+// eigenvalue computation sees it.
 // ctx is checked before every Jacobian product: once it is done the
 // measurement returns the estimate so far with an error wrapping ctx.Err().
 func SpectralRadius(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
@@ -283,6 +316,9 @@ func SpectralRadius(ctx context.Context, ev layers.Evaluator, z []float64, o *Ja
 			beta := norm2(wb)
 			hs[b].Set(k+1, k, beta)
 			sq := hs[b].Slice(0, k+1, 0, k+1)
+			if err := finiteHessenberg(sq, b); err != nil {
+				return est, err
+			}
 			if !eig.Factorize(sq, mat.EigenNone) {
 				return est, fmt.Errorf("deq: SpectralRadius: eigenvalues of the %d×%d Hessenberg matrix of example %d did not converge", k+1, k+1, b)
 			}
@@ -329,6 +365,8 @@ func SpectralRadius(ctx context.Context, ev layers.Evaluator, z []float64, o *Ja
 // (σ₂/σ₁)² per iteration.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
+// A NaN or ±Inf in z or in a Jacobian product is an error wrapping
+// solver.ErrNonFinite.
 // ctx is checked before every Jacobian product: once it is done the
 // measurement returns the estimate so far with an error wrapping ctx.Err().
 func SpectralNorm(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (SpectralEstimate, error) {
@@ -390,6 +428,8 @@ func SpectralNorm(ctx context.Context, ev layers.Evaluator, z []float64, o *Jaco
 // from the probes' spread.
 //
 // ev must hold the batch's input (SetInput); z is the point, usually z*.
+// A NaN or ±Inf in z or in a vector–Jacobian product is an error wrapping
+// solver.ErrNonFinite.
 // ctx is checked before every Jacobian product: once it is done the
 // measurement returns the estimate so far with an error wrapping ctx.Err().
 func JacobianFrobenius(ctx context.Context, ev layers.Evaluator, z []float64, o *JacobianOptions) (FrobeniusEstimate, error) {

@@ -251,9 +251,20 @@ func (l *Layer) examples(nx int) (int, error) {
 // Forward returns an error for invalid input and for failures of the
 // solver or the cell; the Solution is then nil unless the solver returned a
 // result.
+//
+// Non-finite values are errors wrapping solver.ErrNonFinite: a NaN or ±Inf
+// in x, naming the coordinate and its example (with a nil Solution); a
+// non-finite injection of the cell (nil Solution); and a cell that returns
+// a NaN or ±Inf during the solve, in which case the Solution holds the
+// solver's Result with Status Diverged and the last finite point it
+// recorded (see solver.Solve), and its Certificate, when not nil, a finite
+// bound.
 func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	n, err := l.examples(len(x))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite("Forward: x", x, n); err != nil {
 		return nil, err
 	}
 	b, err := l.batch(n)
@@ -281,10 +292,8 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		if err := inj.Injection(z0); err != nil {
 			return nil, err
 		}
-		if !numeric.AllFinite(z0) {
-			// A non-finite input: start at zero, so that the solve
-			// reports Diverged at its first evaluation, as for any cell.
-			clear(z0)
+		if err := checkFinite("Forward: the cell's injection", z0, n); err != nil {
+			return nil, err
 		}
 	}
 	fs := l.s.ForwardSettings
@@ -333,9 +342,18 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 // adjoint solve that stops short of its tolerance is not an error: its
 // Result in BackwardStats says why it stopped, and the gradient is computed
 // from the point it returned.
+//
+// Non-finite values are errors wrapping solver.ErrNonFinite: a NaN or ±Inf
+// in gz or in sol's Z or X, naming the coordinate (with nil
+// BackwardStats); a cell that returns one during the adjoint solve
+// (BackwardStats.Adjoint then has Status Diverged, see solver.Solve) or
+// during Phantom's steps. No gradient is written then.
 func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
 	b, err := l.prepareSolution("Backward", sol, stateArg("gz", gz, false), inputArg("dx", dx))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite("Backward: gz", gz, sol.Examples); err != nil {
 		return nil, err
 	}
 	st := &BackwardStats{Mode: l.s.Backward}
@@ -382,6 +400,9 @@ func (l *Layer) phantom(b *batch, sol *Solution, gz, dx []float64, st *BackwardS
 			return err
 		}
 		st.TermEvals += int64(b.ev.Terms())
+		if !numeric.AllFinite(f) {
+			return checkFinite(fmt.Sprintf("Backward: phantom step %d: f", t), f, sol.Examples)
+		}
 		sol.mask.apply(f)
 		h := make([]float64, n)
 		for i := range h {

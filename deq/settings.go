@@ -10,15 +10,21 @@ import (
 )
 
 // Backward selects how a Layer differentiates a loss L through its fixed
-// point z* = f(z*, x; θ).
+// point z* = f(z*, x; θ). The zero value, DefaultBackward, is unset: it
+// selects the default of the configuration that holds it (Implicit for
+// Settings). Its text form is "implicit", "jacobian-free" or "phantom",
+// and "" for DefaultBackward.
 type Backward int
 
 const (
+	// DefaultBackward, the zero value, selects the default mode of the
+	// configuration that holds it: Implicit for Settings.Backward.
+	DefaultBackward Backward = iota
 	// Implicit differentiation, the default: solve the adjoint fixed point
 	// g = J_f(z*)ᵀg + ∂L/∂z* with Settings.Adjoint, then
 	// ∂L/∂θ = (∂f/∂θ)ᵀg and ∂L/∂x = (∂f/∂x)ᵀg. Exact up to the adjoint
 	// solve's tolerance.
-	Implicit Backward = iota
+	Implicit
 	// JacobianFree takes g = ∂L/∂z*, as in "JFB: Jacobian-Free
 	// Backpropagation for Implicit Networks" by Samy Wu Fung and others
 	// (2022): one VJP, no solve. A descent direction for contractive cells,
@@ -103,7 +109,8 @@ type Settings struct {
 	// zero value is Auto.
 	ForwardOracle OracleMode
 
-	// Backward is the backward mode; the zero value is Implicit.
+	// Backward is the backward mode; the zero value, DefaultBackward, is
+	// Implicit.
 	Backward Backward
 	// Adjoint is the method of the adjoint solve (Implicit only). Nil means
 	// solver.Picard{}. Its contraction constant is checked as Forward's;
@@ -219,6 +226,9 @@ func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 		if _, err := solver.SampledRule(f.norm); f.sampled && err != nil {
 			return c, fmt.Errorf("deq: Settings.%s.Certify.Sampled: %w", f.name, err)
 		}
+	}
+	if c.Backward == DefaultBackward {
+		c.Backward = Implicit
 	}
 	if c.Forward == nil {
 		c.Forward = solver.Picard{}

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/internal/check"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -184,8 +185,12 @@ func (o *opNorm) proven(n solver.Norm, rows int) bool {
 
 // Bound returns the certified bound on ‖Wᵀ‖_{p→p} for the h×h matrix w that
 // Project enforces: the exact spectral norm for ℓ2, the maximum absolute
-// column sum of W for ℓ∞, the Riesz–Thorin bound for other ℓp.
+// column sum of W for ℓ∞, the Riesz–Thorin bound for other ℓp. It returns
+// NaN, computing nothing, when w holds NaN or ±Inf.
 func (o *opNorm) bound(w []float64, h int) float64 {
+	if !numeric.AllFinite(w) {
+		return math.NaN()
+	}
 	switch o.kind {
 	case kindL2:
 		return o.spectral(w, h)
@@ -239,7 +244,13 @@ func (o *opNorm) belowGamma(w []float64, h int) bool {
 // project rescales the h×h matrix w in place to satisfy the constraint and
 // returns the bound that now holds (for ℓ2 between exact checks: the power
 // estimate).
+//
+// It returns NaN, leaving w and the iteration state alone, when w holds
+// NaN or ±Inf: no SVD or Cholesky factorisation ever sees one.
 func (o *opNorm) project(w []float64, h int) float64 {
+	if !numeric.AllFinite(w) {
+		return math.NaN()
+	}
 	switch o.kind {
 	case kindL2:
 		o.calls++

@@ -71,8 +71,8 @@ type ConvConfig struct {
 	// shift zero) and the power iteration's start vectors.
 	Seed uint64
 	// Precision is the precision of the recurrent convolutions W_m∗z and
-	// their transposes and weight gradients (see Precision); the zero value
-	// is Float64.
+	// their transposes and weight gradients (see Precision); the zero value,
+	// DefaultPrecision, is Float64.
 	Precision Precision
 }
 
@@ -205,7 +205,8 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 	if err := cfg.Normalization.validIn("ConvConfig"); err != nil {
 		return nil, err
 	}
-	if err := cfg.Precision.validIn("ConvConfig"); err != nil {
+	prec, err := cfg.Precision.validIn("ConvConfig")
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Normalization == SpectralNorm {
@@ -224,7 +225,7 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 		gamma:     cmp0(cfg.Gamma, DefaultGamma),
 		iters:     cmp0(cfg.PowerIters, DefaultConvPowerIters),
 		certEvery: cfg.CertifyEvery,
-		prec:      cfg.Precision,
+		prec:      prec,
 		w:         newParam("W", m*ch, geom.ColRows()),
 		b:         newParam("b", m, ch),
 		power:     make([]float64, m*ch*hw),
@@ -387,7 +388,7 @@ func (c *Conv) Project() error {
 		return c.projectWeightNorm()
 	}
 	if !numeric.AllFinite(c.w.Data()) {
-		return fmt.Errorf("layers: Conv.Project: W holds NaN or Inf")
+		return fmt.Errorf("layers: Conv.Project: W is not finite: %w", solver.ErrNonFinite)
 	}
 	c.calls++
 	certify := c.certEvery > 0 && (c.calls-1)%c.certEvery == 0

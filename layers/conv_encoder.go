@@ -35,7 +35,7 @@ type ConvEncoderConfig struct {
 	// rounded into float32 matrices and the products widened back, while
 	// the parameters, their gradients, the GroupNorm and the outputs stay
 	// float64. The first (stride-2) block is always float64. The zero
-	// value is Float64.
+	// value, DefaultPrecision, is Float64.
 	Precision Precision
 	// Seed seeds the initialisation: the first block's W has independent
 	// N(0, 2/(9·InChannels)) entries, block k's W (k ≥ 2) independent
@@ -164,14 +164,15 @@ func NewConvEncoder(cfg ConvEncoderConfig) (*ConvEncoder, error) {
 	if err := cfg.Activation.valid(); err != nil {
 		return nil, err
 	}
-	if err := cfg.Precision.validIn("ConvEncoderConfig"); err != nil {
+	prec, err := cfg.Precision.validIn("ConvEncoderConfig")
+	if err != nil {
 		return nil, err
 	}
 	layers := cmp0(cfg.Layers, 1)
 	geom := conv.Geom{In: in, H: h, W: w, K: ConvKernel, Stride: 2, Pad: 1}
 	e := &ConvEncoder{
 		c: cfg.Channels, hw: geom.OutH() * geom.OutW(),
-		act: cfg.Activation, groups: cfg.Groups, prec: cfg.Precision,
+		act: cfg.Activation, groups: cfg.Groups, prec: prec,
 		work: mru.Cache[int, *encoderWork]{Max: MaxCachedBatches},
 	}
 	e.part = e.runPart

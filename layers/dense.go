@@ -38,7 +38,7 @@ type DenseConfig struct {
 	// and N(0, 1/Input) entries (W then projected), b is zero.
 	Seed uint64
 	// Precision is the precision of the cell's matrix products (see
-	// Precision); the zero value is Float64.
+	// Precision); the zero value, DefaultPrecision, is Float64.
 	Precision Precision
 }
 
@@ -90,7 +90,8 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	if err := cfg.Normalization.valid(); err != nil {
 		return nil, err
 	}
-	if err := cfg.Precision.validIn("DenseConfig"); err != nil {
+	prec, err := cfg.Precision.validIn("DenseConfig")
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Normalization == SpectralNorm && con.kind != kindL2 {
@@ -104,7 +105,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		w:     newParam("W", h, h),
 		u:     newParam("U", d, h),
 		b:     newParam("b", 1, h),
-		prec:  cfg.Precision,
+		prec:  prec,
 		evals: mru.Cache[int, *denseEval]{Max: MaxCachedBatches},
 	}
 	initNormal(cfg.Seed, 0xd1b54a32d192ed03, normalInit{c.w, h}, normalInit{c.u, d})
@@ -201,7 +202,7 @@ func (c *Dense) Project() error {
 // project enforces the Constraint on W.
 func (c *Dense) project() error {
 	if b := c.con.project(c.w.Data(), c.shape.Hidden); math.IsNaN(b) {
-		return fmt.Errorf("layers: Dense.Project: W holds NaN")
+		return fmt.Errorf("layers: Dense.Project: W is not finite: %w", solver.ErrNonFinite)
 	}
 	return nil
 }

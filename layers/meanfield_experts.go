@@ -116,7 +116,7 @@ func (c *Experts) wm(m int) []float64 {
 func (c *Experts) Project() error {
 	for m := range c.m {
 		if b := c.con.project(c.wm(m), c.shape.Hidden); math.IsNaN(b) {
-			return fmt.Errorf("layers: Experts.Project: W_%d holds NaN", m)
+			return fmt.Errorf("layers: Experts.Project: W_%d is not finite: %w", m, solver.ErrNonFinite)
 		}
 	}
 	return nil

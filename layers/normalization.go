@@ -7,6 +7,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/deqgo/deq/internal/enum"
+	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/solver"
 )
 
 // Normalization selects how a Dense cell keeps its recurrent weight W in
@@ -179,9 +181,14 @@ func (r *reparam) sync(w []float64) error {
 	return r.compute(w)
 }
 
-// compute writes W(V, g) into w and keeps what the chain rule needs.
+// compute writes W(V, g) into w and keeps what the chain rule needs. A
+// NaN or ±Inf in V or g is an error wrapping solver.ErrNonFinite, found
+// before any SVD sees it.
 func (r *reparam) compute(w []float64) error {
 	h, v := r.h, r.v.Data()
+	if !numeric.AllFinite(v) || (r.g != nil && !numeric.AllFinite(r.g.Data())) {
+		return fmt.Errorf("layers: %s.Project: the %v parameters are not finite: %w", r.cell, r.kind, solver.ErrNonFinite)
+	}
 	r.vAt = append(r.vAt[:0], v...)
 	if r.g != nil {
 		r.gAt = append(r.gAt[:0], r.g.Data()...)

@@ -44,35 +44,56 @@ import (
 // (EvalGraph and the reference VJPs) stay in float64, and so do the
 // products of Dense's JacobianPenalty (taken at the float32 map's
 // pre-activation).
+//
+// The zero value, DefaultPrecision, is unset: it selects the default of the
+// configuration that holds it, Float64 for this package's configurations.
+// The text form is "float64" or "float32", and "" for DefaultPrecision.
 type Precision int
 
 const (
-	// Float64, the zero value, computes everything in double precision.
-	Float64 Precision = 0
+	// DefaultPrecision, the zero value, selects the default precision of
+	// the configuration that holds it: Float64 for DenseConfig, ConvConfig
+	// and ConvEncoderConfig.
+	DefaultPrecision Precision = iota
+	// Float64 computes everything in double precision.
+	Float64
 	// Float32 computes the cell's matrix products in single precision.
-	Float32 Precision = 1
+	Float32
 )
 
-var precisions = enum.Table[Precision]{Names: []string{"float64", "float32"}, Unknown: errUnknown, What: "precision", Or: true, Invalid: "layers: Precision = %s is not Float64 or Float32"}
+var precisions = enum.Table[Precision]{Names: []string{"", "float64", "float32"}, Unknown: errUnknown, What: "precision", Want: "float64 or float32", Invalid: "layers: Precision = %s is not Float64 or Float32"}
+
+// Precisions returns the explicit precisions, Float64 and Float32 (not
+// DefaultPrecision).
+func Precisions() []Precision { return precisions.Values()[1:] }
 
 // validIn returns an error naming the field Precision of the configuration
-// type cfg if p is not a precision.
-func (p Precision) validIn(cfg string) error {
+// type cfg if p is not a precision, and otherwise p with DefaultPrecision
+// resolved to Float64.
+func (p Precision) validIn(cfg string) (Precision, error) {
 	if !precisions.Valid(p) {
-		return fmt.Errorf("layers: %s.Precision = %s is not a precision", cfg, precisions.Name(p))
+		return p, fmt.Errorf("layers: %s.Precision = %s is not a precision", cfg, precisions.Name(p))
 	}
-	return nil
+	if p == DefaultPrecision {
+		return Float64, nil
+	}
+	return p, nil
 }
 
-// String returns the precision's name: "float64" or "float32".
+// String returns the precision's name: "float64", "float32", or "" for
+// DefaultPrecision.
 func (p Precision) String() string { return precisions.Name(p) }
 
-// MarshalText implements encoding.TextMarshaler with the precision's name.
-// It returns an error for a value that is not a precision.
+// ParsePrecision returns the precision named s: Float64 for "float64",
+// Float32 for "float32" and DefaultPrecision for "".
+func ParsePrecision(s string) (Precision, error) { return precisions.Parse(s) }
+
+// MarshalText implements encoding.TextMarshaler with the precision's name
+// ("" for DefaultPrecision). It returns an error for a value that is not a
+// precision.
 func (p Precision) MarshalText() ([]byte, error) { return precisions.MarshalText(p) }
 
-// UnmarshalText implements encoding.TextUnmarshaler: it accepts the names
-// String returns and no other.
+// UnmarshalText implements encoding.TextUnmarshaler with ParsePrecision.
 func (p *Precision) UnmarshalText(text []byte) error { return precisions.UnmarshalText(p, text) }
 
 // mirror32 is a float32 copy of float64 values (a parameter's), refreshed

@@ -301,7 +301,8 @@ func TestFloat32DoesNotAllocate(t *testing.T) {
 }
 
 func TestPrecisionNames(t *testing.T) {
-	for _, p := range []Precision{Float64, Float32} {
+	require.Equal(t, []Precision{Float64, Float32}, Precisions())
+	for _, p := range []Precision{DefaultPrecision, Float64, Float32} {
 		b, err := p.MarshalText()
 		require.NoError(t, err)
 		var q Precision
@@ -310,8 +311,12 @@ func TestPrecisionNames(t *testing.T) {
 	}
 	var q Precision
 	require.ErrorIs(t, q.UnmarshalText([]byte("float16")), errUnknown)
-	_, err := NewDense(DenseConfig{Hidden: 2, Input: 2, Precision: 2})
+	_, err := NewDense(DenseConfig{Hidden: 2, Input: 2, Precision: 3})
 	require.ErrorContains(t, err, "DenseConfig.Precision")
+	// The zero value is Float64.
+	d, err := NewDense(DenseConfig{Hidden: 2, Input: 2})
+	require.NoError(t, err)
+	require.Equal(t, Float64, d.Precision())
 	_, err = NewConv(ConvConfig{Channels: 1, Height: 2, Width: 2, Precision: -1})
 	require.ErrorContains(t, err, "ConvConfig.Precision")
 }

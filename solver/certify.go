@@ -33,6 +33,9 @@ import (
 // The exact rules reuse the method's last exact evaluation when it was at
 // x̂ itself (last, which may be nil, returns T(x̂) then, nil otherwise): the certificate then
 // costs no call and reports Calls = Samples = 0.
+//
+// An evaluation holding NaN or ±Inf, or a NaN bound, makes certify return
+// a nil Certificate and an error wrapping ErrNonFinite.
 func certify(ctx context.Context, p Problem, res *Result, s *Settings, suggested int, last func(x []float64) []float64) (*Certificate, error) {
 	return certifyPlanned(ctx, p, res, s, suggested, last, nil)
 }
@@ -50,9 +53,11 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 			if o.Model() != Deterministic {
 				rule = RuleFiniteSum
 			}
-			c := exactCert(norm, tx, x, rule, 0)
-			c.Calls = 0
-			return c, nil
+			c, err := exactCert(norm, tx, x, rule, 0)
+			if c != nil {
+				c.Calls = 0
+			}
+			return c, err
 		}
 	}
 	var spent sampledSpent // a sampled certificate's stages before the exact pass
@@ -69,15 +74,17 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 		if err != nil {
 			return nil, err
 		}
-		return exactCert(norm, diff, x, RuleExact, int64(used)), nil
+		return exactCert(norm, diff, x, RuleExact, int64(used))
 	}
 	if finite {
 		if err := fs.EvalExact(diff, x); err != nil {
 			return nil, err
 		}
-		c := exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())+spent.samples)
-		c.Calls += spent.calls
-		return c, nil
+		c, err := exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())+spent.samples)
+		if c != nil {
+			c.Calls += spent.calls
+		}
+		return c, err
 	}
 	if err := stopped(ctx, 0); err != nil {
 		return nil, err
@@ -133,8 +140,8 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 	if err != nil {
 		return nil, err
 	}
-	if math.IsNaN(c.Bound) {
-		return c, fmt.Errorf("certificate bound is NaN")
+	if math.IsNaN(c.Bound) || math.IsNaN(c.Estimate) {
+		return nil, fmt.Errorf("certificate bound %v, estimate %v: %w", c.Bound, c.Estimate, ErrNonFinite)
 	}
 	return c, nil
 }
@@ -157,15 +164,19 @@ func perCall(budget int64, k, samples int) int {
 }
 
 // exactCert returns the certificate of an exact evaluation tx = T(x),
-// overwriting tx with T(x) − x.
-func exactCert(norm Norm, tx, x []float64, rule CertRule, samples int64) *Certificate {
+// overwriting tx with T(x) − x, or an error wrapping ErrNonFinite if tx
+// holds NaN or ±Inf.
+func exactCert(norm Norm, tx, x []float64, rule CertRule, samples int64) (*Certificate, error) {
+	if err := checkFinite("exact evaluation T(x̂)", tx); err != nil {
+		return nil, err
+	}
 	subInto(tx, tx, x)
 	r := norm.Norm(tx)
 	c := &Certificate{Estimate: r, Bound: r, Samples: samples, Calls: 1, Rule: rule}
 	if b, ok := norm.(*Batched); ok {
 		c.PerExample = b.Each(nil, tx)
 	}
-	return c
+	return c, nil
 }
 
 // certChunkMin is the largest unit-sample size the certificate asks of
@@ -284,6 +295,9 @@ func (d *drawer) call(dst []float64, size int) (int, error) {
 	u, err := d.o.Eval(dst, d.x, Sample{Seed: d.rng.Uint64(), Size: size})
 	d.samples += int64(u)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkFinite(fmt.Sprintf("certificate call %d", d.calls), dst); err != nil {
 		return 0, err
 	}
 	return max(u, 1), nil

@@ -98,8 +98,10 @@
 // Errors name the argument or field at fault. Those that callers branch on
 // are sentinel values or types: ErrUnknownMethod, ErrUnknownModel,
 // ErrUnknownStatus and ErrUnknownAggregate from the lookups and Parse…
-// functions, *NormError from ParseNorm and the norm constructors, and
-// StopStatus for the errors that stop a method.
+// functions, *NormError from ParseNorm and the norm constructors,
+// ErrNonFinite for a NaN or ±Inf in an argument, an evaluation or a
+// certificate (see Solve), and StopStatus for the errors that stop a
+// method.
 //
 // # Certificates
 //

@@ -51,7 +51,8 @@ func (f *faultOracle) Eval(dst, x []float64, s solver.Sample) (int, error) {
 // +Inf or −Inf after k honest calls. Env.Eval must catch the fault on the
 // first bad call (so that no call follows it, and no NaN or infinite
 // residual reaches the trace, as it would if only Env.Record caught it), the
-// method must stop with Status Diverged, and Result.X must be finite: the
+// method must stop with Status Diverged and an error wrapping
+// ErrNonFinite that names the bad evaluation, and Result.X must be finite: the
 // start point when nothing was recorded (always so when no call was honest),
 // otherwise one of the honestly evaluated points — for the deterministic
 // methods the one with the lowest residual recorded, whose exact residual
@@ -71,7 +72,9 @@ func TestOracleFaults(t *testing.T) {
 					// iterations, cannot reach a zero residual by k = 30).
 					s := &solver.Settings{Tol: 1e-300, MaxIter: 1000, Seed: 5, Certify: solver.CertifySettings{Skip: true}}
 					res, err := solver.Solve(context.Background(), solver.Problem{Oracle: fo, Norm: sp.Norm}, p.X0, s, m.method)
-					require.NoError(t, err)
+					require.ErrorIs(t, err, solver.ErrNonFinite)
+					require.ErrorContains(t, err, fmt.Sprintf("evaluation %d", k+1))
+					require.NotNil(t, res)
 					require.Equal(t, solver.Diverged, res.Status)
 					require.Equal(t, int64(k+1), res.Stats.Calls, "stopped at the first bad call")
 					relRequireFinite(t, res.X, m.name)

@@ -224,10 +224,8 @@ func (e *Env) evalFiniteSum(dst, x []float64, fs FiniteSum) error {
 	if err != nil {
 		return fmt.Errorf("solver: exact evaluation %d: %w", e.stats.Calls, err)
 	}
-	for i, v := range dst {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return &stopError{status: Diverged, cause: fmt.Errorf("exact evaluation %d returned %v at coordinate %d", e.stats.Calls, v, i)}
-		}
+	if i := firstNonFinite(dst); i >= 0 {
+		return nonFiniteStop("exact evaluation %d returned %v at coordinate %d", e.stats.Calls, dst[i], i)
 	}
 	e.endExact(dst)
 	return nil

@@ -1,9 +1,19 @@
 package solver
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrNonFinite is wrapped by every error that reports a NaN or an infinity
+// where a finite value is required: in an argument (Solve's x0,
+// CertifyRadius's x), in an oracle evaluation during a solve or its
+// certificate, or in a residual estimate. The packages built on this one
+// (deq, train, datasets) wrap it too for the values that enter them, so
+// that a caller tests for every such fault with errors.Is(err,
+// ErrNonFinite).
+var ErrNonFinite = errors.New("non-finite value (NaN or ±Inf)")
 
 // Status says why a method stopped.
 type Status int
@@ -25,8 +35,10 @@ const (
 	TimeLimit
 	// Canceled: the context was canceled or its deadline passed.
 	Canceled
-	// Diverged: the residual grew past Settings.DivergenceFactor times its best
-	// value, or an evaluation produced NaN or Inf.
+	// Diverged: the residual grew past Settings.DivergenceFactor times its
+	// best value (an overflow to +Inf included), or an evaluation or a
+	// residual estimate was NaN or ±Inf. In the second case Solve also
+	// returns an error wrapping ErrNonFinite.
 	Diverged
 	// Stagnated: the method can make no further progress (for instance a
 	// singular update it cannot repair).
@@ -140,11 +152,13 @@ type Result struct {
 	Tol    float64
 	Status Status
 	Stats  Stats
-	// Certificate is nil when Settings.Certify.Skip is set, and for an
+	// Certificate is nil when Settings.Certify.Skip is set; for an
 	// oracle that is not Deterministic when the context or Settings.MaxTime
 	// was done before the certificate's samples were all drawn (see
 	// Solve): a stopped solve (Status Canceled or TimeLimit) keeps X, the
 	// best point so far, and gets no certificate but the exact one of a
-	// Deterministic oracle.
+	// Deterministic oracle; and when the certificate failed (Solve then
+	// returns its error; a certificate whose evaluations are NaN or ±Inf
+	// is such a failure, wrapping ErrNonFinite). Its Bound is never NaN.
 	Certificate *Certificate
 }

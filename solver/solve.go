@@ -145,8 +145,8 @@ func (e *Env) Stats() Stats { return e.stats }
 // Eval evaluates the oracle at x with Sample s into dst, counting the call
 // and its samples. It returns a stop error when the context is done, the time
 // limit has passed, the sample budget would be exceeded by s.Size, or dst
-// holds NaN or Inf (Status Diverged), and the oracle's own error wrapped
-// otherwise.
+// holds NaN or Inf (Status Diverged, wrapping ErrNonFinite), and the
+// oracle's own error wrapped otherwise.
 func (e *Env) Eval(dst, x []float64, s Sample) error {
 	if err := e.checkLimits(int64(max(s.Size, 1))); err != nil {
 		return err
@@ -169,7 +169,7 @@ func (e *Env) Eval(dst, x []float64, s Sample) error {
 	}
 	if !finite {
 		i := firstNonFinite(dst)
-		return &stopError{status: Diverged, cause: fmt.Errorf("oracle returned %v at coordinate %d of evaluation %d", dst[i], i, e.stats.Calls)}
+		return nonFiniteStop("oracle returned %v at coordinate %d of evaluation %d", dst[i], i, e.stats.Calls)
 	}
 	return nil
 }
@@ -275,8 +275,9 @@ func (e *Env) KeepLast() { e.keepLast = true }
 // each later call counts one iteration. It keeps x as the returned point when
 // its residual is the lowest so far (or always, after KeepLast), appends to
 // the trace, and returns a stop error when the tolerance is met, the
-// iteration limit is reached, the residual is NaN or has grown past
-// DivergenceFactor times the best one (Diverged), or the Recorder fails.
+// iteration limit is reached, the residual is NaN (Diverged, wrapping
+// ErrNonFinite) or has grown past DivergenceFactor times the best one or
+// to +Inf (Diverged), or the Recorder fails.
 // A PointRecorder receives x with the trace point.
 //
 // On a Deterministic oracle the residual is exact and meeting the tolerance
@@ -317,8 +318,11 @@ func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 			return &stopError{status: Failure, cause: fmt.Errorf("recorder: %w", err)}
 		}
 	}
-	if math.IsNaN(residual) || math.IsInf(residual, 0) {
-		return &stopError{status: Diverged, cause: fmt.Errorf("residual %v at iteration %d", residual, e.stats.Iterations)}
+	if math.IsNaN(residual) || math.IsInf(residual, -1) {
+		return nonFiniteStop("residual %v at iteration %d", residual, e.stats.Iterations)
+	}
+	if math.IsInf(residual, 1) {
+		return &stopError{status: Diverged, cause: fmt.Errorf("residual overflows at iteration %d", e.stats.Iterations)}
 	}
 	if e.records == 1 && e.settings.Relative {
 		e.tolAbs = e.settings.Tol * residual
@@ -368,6 +372,17 @@ func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 // dropped too, leaving Result.Status as the method set it. No
 // certificate ever claims more than the samples it drew. An oracle call
 // in progress is not interrupted: Solve returns after it.
+//
+// Non-finite values are errors wrapping ErrNonFinite: a NaN or ±Inf in x0
+// (with a nil Result), and one returned by the oracle or met in a residual
+// estimate during the solve. In the second case the Result holds Status
+// Diverged and the best finite point recorded (x0 when none was), with
+// its residual, and the error is the one that stopped the method, naming
+// the evaluation and coordinate. A residual that merely overflows to +Inf
+// from finite evaluations is a divergence like any other (Status
+// Diverged, no error). Whatever the status, a certificate whose
+// evaluations are not finite is not reported: Result.Certificate is then
+// nil and the error wraps ErrNonFinite.
 func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m Method) (*Result, error) {
 	switch {
 	case ctx == nil:
@@ -381,10 +396,8 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 	if len(x0) != p.Norm.Len() {
 		return nil, fmt.Errorf("solver: x0 has length %d, want Problem.Norm.Len() = %d", len(x0), p.Norm.Len())
 	}
-	for i, v := range x0 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("solver: x0[%d] = %v is not finite", i, v)
-		}
+	if err := checkFinite("solver: x0", x0); err != nil {
+		return nil, err
 	}
 	s, err := settings.withDefaults()
 	if err != nil {
@@ -409,6 +422,9 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		res.Status = st
 		if st == Canceled && ctx.Err() == nil && s.MaxTime > 0 {
 			res.Status = TimeLimit
+		}
+		if errors.Is(runErr, ErrNonFinite) {
+			failure = runErr
 		}
 	} else if runErr != nil {
 		res.Status = Failure
@@ -439,8 +455,11 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		if err != nil && certCtx.Err() != nil {
 			cert, err = nil, nil
 		}
-		if err != nil && failure == nil {
-			failure = fmt.Errorf("solver: certificate: %w", err)
+		if err != nil {
+			cert = nil
+			if failure == nil {
+				failure = fmt.Errorf("solver: certificate: %w", err)
+			}
 		}
 		res.Certificate = cert
 		if res.Status == ToleranceEstimated && cert != nil && cert.Rigorous() && cert.Bound <= e.tolAbs {

@@ -173,3 +173,39 @@ func (a *Adam) Update(ws, gs [][]float64) error {
 	}
 	return nil
 }
+
+// globalNorm returns the Euclidean norm of all of grads together.
+func globalNorm(grads [][]float64) float64 {
+	sq := 0.0
+	for _, g := range grads {
+		for _, v := range g {
+			sq += v * v
+		}
+	}
+	return math.Sqrt(sq)
+}
+
+// clipTo scales grads, whose global norm is norm, down to global norm c
+// when norm exceeds c > 0.
+func clipTo(grads [][]float64, norm, c float64) {
+	if c <= 0 || norm <= c {
+		return
+	}
+	f := c / norm
+	for _, g := range grads {
+		for i := range g {
+			g[i] *= f
+		}
+	}
+}
+
+// decay multiplies the values selected by mask by f.
+func decay(vals [][]float64, mask []bool, f float64) {
+	for i, v := range vals {
+		if mask[i] {
+			for j := range v {
+				v[j] *= f
+			}
+		}
+	}
+}

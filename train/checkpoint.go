@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -83,6 +84,7 @@ type meta struct {
 	Data        string         `json:"data_sha256"`
 	TrainSet    string         `json:"train_set"`
 	TestSet     string         `json:"test_set"`
+	Source      *DataSource    `json:"source,omitempty"` // absent before DataSource
 	Epoch       int            `json:"epoch"`
 	Batch       int            `json:"batch"`
 	Steps       int            `json:"steps"`
@@ -115,7 +117,7 @@ func (t *Trainer) marshal() ([]byte, error) {
 		Config: t.cfg, InputDim: t.model.InputDim, Classes: t.model.Classes,
 		Data: hex.EncodeToString(t.data[:]), TrainSet: t.train.Name, TestSet: t.test.Name,
 		Epoch: t.epoch, Batch: t.batch, Steps: t.steps, Bad: t.bad,
-		Accumulator: t.acc,
+		Accumulator: t.acc, Source: t.source,
 	}
 	m.CustomCell = t.model.custom
 	if t.model.conv != nil {
@@ -238,7 +240,9 @@ func writeAtomic(path string, b []byte) (err error) {
 
 // Checkpoint is a checkpoint read by Load.
 type Checkpoint struct {
-	// Config is the run's configuration, defaults filled in.
+	// Config is the run's configuration, defaults filled in. Raising its
+	// Epochs before Resume extends the run (see Checkpoint.Resume); Resume
+	// refuses any other change.
 	Config Config
 	// Epoch and Batch are the position of the next batch to train (Epoch
 	// equals Config.Epochs when the run is complete).
@@ -252,6 +256,9 @@ type Checkpoint struct {
 	// TrainSet and TestSet are the names of the data sets the run used
 	// (datasets.Dataset.Name, such as "fashion-mnist/train").
 	TrainSet, TestSet string
+	// Source is how the run's data sets were opened (Options.Source), or
+	// nil if the run did not record it.
+	Source *DataSource
 
 	meta    meta
 	tensors map[string][]float64
@@ -283,7 +290,8 @@ func load(path string, newCell CellFunc) (*Checkpoint, error) {
 }
 
 // retiredCell returns an error wrapping ErrVersion if the metadata's
-// configuration names a retired cell kind (see ParseCellKind).
+// configuration names a retired cell kind (see ParseCellKind); parse
+// asks it when the metadata do not decode, as a retired kind does not.
 func retiredCell(meta []byte) error {
 	var m struct {
 		Config struct{ Model struct{ Cell string } } `json:"config"`
@@ -301,76 +309,96 @@ func retiredCell(meta []byte) error {
 func decode(b []byte) (*Checkpoint, error) { return decodeWith(b, nil) }
 
 // decodeWith is decode with newCell, which builds a CellFunc's cell (nil
-// for the built-in cells).
+// for the built-in cells): parse, then the model's rebuild.
 func decodeWith(b []byte, newCell CellFunc) (*Checkpoint, error) {
-	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
-		return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
-	}
-	if !bytes.HasPrefix(b, []byte(checkpointMagic)) {
-		return nil, ErrNotCheckpoint
-	}
-	if len(b) < headerLen {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than the header", ErrTruncated, len(b))
-	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != CheckpointVersion {
-		return nil, fmt.Errorf("%w: the file has version %d, this build reads version %d", ErrVersion, v, CheckpointVersion)
-	}
-	ml, dl := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-	if ml > maxMetaLen || dl > maxDataLen || dl%8 != 0 {
-		return nil, fmt.Errorf("%w: header declares %d metadata and %d data bytes", ErrCorrupt, ml, dl)
-	}
-	want := headerLen + ml + dl + sumLen
-	switch {
-	case uint64(len(b)) < want:
-		return nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrTruncated, len(b), want)
-	case uint64(len(b)) > want:
-		if sha256.Sum256(b[:want-sumLen]) == [32]byte(b[want-sumLen:want]) {
-			return nil, fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, uint64(len(b))-want)
-		}
-		return nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrChecksum, len(b), want)
-	}
-	body := b[:want-sumLen]
-	if sha256.Sum256(body) != [32]byte(b[want-sumLen:]) {
-		return nil, ErrChecksum
-	}
-	if err := retiredCell(body[headerLen : headerLen+ml]); err != nil {
+	m, tensors, err := parse(b)
+	if err != nil {
 		return nil, err
-	}
-	var m meta
-	dec := json.NewDecoder(bytes.NewReader(body[headerLen : headerLen+ml]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
-	}
-	data := body[headerLen+ml:]
-	tensors := make(map[string][]float64, len(m.Tensors))
-	off := 0
-	for _, ti := range m.Tensors {
-		n := ti.Rows * ti.Cols
-		if ti.Rows < 0 || ti.Cols < 0 || n < 0 || off+8*n > len(data) || 8*n < 0 {
-			return nil, fmt.Errorf("%w: tensor %s (%d×%d) does not fit the data", ErrCorrupt, ti.Name, ti.Rows, ti.Cols)
-		}
-		if _, dup := tensors[ti.Name]; dup {
-			return nil, fmt.Errorf("%w: tensor %s appears twice", ErrCorrupt, ti.Name)
-		}
-		x := make([]float64, n)
-		for i := range x {
-			x[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[off+8*i:]))
-		}
-		if !numeric.AllFinite(x) {
-			return nil, fmt.Errorf("%w: tensor %s holds NaN or Inf", ErrCorrupt, ti.Name)
-		}
-		tensors[ti.Name] = x
-		off += 8 * n
-	}
-	if off != len(data) {
-		return nil, fmt.Errorf("%w: %d data bytes not covered by the tensor table", ErrCorrupt, len(data)-off)
 	}
 	ck := &Checkpoint{meta: m, tensors: tensors}
 	if err := ck.build(newCell); err != nil {
 		return nil, err
 	}
 	return ck, nil
+}
+
+// parse verifies a checkpoint's header, lengths and checksum, then decodes
+// its metadata (once) and its tensors, checking that the tensor table
+// covers the data exactly with finite values. It builds no model: the
+// cheap checks come first, so that a damaged file is refused before any
+// model is allocated.
+func parse(b []byte) (meta, map[string][]float64, error) {
+	if len(b) < len(checkpointMagic) && bytes.HasPrefix([]byte(checkpointMagic), b) {
+		return meta{}, nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
+	}
+	if !bytes.HasPrefix(b, []byte(checkpointMagic)) {
+		return meta{}, nil, ErrNotCheckpoint
+	}
+	if len(b) < headerLen {
+		return meta{}, nil, fmt.Errorf("%w: %d bytes, shorter than the header", ErrTruncated, len(b))
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != CheckpointVersion {
+		return meta{}, nil, fmt.Errorf("%w: the file has version %d, this build reads version %d", ErrVersion, v, CheckpointVersion)
+	}
+	ml, dl := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
+	if ml > maxMetaLen || dl > maxDataLen || dl%8 != 0 {
+		return meta{}, nil, fmt.Errorf("%w: header declares %d metadata and %d data bytes", ErrCorrupt, ml, dl)
+	}
+	want := headerLen + ml + dl + sumLen
+	switch {
+	case uint64(len(b)) < want:
+		return meta{}, nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrTruncated, len(b), want)
+	case uint64(len(b)) > want:
+		if sha256.Sum256(b[:want-sumLen]) == [32]byte(b[want-sumLen:want]) {
+			return meta{}, nil, fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, uint64(len(b))-want)
+		}
+		return meta{}, nil, fmt.Errorf("%w: %d bytes, the header declares %d", ErrChecksum, len(b), want)
+	}
+	body := b[:want-sumLen]
+	if sha256.Sum256(body) != [32]byte(b[want-sumLen:]) {
+		return meta{}, nil, ErrChecksum
+	}
+	raw := body[headerLen : headerLen+ml]
+	var m meta
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&m)
+	if err == nil {
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("data after the metadata object")
+		}
+	}
+	if err != nil {
+		if rerr := retiredCell(raw); rerr != nil {
+			return meta{}, nil, rerr
+		}
+		return meta{}, nil, fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
+	}
+	data := body[headerLen+ml:]
+	tensors := make(map[string][]float64, len(m.Tensors))
+	off := 0
+	for _, ti := range m.Tensors {
+		left := (len(data) - off) / 8
+		if ti.Rows < 0 || ti.Cols < 0 || (ti.Rows > 0 && ti.Cols > left/ti.Rows) {
+			return meta{}, nil, fmt.Errorf("%w: tensor %s (%d×%d) does not fit the data", ErrCorrupt, ti.Name, ti.Rows, ti.Cols)
+		}
+		if _, dup := tensors[ti.Name]; dup {
+			return meta{}, nil, fmt.Errorf("%w: tensor %s appears twice", ErrCorrupt, ti.Name)
+		}
+		x := make([]float64, ti.Rows*ti.Cols)
+		for i := range x {
+			x[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[off+8*i:]))
+		}
+		if !numeric.AllFinite(x) {
+			return meta{}, nil, fmt.Errorf("%w: tensor %s holds NaN or Inf", ErrCorrupt, ti.Name)
+		}
+		tensors[ti.Name] = x
+		off += 8 * len(x)
+	}
+	if off != len(data) {
+		return meta{}, nil, fmt.Errorf("%w: %d data bytes not covered by the tensor table", ErrCorrupt, len(data)-off)
+	}
+	return m, tensors, nil
 }
 
 // build validates the metadata and rebuilds the model, with newCell for
@@ -390,11 +418,11 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 		// stored 0. A current conv checkpoint stores the number.
 		c.Model.EncoderLayers = 1
 	}
-	if c := &ck.meta.Config; c.Model.Precision == DefaultPrecision {
-		// Written before the Precision type: Float64 was the zero
+	if c := &ck.meta.Config; c.Model.Precision == layers.DefaultPrecision {
+		// Written before the Precision type: layers.Float64 was the zero
 		// value, omitted, for every cell. A current checkpoint stores the
 		// precision.
-		c.Model.Precision = Float64
+		c.Model.Precision = layers.Float64
 	}
 	m := ck.meta
 	cfg, err := m.Config.Defaults()
@@ -410,6 +438,9 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 	case len(m.History) != m.Epoch || len(m.Traces) != m.Epoch:
 		return fmt.Errorf("%w: %d epochs of metrics at epoch %d", ErrCorrupt, len(m.History), m.Epoch)
 	}
+	if err := m.Source.validate(); err != nil {
+		return err
+	}
 	var norm *datasets.Normalizer
 	if mean, ok := ck.tensors["input.mean"]; ok {
 		norm = &datasets.Normalizer{Mean: mean, Std: ck.tensors["input.std"]}
@@ -417,7 +448,7 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 			return fmt.Errorf("%w: input standardisation has %d means and %d deviations", ErrCorrupt, len(mean), len(norm.Std))
 		}
 	}
-	if (norm == nil) != (cfg.Normalize == NormalizeNone) {
+	if (norm == nil) != (cfg.Normalize == datasets.NormNone) {
 		return fmt.Errorf("%w: input standardisation does not match Normalize = %v", ErrCorrupt, cfg.Normalize)
 	}
 	// Refuse shapes the stored tensors cannot hold before allocating the
@@ -481,61 +512,12 @@ func (ck *Checkpoint) build(newCell CellFunc) error {
 		return fmt.Errorf("%w: %d tensors the model does not use", ErrCorrupt, len(ck.tensors)-used)
 	}
 	ck.Config, ck.Epoch, ck.Batch, ck.Steps, ck.Model = cfg, m.Epoch, m.Batch, m.Steps, model
-	ck.TrainSet, ck.TestSet = m.TrainSet, m.TestSet
+	ck.TrainSet, ck.TestSet, ck.Source = m.TrainSet, m.TestSet, m.Source
 	for i, e := range m.History {
 		e.Trace = m.Traces[i]
 		ck.History = append(ck.History, e)
 	}
 	return nil
-}
-
-// Resume returns a Trainer that continues the run saved in the checkpoint
-// at path, on the same training and test sets (checked against the
-// digest the checkpoint holds; the error wraps ErrDataMismatch otherwise).
-// Run then continues from the checkpoint's position. A nil opts means no
-// options.
-func Resume(path string, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
-	ck, err := Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return ck.Resume(train, test, opts)
-}
-
-// Resume returns a Trainer that continues the checkpoint's run (see the
-// function Resume).
-func (ck *Checkpoint) Resume(train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
-	if err := checkData(train, test); err != nil {
-		return nil, err
-	}
-	if fp := fingerprint(train, test); hex.EncodeToString(fp[:]) != ck.meta.Data {
-		return nil, fmt.Errorf("train: %w (%s: %d images, %s: %d images differ from the run's)", ErrDataMismatch, train.Name, train.Len(), test.Name, test.Len())
-	}
-	if train.Dim() != ck.Model.InputDim || train.Classes != ck.Model.Classes {
-		return nil, fmt.Errorf("train: %w", ErrDataMismatch)
-	}
-	t, err := newTrainer(ck.Config, ck.Model, train, test, opts)
-	if err != nil {
-		return nil, err
-	}
-	if ck.Batch > t.batcher.Batches() || (ck.Epoch == ck.Config.Epochs && ck.Batch != 0) {
-		return nil, fmt.Errorf("train: %w: batch %d of %d", ErrCorrupt, ck.Batch, t.batcher.Batches())
-	}
-	as := AdamState{Step: ck.meta.AdamStep}
-	if as.Step > 0 {
-		infos, _ := ck.Model.tensors(func(string, int, int, []float64) error { return nil })
-		for _, ti := range infos {
-			as.M = append(as.M, ck.tensors["adam.m."+ti.Name])
-			as.V = append(as.V, ck.tensors["adam.v."+ti.Name])
-		}
-	}
-	if err := t.adam.SetState(as); err != nil {
-		return nil, fmt.Errorf("train: %w: %v", ErrCorrupt, err)
-	}
-	t.epoch, t.batch, t.steps, t.bad = ck.Epoch, ck.Batch, ck.Steps, ck.meta.Bad
-	t.acc = ck.meta.Accumulator
-	t.history = ck.History
-	return t, nil
 }
 
 // minParams returns a lower bound on the number of parameters of a model

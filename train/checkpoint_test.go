@@ -132,7 +132,7 @@ func TestSaveRefusesNonFiniteState(t *testing.T) {
 // DefaultConvShift stored a run without translations as Shift 0, before
 // DefaultConvEncoderLayers a one-block encoder as EncoderLayers 0, and
 // checkpoints of every cell written before the Precision type omitted
-// the precision Float64 (all three omitted from their metadata, or zero);
+// the precision layers.Float64 (all three omitted from their metadata, or zero);
 // they load as what they were written for, canonical, and resume exactly:
 // re-saving the resumed run writes the checkpoint of the same run today.
 // A float32 checkpoint was written then as it is now; one of a conv run at
@@ -141,9 +141,9 @@ func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 	sq := func() (*datasets.Dataset, *datasets.Dataset) {
 		return squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
 	}
-	conv := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1, Precision: Float64}, Augment: AugmentConfig{Shift: -1}}
+	conv := Config{Seed: 5, Epochs: 1, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, EncoderLayers: 1, Precision: layers.Float64}, Augment: AugmentConfig{Shift: -1}}
 	conv32 := conv
-	conv32.Model.Precision = DefaultPrecision
+	conv32.Model.Precision = layers.DefaultPrecision
 	dense := tinyConfig()
 	dense.Epochs = 1
 	for _, tc := range []struct {
@@ -161,12 +161,12 @@ func TestLoadConvWrittenBeforeDefaults(t *testing.T) {
 			require.Equal(t, 1, trn.Model().conv.Layers())
 		}},
 		{"conv-float64", conv, sq, `,"Precision":"float64"`, strings.Repeat(" ", len(`,"Precision":"float64"`)), func(t *testing.T, ck *Checkpoint, trn *Trainer) {
-			require.Equal(t, Float64, ck.Config.Model.Precision)
+			require.Equal(t, layers.Float64, ck.Config.Model.Precision)
 			require.Equal(t, layers.Float64, trn.Model().conv.Precision())
 		}},
 		{"dense-float64", dense, func() (*datasets.Dataset, *datasets.Dataset) { return blobData(128, 50) },
 			`,"Precision":"float64"`, strings.Repeat(" ", len(`,"Precision":"float64"`)), func(t *testing.T, ck *Checkpoint, trn *Trainer) {
-				require.Equal(t, Float64, ck.Config.Model.Precision)
+				require.Equal(t, layers.Float64, ck.Config.Model.Precision)
 				require.True(t, trn.Model().Proven())
 			}},
 		{"conv-float32", conv32, sq, `,"Precision":"float32"`, `,"Precision":"float32"`, func(t *testing.T, ck *Checkpoint, trn *Trainer) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
@@ -20,12 +21,12 @@ func TestConfigDefaults(t *testing.T) {
 	c, err := Config{}.Defaults()
 	require.NoError(t, err)
 	want := Config{
-		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: NormalizeGlobal,
+		Epochs: DefaultEpochs, BatchSize: DefaultBatchSize, EvalBatchSize: DefaultEvalBatchSize, Normalize: datasets.NormGlobal,
 		LR: DefaultLR, Schedule: Cosine, ClipNorm: DefaultClipNorm, Beta1: DefaultBeta1, Beta2: DefaultBeta2,
 		AdamEps: DefaultAdamEps, MaxBadBatches: DefaultMaxBadBatches,
-		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: Float64},
+		Model:    ModelConfig{Cell: DenseCell, Hidden: DefaultHidden, Encoder: DefaultHidden, Activation: layers.ReLU, Gamma: DefaultGamma, Norm: normSpec("l2"), ExactEvery: 1, Precision: layers.Float64},
 		Forward:  DefaultForward(),
-		Backward: BackwardConfig{Mode: Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
+		Backward: BackwardConfig{Mode: deq.Implicit, Solver: DefaultBackwardSolver(), PhantomSteps: 5},
 		Eval:     SolverConfig{Method: methodNamed("broyden"), Tol: DefaultForwardTol / 10, MaxIter: 2 * DefaultForwardIter, Delta: DefaultDelta},
 	}
 	require.Equal(t, want, c)
@@ -62,7 +63,7 @@ func TestConfigDefaults(t *testing.T) {
 	// explicit mode is kept, for every cell.
 	require.Equal(t, DefaultConvBackward, cv.Backward.Mode)
 	for _, cell := range []CellKind{DenseCell, ConvCell} {
-		for _, m := range BackwardModes() {
+		for _, m := range deq.Backwards() {
 			d, err := Config{Model: ModelConfig{Cell: cell}, Backward: BackwardConfig{Mode: m}}.Defaults()
 			require.NoError(t, err)
 			require.Equal(t, m, d.Backward.Mode, "%v %v", cell, m)
@@ -81,7 +82,7 @@ func TestConfigDefaults(t *testing.T) {
 	ld, err := lc.Defaults()
 	require.NoError(t, err)
 	require.Equal(t, lc, ld, "canonical")
-	require.Equal(t, Implicit, ld.Backward.Mode)
+	require.Equal(t, deq.Implicit, ld.Backward.Mode)
 	require.Equal(t, methodNamed("anderson"), cv.Forward.Method)
 	cv2, err := cv.Defaults()
 	require.NoError(t, err)
@@ -108,10 +109,10 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
-	baseline := Method{}
-	for i, m := range solver.Methods() {
-		if m.Baseline {
-			baseline = Method{index: i + 1}
+	var baseline solver.MethodSpec
+	for _, m := range solver.MethodSpecs() {
+		if m.Info().Baseline {
+			baseline = m
 		}
 	}
 	require.False(t, baseline.IsZero())
@@ -143,9 +144,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Model: ModelConfig{Cell: ExpertsCell, Terms: -3}}, "Model.Terms"},
 		{Config{Model: ModelConfig{Cell: MeanFieldCell, Units: -1}}, "Model.Units"},
 		{Config{Forward: SolverConfig{Method: baseline}}, "Forward.Method"},
-		{Config{Forward: SolverConfig{Method: Method{index: 99}}}, "Forward.Method"},
+		{Config{Model: ModelConfig{Norm: solver.NormSpec{Kind: solver.NormLP, P: 1}}}, "Model.Norm"},
+		{Config{Model: ModelConfig{Norm: solver.NormSpec{Kind: 9}}}, "Model.Norm"},
 		{Config{Forward: SolverConfig{Tol: -1}}, "Forward.Tol"},
-		{Config{Backward: BackwardConfig{Mode: BackwardMode(7)}}, "Backward.Mode"},
+		{Config{Backward: BackwardConfig{Mode: deq.Backward(7)}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Solver: SolverConfig{Delta: 1}}}, "Backward.Solver.Delta"},
 		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
@@ -167,10 +169,8 @@ func TestParseNames(t *testing.T) {
 	}{
 		{"cell", func(s string) (any, error) { return ParseCellKind(s) }, []string{"dense", "meanfield", "experts", "conv"}, []string{"convolution", "", "Dense", "wide", "mixture"}},
 		{"schedule", func(s string) (any, error) { return ParseSchedule(s) }, []string{"cosine", "step", "constant"}, []string{"linear", ""}},
-		{"normalization", func(s string) (any, error) { return ParseNormalization(s) }, []string{"global", "per-pixel", "none"}, []string{"minmax", ""}},
-		{"method", func(s string) (any, error) { return ParseMethod(s) }, []string{"picard", "km", "halpern", "ghal", "anderson", "broyden", "vrghal"}, []string{"newton", "minibatch-km", "page-halpern", "stochastic-halpern", ""}},
-		{"backward", func(s string) (any, error) { return ParseBackwardMode(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "Implicit", "default"}},
-		{"norm", func(s string) (any, error) { return ParseNormSpec(s) }, []string{"l2", "lp:4", "linf", "schatten:3", "schatten:inf"}, []string{"l1", "schatten:1", "lp:1", ""}},
+		{"normalization", func(s string) (any, error) { return datasets.ParseNormalization(s) }, []string{"global", "per-pixel", "none", ""}, []string{"minmax", "Global"}},
+		{"backward", func(s string) (any, error) { return deq.ParseBackward(s) }, []string{"implicit", "jacobian-free", "phantom", ""}, []string{"jfb", "deq.Implicit", "default"}},
 	} {
 		for _, s := range tc.good {
 			v, err := tc.parse(s)
@@ -204,8 +204,6 @@ func TestParseNames(t *testing.T) {
 	// Unknown names are refused with ErrUnknownName.
 	_, err := ParseCellKind("convolution")
 	require.ErrorIs(t, err, ErrUnknownName)
-	_, err = ParseMethod("newton")
-	require.ErrorIs(t, err, ErrUnknownName)
 	// A norm builds the solver's norm for a shape, as ParseNorm does.
 	for _, s := range []string{"l2", "lp:3", "linf", "schatten:3"} {
 		got, err := normSpec(s).Norm(2, 5)
@@ -222,8 +220,8 @@ func TestParseNames(t *testing.T) {
 func goldenConfigs() []Config {
 	return []Config{
 		{},
-		{Seed: 7, Normalize: NormalizePerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: JacobianFree}},
-		{Normalize: NormalizeNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
+		{Seed: 7, Normalize: datasets.NormPerPixel, Schedule: Step, ClipNorm: -1, Model: ModelConfig{Cell: MeanFieldCell, Hidden: 10, Activation: layers.Tanh, Norm: normSpec("lp:4")}, Forward: SolverConfig{Method: methodNamed("anderson"), Memory: 3}, Backward: BackwardConfig{Mode: deq.JacobianFree}},
+		{Normalize: datasets.NormNone, Schedule: Constant, Model: ModelConfig{Cell: ExpertsCell, Hidden: 10, Terms: 4, Norm: normSpec("schatten:3")}, Forward: SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.01, Tol: 0.05}, Backward: BackwardConfig{Mode: deq.Phantom, PhantomSteps: 3}, Eval: SolverConfig{Method: methodNamed("picard")}},
 		{Model: ModelConfig{Norm: normSpec("linf")}, Backward: BackwardConfig{Solver: SolverConfig{Method: methodNamed("vrghal"), Delta: 0.1}}, Eval: SolverConfig{Method: methodNamed("ghal")}},
 		{Model: ModelConfig{Norm: normSpec("l2")}, Forward: SolverConfig{Method: methodNamed("km")}, Eval: SolverConfig{Method: methodNamed("halpern")}},
 	}
@@ -233,7 +231,7 @@ func goldenConfigs() []Config {
 // golden file's but for the explicit precision that Defaults stores since
 // the Precision type ("Precision": "float64" after ExactEvery: all of them
 // are vector cells), and the golden JSON, in which the precision is
-// absent (Float64 was the zero value), decodes to configurations whose
+// absent (layers.Float64 was the zero value), decodes to configurations whose
 // canonical form is the same.
 func TestConfigJSONIsUnchanged(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "configs.golden.json"))
@@ -242,7 +240,7 @@ func TestConfigJSONIsUnchanged(t *testing.T) {
 	for _, c := range goldenConfigs() {
 		d, err := c.Defaults()
 		require.NoError(t, err)
-		require.Equal(t, Float64, d.Model.Precision)
+		require.Equal(t, layers.Float64, d.Model.Precision)
 		out = append(out, d)
 	}
 	b, err := json.MarshalIndent(out, "", "\t")
@@ -255,7 +253,7 @@ func TestConfigJSONIsUnchanged(t *testing.T) {
 	var back []Config
 	require.NoError(t, json.Unmarshal(golden, &back))
 	for i := range back {
-		require.Equal(t, DefaultPrecision, back[i].Model.Precision)
+		require.Equal(t, layers.DefaultPrecision, back[i].Model.Precision)
 		back[i], err = back[i].Defaults()
 		require.NoError(t, err)
 	}
@@ -291,7 +289,7 @@ func TestLoadsCheckpointOfStringConfig(t *testing.T) {
 	again, err := json.Marshal(ck.Config)
 	require.NoError(t, err)
 	// The same JSON but for the explicit precision, which the checkpoint
-	// omits (Float64 was the zero value then).
+	// omits (layers.Float64 was the zero value then).
 	require.Equal(t, string(m.Config), strings.Replace(string(again), `,"Precision":"float64"`, "", 1))
 
 	tr, te := blobData(128, 50)
@@ -313,7 +311,7 @@ func TestConfigDiff(t *testing.T) {
 	require.Equal(t, []FieldDiff{
 		{"Seed", uint64(0), uint64(9)},
 		{"Schedule", Cosine, Step},
-		{"Model.Norm", NormSpec{}, normSpec("linf")},
+		{"Model.Norm", solver.NormSpec{}, normSpec("linf")},
 		{"Backward.Solver.Method", methodNamed("broyden"), methodNamed("anderson")},
 	}, a.Diff(b))
 }
@@ -363,7 +361,7 @@ func TestAugmentDefaults(t *testing.T) {
 // rotations and scalings), which checkpoints store, and that they are
 // omitted when zero.
 func TestNewFieldsJSON(t *testing.T) {
-	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
+	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: layers.Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Precision":"float32"`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
@@ -376,14 +374,5 @@ func TestNewFieldsJSON(t *testing.T) {
 	require.NoError(t, err)
 	for _, absent := range []string{`"ReadoutHidden"`, `"EncoderLayers"`, `"Precision"`, `"Rotate"`, `"Scale"`, `"Augment"`} {
 		require.NotContains(t, string(b), absent)
-	}
-}
-
-func TestBackwardModeDeq(t *testing.T) {
-	for m, want := range map[BackwardMode]deq.Backward{Implicit: deq.Implicit, JacobianFree: deq.JacobianFree, Phantom: deq.Phantom, DefaultBackward: -1, BackwardMode(9): -1} {
-		require.Equal(t, want, m.Deq(), "%d", int(m))
-		if want >= 0 {
-			require.Equal(t, want.String(), m.String(), "the same names as package deq")
-		}
 	}
 }

@@ -62,7 +62,7 @@ func NewWithCell(cfg Config, newCell CellFunc, train, test *datasets.Dataset, op
 	if err := checkData(train, test); err != nil {
 		return nil, err
 	}
-	norm, err := datasets.FitNormalizer(train, c.Normalize.Datasets())
+	norm, err := datasets.FitNormalizer(train, c.Normalize)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (m ModelConfig) checkCustom() error {
 		return fieldErr("Model.ExactEvery", m.ExactEvery, reason)
 	case m.Normalization != layers.Projection:
 		return fieldErr("Model.Normalization", m.Normalization, reason)
-	case m.Precision != DefaultPrecision:
+	case m.Precision != layers.DefaultPrecision:
 		return fieldErr("Model.Precision", m.Precision, reason)
 	case m.Units != 0:
 		return fieldErr("Model.Units", m.Units, reason)

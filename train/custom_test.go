@@ -48,9 +48,9 @@ func customData(t *testing.T) *datasets.Data {
 	return data
 }
 
-func methodOf(t *testing.T, m solver.Method) train.Method {
+func methodOf(t *testing.T, m solver.Method) solver.MethodSpec {
 	t.Helper()
-	method, err := train.MethodOf(m)
+	method, err := solver.MethodSpecOf(m)
 	require.NoError(t, err)
 	return method
 }
@@ -215,7 +215,7 @@ func termsGraphCell(input, hidden int, _ uint64) (layers.Cell, error) {
 // epoch with VR-GHAL, which samples its terms.
 func TestNewWithCellStochasticGraphCell(t *testing.T) {
 	data := customData(t)
-	linf, err := train.ParseNormSpec("linf")
+	linf, err := solver.ParseNormSpec("linf")
 	require.NoError(t, err)
 	cfg := train.Config{
 		Epochs: 1, BatchSize: 32, LR: 1e-2, Seed: 3,

@@ -31,11 +31,12 @@
 // # Training
 //
 // New builds a Trainer from a Config whose zero fields select documented
-// defaults. The Config's choices are typed values — CellKind, Schedule,
-// Normalization, Method (an entry of the solver registry), NormSpec,
-// Precision, BackwardMode and layers.Activation — whose text forms, read by their
-// Parse functions and UnmarshalText, are the names used in checkpoints,
-// metrics and on the command line. Each batch's images are first
+// defaults. The Config's choices are typed values — CellKind and Schedule
+// of this package, and the library's own datasets.Normalization,
+// solver.MethodSpec (an entry of the solver registry), solver.NormSpec,
+// layers.Precision, deq.Backward and layers.Activation — whose text forms,
+// read by their Parse functions and UnmarshalText, are the names used in
+// checkpoints, metrics and on the command line. Each batch's images are first
 // rotated and scaled, then translated, at random when Config.Augment asks
 // for it (translations by default for the conv cell only, by up to
 // DefaultConvShift pixels, rotations and scalings never by default; never
@@ -58,8 +59,10 @@
 // ‖f(z) − z‖ and the fraction of batches whose bound met the tolerance.
 // After every epoch the test set is evaluated with its own solver budget
 // (Config.Eval, by default ten times tighter than the forward tolerance).
-// Batches with non-finite inputs, losses or gradients, or a diverged solve,
-// are skipped without touching the parameters (see Trainer).
+// A NaN or ±Inf in an input, a solve, the loss, a gradient or a parameter
+// stops training with an error wrapping solver.ErrNonFinite that names the
+// epoch and batch; a batch whose solve diverges with finite values is
+// skipped without touching the parameters (see Trainer).
 //
 // # Training aids
 //
@@ -115,9 +118,16 @@
 // metrics, the history of epoch metrics, the model's parameters and input
 // statistics, Adam's moments and the cell's projection state, and a digest
 // of the data; it is written atomically (temporary file, fsync, rename) in a
-// versioned format with a SHA-256 checksum (see Save and Load). Resume
-// continues a checkpoint exactly: the resumed run's metrics and final
-// checkpoint bytes are those of an uninterrupted run. Load refuses
+// versioned format with a SHA-256 checksum (see Save and Load), with
+// Options.Source, how the data sets were opened (DataSource). Resume
+// continues a checkpoint exactly: the resumed run's parameters, metrics and
+// final checkpoint bytes are those of an uninterrupted run, bit for bit.
+// Raising Checkpoint.Config.Epochs before Checkpoint.Resume extends a run,
+// finished or not; the learning-rate schedule is then re-planned over the
+// new total from the checkpoint's position on (the rate of every later
+// batch is the one a run planned for the new total gives at that
+// position), so the continuation is deterministic and an extended run
+// resumes exactly too. Load refuses
 // truncated, corrupted and other-version files with errors wrapping
 // ErrTruncated, ErrChecksum, ErrVersion, ErrNotCheckpoint or ErrCorrupt.
 //

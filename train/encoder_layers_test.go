@@ -29,16 +29,16 @@ func TestEncoderLayersParams(t *testing.T) {
 	}
 	require.Equal(t, "readout.W", trn.model.params[8].name)
 	require.Equal(t, 2, trn.model.conv.Layers())
-	require.Equal(t, DefaultConvPrecision.Layers(), trn.model.conv.Precision(), "the default precision")
+	require.Equal(t, DefaultConvPrecision, trn.model.conv.Precision(), "the default precision")
 }
 
 // TestEncoderLayersPrecision checks that the conv model's encoder runs its
 // further blocks in the model's precision, whichever it is.
 func TestEncoderLayersPrecision(t *testing.T) {
 	for _, p := range []struct {
-		model  Precision
+		model  layers.Precision
 		layers layers.Precision
-	}{{Float64, layers.Float64}, {Float32, layers.Float32}} {
+	}{{layers.Float64, layers.Float64}, {layers.Float32, layers.Float32}} {
 		cfg := tinyConfig()
 		cfg.Model = ModelConfig{Cell: ConvCell, Channels: 4, Groups: 2, EncoderLayers: 3, Precision: p.model}
 		trn, err := New(cfg, squares("squares/train", 32, 6, 1), squares("squares/test", 8, 6, 2), nil)

@@ -289,11 +289,11 @@ func trainAverage(ctx context.Context, m solver.Method) (*train.Trainer, *train.
 	if err != nil {
 		return nil, nil, err
 	}
-	linf, err := train.ParseNormSpec("linf") // the norm the cell proves its bound in
+	linf, err := solver.ParseNormSpec("linf") // the norm the cell proves its bound in
 	if err != nil {
 		return nil, nil, err
 	}
-	method, err := train.MethodOf(m)
+	method, err := solver.MethodSpecOf(m)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,7 +18,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	broyden, err := train.MethodOf(solver.Broyden{})
+	broyden, err := solver.MethodSpecOf(solver.Broyden{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/solver"
 )
 
 // blobs returns n labelled 4×4 images in 3 classes: each class has a fixed
@@ -105,8 +106,8 @@ func withoutTimes(es []EpochMetrics) []EpochMetrics {
 }
 
 // normSpec returns the norm named name.
-func normSpec(name string) NormSpec {
-	n, err := ParseNormSpec(name)
+func normSpec(name string) solver.NormSpec {
+	n, err := solver.ParseNormSpec(name)
 	if err != nil {
 		panic(err)
 	}
@@ -119,8 +120,8 @@ func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir
 func equalBytes(a, b []byte) bool { return bytes.Equal(a, b) }
 
 // methodNamed returns the registry method named name, which must exist.
-func methodNamed(name string) Method {
-	m, err := ParseMethod(name)
+func methodNamed(name string) solver.MethodSpec {
+	m, err := solver.ParseMethodSpec(name)
 	if err != nil {
 		panic(err)
 	}

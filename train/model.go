@@ -16,6 +16,7 @@ import (
 	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 // param is a trainable matrix of the model, stored row-major, with its
@@ -72,48 +73,6 @@ type Model struct {
 	readLen    int      // readout features per image
 	pool       pool     // the conv readout's 2×2 average pooling
 	works      mru.Cache[int, *work]
-}
-
-// pool is 2×2 average pooling (stride 2, odd edges dropped) of C×H×W
-// images to C×(H/2)×(W/2).
-type pool struct {
-	c, h, w int
-}
-
-func (p pool) outLen() int { return p.c * (p.h / 2) * (p.w / 2) }
-
-// blocks calls fn for every 2×2 block of n images, in order, with the
-// index t of its top-left pixel in the images and the index o of its
-// pixel in the pooled images; the block is t, t+1, t+w and t+w+1.
-func (p pool) blocks(n int, fn func(t, o int)) {
-	oh, ow := p.h/2, p.w/2
-	o := 0
-	for img := range n * p.c {
-		for i := range oh {
-			row := img*p.h*p.w + 2*i*p.w
-			for j := range ow {
-				fn(row+2*j, o)
-				o++
-			}
-		}
-	}
-}
-
-// forward writes the pooled images of the n images z into dst.
-func (p pool) forward(dst, z []float64, n int) {
-	p.blocks(n, func(t, o int) {
-		dst[o] = 0.25 * (z[t] + z[t+1] + z[t+p.w] + z[t+p.w+1])
-	})
-}
-
-// backward writes into dz the cotangent of the n images for the cotangent
-// g of their pooled images.
-func (p pool) backward(dz, g []float64, n int) {
-	clear(dz)
-	p.blocks(n, func(t, o int) {
-		v := 0.25 * g[o]
-		dz[t], dz[t+1], dz[t+p.w], dz[t+p.w+1] = v, v, v, v
-	})
 }
 
 // work is the scratch of a batch size: everything a training step or an
@@ -207,7 +166,7 @@ func newModelWith(cfg ModelConfig, rows, cols, classes int, norm *datasets.Norma
 		con.Gamma, con.ExactEvery = cfg.Gamma, cfg.ExactEvery
 		switch cfg.Cell {
 		case DenseCell:
-			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Normalization: cfg.Normalization, Precision: cfg.Precision.Layers(), Seed: cellSeed})
+			m.cell, err = layers.NewDense(layers.DenseConfig{Hidden: cfg.Hidden, Input: cfg.Encoder, Activation: act, Lipschitz: con, Normalization: cfg.Normalization, Precision: cfg.Precision, Seed: cellSeed})
 			if err != nil && cfg.Normalization != layers.Projection {
 				err = fmt.Errorf("train: Config.Model.Normalization = %v: %w", cfg.Normalization, err)
 			}
@@ -265,7 +224,7 @@ func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
 	// cell's precision (the first block is always float64).
 	enc, err := layers.NewConvEncoder(layers.ConvEncoderConfig{
 		Height: m.rows, Width: m.cols, Channels: cfg.Channels, Groups: max(cfg.Groups, 0),
-		Layers: cfg.EncoderLayers, Precision: cfg.Precision.Layers(), Seed: encSeed,
+		Layers: cfg.EncoderLayers, Precision: cfg.Precision, Seed: encSeed,
 	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)
@@ -277,7 +236,7 @@ func (m *Model) newConv(cfg ModelConfig, cellSeed, encSeed uint64) error {
 	cell, err := layers.NewConv(layers.ConvConfig{
 		Channels: c, Height: h, Width: w, Kernels: cfg.Kernels, Activation: cfg.Activation,
 		Groups: max(cfg.Groups, 0), Gamma: cfg.Gamma, CertifyEvery: cfg.ExactEvery,
-		Normalization: cfg.Normalization, Precision: cfg.Precision.Layers(), Seed: cellSeed,
+		Normalization: cfg.Normalization, Precision: cfg.Precision, Seed: cellSeed,
 	})
 	if err != nil {
 		return fmt.Errorf("train: Config.Model: %w", err)
@@ -530,7 +489,7 @@ func (m *Model) Evaluate(ctx context.Context, d *datasets.Dataset, s SolverConfi
 // checkMethod refuses, naming field, a method whose guarantees rest on a
 // bound the model's cell lacks (the checks of checkProven and checkAids for
 // one solve without dropout).
-func (m *Model) checkMethod(field string, meth Method) error {
+func (m *Model) checkMethod(field string, meth solver.MethodSpec) error {
 	switch {
 	case m.lacksProof(meth):
 		return fieldErr(field, meth, m.unprovenReason())
@@ -567,12 +526,12 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	ds.Forward = s.method(gamma)
 	if b != nil {
-		ds.Backward = b.Mode.Deq()
+		ds.Backward = b.Mode
 		switch b.Mode {
-		case JacobianFree:
-		case Phantom:
+		case deq.JacobianFree:
+		case deq.Phantom:
 			ds.PhantomSteps = b.PhantomSteps
-		case Implicit:
+		case deq.Implicit:
 			ds.Adjoint = b.Solver.method(gamma)
 			ds.AdjointSettings = b.Solver.settings(true, true)
 			ds.AdjointOracle = b.Solver.oracle()
@@ -586,83 +545,6 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	}
 	l.SetEvaluation(b == nil)
 	return l, nil
-}
-
-// SpectralBatch is the number of test images (the first ones) on whose
-// fixed points Trainer measures the spectral radius and norm of ∂f/∂z after
-// every epoch (Model.Spectral).
-const SpectralBatch = 32
-
-// Spectrum is a measurement of the Jacobian ∂f/∂z at the fixed points of a
-// batch (see Model.Spectral).
-type Spectrum struct {
-	// Radius and Norm are the largest over the batch's examples of the
-	// spectral radius ρ(J_b) (deq.SpectralRadius, Arnoldi) and the spectral
-	// norm ‖J_b‖₂ (deq.SpectralNorm, power iteration) of J_b = ∂f_b/∂z_b
-	// at z*.
-	Radius, Norm float64
-	// Gamma is the cell's declared Lipschitz bound γ̄ (+Inf when it
-	// declares none, under weight normalisation); it bounds Norm in ℓ2,
-	// and Radius in every norm, when Proven.
-	Gamma float64
-	// Proven reports whether the cell proves Gamma in the model's norm.
-	Proven bool
-	// Converged reports whether both iterations met their tolerance.
-	Converged bool
-}
-
-// Spectral measures ∂f/∂z at the fixed points of the first SpectralBatch
-// images of d (all of them if fewer), solved with the forward solver s
-// (zero fields take DefaultForward()'s values), from which the measurement
-// is reproducible: it is the spectral radius monitoring of the DEQ
-// literature, the quantity whose value below one makes z* locally
-// attracting, beside the cell's declared bound.
-func (m *Model) Spectral(ctx context.Context, d *datasets.Dataset, s SolverConfig) (Spectrum, error) {
-	s, err := s.merge("Eval", DefaultForward())
-	if err != nil {
-		return Spectrum{}, err
-	}
-	l, err := m.layer(s, nil, nil)
-	if err != nil {
-		return Spectrum{}, err
-	}
-	return m.spectral(ctx, l, d, 0)
-}
-
-// spectral measures ∂f/∂z with layer l at the fixed points of the first
-// SpectralBatch images of d; seed seeds the solve and the start vectors.
-func (m *Model) spectral(ctx context.Context, l *deq.Layer, d *datasets.Dataset, seed uint64) (Spectrum, error) {
-	if d.Dim() != m.InputDim {
-		return Spectrum{}, fmt.Errorf("train: %s has %d pixels per image, the model %d", d.Name, d.Dim(), m.InputDim)
-	}
-	n := min(SpectralBatch, d.Len())
-	w := m.work(n)
-	m.standardize(w.xs, d.X[:n*m.InputDim])
-	if err := m.encode(w.e, w.xs, n); err != nil {
-		return Spectrum{}, err
-	}
-	l.SetSeeds(seed, 0)
-	sol, err := l.Forward(ctx, w.e)
-	if err != nil {
-		return Spectrum{}, err
-	}
-	ev, err := m.cell.Evaluator(n)
-	if err != nil {
-		return Spectrum{}, err
-	}
-	if err := ev.SetInput(w.e); err != nil {
-		return Spectrum{}, err
-	}
-	o := &deq.JacobianOptions{Seed: seed}
-	rho, err := deq.SpectralRadius(ctx, ev, sol.Z, o)
-	if err != nil {
-		return Spectrum{}, err
-	}
-	sn, err := deq.SpectralNorm(ctx, ev, sol.Z, o)
-	if err != nil {
-		return Spectrum{}, err
-	}
-	return Spectrum{Radius: rho.Value, Norm: sn.Value, Gamma: m.cell.Gamma(), Proven: m.Proven(), Converged: rho.Converged && sn.Converged}, nil
 }
 
 // Proven reports whether the model's cell proves its Lipschitz bound γ̄ in

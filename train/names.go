@@ -3,13 +3,8 @@ package train
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 
-	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/enum"
-	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -53,31 +48,10 @@ const (
 	Constant
 )
 
-// Normalization selects the standardisation of the input pixels (see
-// Config.Normalize). Its names are those of the datasets.Normalization it
-// stands for.
-type Normalization int
-
-const (
-	// NormalizeGlobal, the zero value, is datasets.NormGlobal.
-	NormalizeGlobal Normalization = iota
-	// NormalizePerPixel is datasets.NormPerPixel.
-	NormalizePerPixel
-	// NormalizeNone is datasets.NormNone: raw pixels in [0, 1].
-	NormalizeNone
-)
-
 // The names of the package's enumerations, one table each.
 var (
 	cells     = enum.Table[CellKind]{Names: []string{"dense", "meanfield", "experts", "conv"}, Unknown: ErrUnknownName, What: "cell"}
 	schedules = enum.Table[Schedule]{Names: []string{"cosine", "step", "constant"}, Unknown: ErrUnknownName, What: "schedule"}
-	// normalizations are named as the datasets.Normalization each value
-	// stands for (see Normalization.Datasets).
-	normalizations = enum.Table[Normalization]{
-		Names:   []string{datasets.NormGlobal.String(), datasets.NormPerPixel.String(), datasets.NormNone.String()},
-		Unknown: ErrUnknownName,
-		What:    "normalization",
-	}
 )
 
 // retiredCells maps the names of the cells this package no longer offers
@@ -90,9 +64,6 @@ func CellKinds() []CellKind { return cells.Values() }
 // Schedules returns the schedules, in the order of their values.
 func Schedules() []Schedule { return schedules.Values() }
 
-// Normalizations returns the normalisations, in the order of their values.
-func Normalizations() []Normalization { return normalizations.Values() }
-
 // String returns the name ParseCellKind accepts: "dense", "meanfield",
 // "experts" or "conv".
 func (k CellKind) String() string { return cells.Name(k) }
@@ -101,13 +72,8 @@ func (k CellKind) String() string { return cells.Name(k) }
 // "constant".
 func (s Schedule) String() string { return schedules.Name(s) }
 
-// String returns the name ParseNormalization accepts: "global",
-// "per-pixel" or "none".
-func (n Normalization) String() string { return normalizations.Name(n) }
-
-func (k CellKind) valid() bool      { return cells.Valid(k) }
-func (s Schedule) valid() bool      { return schedules.Valid(s) }
-func (n Normalization) valid() bool { return normalizations.Valid(n) }
+func (k CellKind) valid() bool { return cells.Valid(k) }
+func (s Schedule) valid() bool { return schedules.Valid(s) }
 
 // ParseCellKind returns the cell kind named s. The retired names "wide"
 // and "mixture" (the first stochastic cells, which put the input inside
@@ -135,78 +101,18 @@ func (s Schedule) MarshalText() ([]byte, error) { return schedules.MarshalText(s
 // UnmarshalText implements encoding.TextUnmarshaler with ParseSchedule.
 func (s *Schedule) UnmarshalText(b []byte) error { return schedules.UnmarshalText(s, b) }
 
-// ParseNormalization returns the normalisation named s.
-func ParseNormalization(s string) (Normalization, error) { return normalizations.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the normalisation's
-// name.
-func (n Normalization) MarshalText() ([]byte, error) { return normalizations.MarshalText(n) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with
-// ParseNormalization.
-func (n *Normalization) UnmarshalText(b []byte) error { return normalizations.UnmarshalText(n, b) }
-
-// Datasets returns the datasets.Normalization that n stands for.
-func (n Normalization) Datasets() datasets.Normalization {
-	switch n {
-	case NormalizeGlobal:
-		return datasets.NormGlobal
-	case NormalizePerPixel:
-		return datasets.NormPerPixel
-	case NormalizeNone:
-		return datasets.NormNone
-	}
-	return -1
-}
-
-// Method is a fixed-point method of the solver registry (solver.Methods)
-// that is not a stochastic baseline. The zero value is unset: Config's
-// Defaults replaces it (see SolverConfig.Method). Methods are compared with
-// ==; their text form is the registry name.
-type Method struct {
-	index int // 1 + the index of the entry in solver.Methods(); 0: unset
-}
-
-// Methods returns the methods a SolverConfig accepts, in the order of the
-// solver registry.
-func Methods() []Method {
-	var out []Method
-	for i, m := range solver.Methods() {
-		if !m.Baseline {
-			out = append(out, Method{i + 1})
+// Methods returns the methods a SolverConfig accepts: the entries of the
+// solver registry (solver.Methods) that are not stochastic baselines, which
+// need a variance bound that a DEQ cell does not have. Their order is the
+// registry's.
+func Methods() []solver.MethodSpec {
+	var out []solver.MethodSpec
+	for _, m := range solver.MethodSpecs() {
+		if !m.Info().Baseline {
+			out = append(out, m)
 		}
 	}
 	return out
-}
-
-// ParseMethod returns the method of the registry named name. Stochastic
-// baselines (solver.MethodInfo.Baseline) are refused: they need a variance
-// bound that a DEQ cell does not have.
-func ParseMethod(name string) (Method, error) {
-	var names []string
-	for _, m := range Methods() {
-		if m.Info().Name == name {
-			return m, nil
-		}
-		names = append(names, m.String())
-	}
-	return Method{}, fmt.Errorf("%w method %q (want %s)", ErrUnknownName, name, strings.Join(names, ", "))
-}
-
-// MethodOf returns the Method whose registry entry builds methods of the
-// type of m (the entry named m.String()), or an error wrapping
-// ErrUnknownName.
-func MethodOf(m solver.Method) (Method, error) { return ParseMethod(m.String()) }
-
-// IsZero reports whether m is unset.
-func (m Method) IsZero() bool { return m.index == 0 }
-
-// Info returns the registry entry of m. It panics if m is unset.
-func (m Method) Info() solver.MethodInfo {
-	if m.index == 0 {
-		panic("train: Info of an unset Method")
-	}
-	return solver.Methods()[m.index-1]
 }
 
 // NeedsProvenBound reports whether the guarantees of m rest on a Lipschitz
@@ -214,237 +120,12 @@ func (m Method) Info() solver.MethodInfo {
 // and growing-batch, which New refuses for a conv cell whose bound is not
 // proven) and of the methods whose schedule rests on γ̄ (GHAL and VR-GHAL,
 // solver.MethodInfo.NeedsGamma). Where the conv cell's run uses one, its
-// default precision is Float64 (see ModelConfig.Precision). It is false
-// for an unset Method.
-func (m Method) NeedsProvenBound() bool {
+// default precision is layers.Float64 (see ModelConfig.Precision). It is false
+// for an unset m.
+func NeedsProvenBound(m solver.MethodSpec) bool {
 	if m.IsZero() {
 		return false
 	}
 	info := m.Info()
 	return info.Stochastic || info.NeedsGamma
-}
-
-// String returns the registry name of m, or "" if m is unset.
-func (m Method) String() string {
-	if m.index == 0 {
-		return ""
-	}
-	return m.Info().Name
-}
-
-// MarshalText implements encoding.TextMarshaler with the registry name
-// ("" for an unset Method).
-func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseMethod; ""
-// means unset.
-func (m *Method) UnmarshalText(b []byte) error {
-	if len(b) == 0 {
-		*m = Method{}
-		return nil
-	}
-	return enum.Unmarshal(m, b, ParseMethod)
-}
-
-// normKind is the family of a NormSpec.
-type normKind int
-
-const (
-	normL2 normKind = iota
-	normLP
-	normLInf
-	normSchatten
-)
-
-// NormSpec names a per-example norm of a model's hidden state
-// independently of its shape: ℓ2 (the zero value), ℓp, ℓ∞ or Schatten-p.
-// Norm builds the solver.Norm for a shape. Its text form is the canonical
-// name of solver.ParseNorm ("l2", "lp:P", "linf", "schatten:P").
-type NormSpec struct {
-	kind normKind
-	p    float64 // the exponent of normLP and normSchatten
-}
-
-// ParseNormSpec returns the norm named s in the syntax of solver.ParseNorm.
-// Its errors are the *solver.NormError of ParseNorm.
-func ParseNormSpec(s string) (NormSpec, error) {
-	n, err := solver.ParseNorm(s, 1, 1)
-	if err != nil {
-		return NormSpec{}, err
-	}
-	switch n := n.(type) {
-	case solver.LP:
-		if n.P() == 2 {
-			return NormSpec{}, nil
-		}
-		return NormSpec{kind: normLP, p: n.P()}, nil
-	case solver.LInf:
-		return NormSpec{kind: normLInf}, nil
-	case *solver.Schatten:
-		return NormSpec{kind: normSchatten, p: n.P()}, nil
-	}
-	return NormSpec{}, fmt.Errorf("train: norm %q: solver.ParseNorm returned an unknown norm type %T", s, n)
-}
-
-// Norm returns the norm on rows×cols states (ℓp norms treat the state as a
-// vector of rows·cols entries), as solver.ParseNorm(n.String(), rows, cols)
-// does.
-func (n NormSpec) Norm(rows, cols int) (solver.Norm, error) {
-	if rows < 1 || cols < 1 || rows > math.MaxInt/cols {
-		return nil, fmt.Errorf("train: norm %s: shape %d×%d", n, rows, cols)
-	}
-	switch n.kind {
-	case normL2:
-		return solver.NewLP(2, rows*cols)
-	case normLP:
-		return solver.NewLP(n.p, rows*cols)
-	case normLInf:
-		return solver.NewLInf(rows * cols)
-	case normSchatten:
-		s, err := solver.NewSchatten(n.p, rows, cols)
-		if err != nil {
-			return nil, err // not a nil *Schatten in a non-nil Norm
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("train: NormSpec of unknown kind %d", n.kind)
-}
-
-// String returns the canonical name of n.
-func (n NormSpec) String() string {
-	x, err := n.Norm(1, 1)
-	if err != nil {
-		return fmt.Sprintf("NormSpec(%d, %v)", n.kind, n.p)
-	}
-	return x.String()
-}
-
-// MarshalText implements encoding.TextMarshaler with the canonical name.
-func (n NormSpec) MarshalText() ([]byte, error) {
-	x, err := n.Norm(1, 1)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(x.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseNormSpec.
-func (n *NormSpec) UnmarshalText(b []byte) error { return enum.Unmarshal(n, b, ParseNormSpec) }
-
-// Precision is the precision of the matrix products of a model's cell
-// (see ModelConfig.Precision). The zero value, DefaultPrecision, stands for
-// the cell's default, which Config.Defaults resolves to Float64 or
-// Float32; a Config in canonical form (Defaults' result, and what
-// checkpoints store) holds one of those two. Its text form is "float64" or
-// "float32", and "" for DefaultPrecision.
-type Precision int
-
-const (
-	// DefaultPrecision, the zero value, selects the cell's default
-	// precision (see ModelConfig.Precision).
-	DefaultPrecision Precision = iota
-	// Float64 computes the cell's matrix products in double precision
-	// (layers.Float64).
-	Float64
-	// Float32 computes them in single precision (layers.Float32).
-	Float32
-)
-
-// precisions names the precisions; "" is DefaultPrecision.
-var precisions = enum.Table[Precision]{Names: []string{"", "float64", "float32"}, Unknown: ErrUnknownName, What: "precision", Want: "float64 or float32"}
-
-// Precisions returns the explicit precisions, Float64 and Float32 (not
-// DefaultPrecision).
-func Precisions() []Precision { return precisions.Values()[1:] }
-
-// String returns the name ParsePrecision accepts: "float64", "float32",
-// or "" for DefaultPrecision.
-func (p Precision) String() string { return precisions.Name(p) }
-
-func (p Precision) valid() bool { return precisions.Valid(p) }
-
-// ParsePrecision returns the precision named s: Float64 for "float64",
-// Float32 for "float32", and DefaultPrecision for "".
-func ParsePrecision(s string) (Precision, error) { return precisions.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the precision's name
-// ("" for DefaultPrecision).
-func (p Precision) MarshalText() ([]byte, error) { return precisions.MarshalText(p) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParsePrecision.
-func (p *Precision) UnmarshalText(b []byte) error { return precisions.UnmarshalText(p, b) }
-
-// Layers returns the layers.Precision that p stands for: layers.Float64
-// for Float64 and layers.Float32 for Float32. DefaultPrecision stands for
-// none until Config.Defaults resolves it: for it, and for a value that is
-// not a precision, Layers returns −1, which the layers constructors refuse.
-func (p Precision) Layers() layers.Precision {
-	switch p {
-	case Float64:
-		return layers.Float64
-	case Float32:
-		return layers.Float32
-	}
-	return -1
-}
-
-// BackwardMode is how a run differentiates the loss through the fixed
-// point (see BackwardConfig.Mode). The zero value, DefaultBackward, stands
-// for the cell's default, which Config.Defaults resolves: DefaultConvBackward
-// (JacobianFree) for ConvCell and Implicit for the other cells; a Config in
-// canonical form (Defaults' result, and what checkpoints store) holds one of
-// the explicit modes. Its text form is "implicit", "jacobian-free" or
-// "phantom" (as deq.Backward's), and "" for DefaultBackward.
-type BackwardMode int
-
-const (
-	// DefaultBackward, the zero value, selects the cell's default mode.
-	DefaultBackward BackwardMode = iota
-	// Implicit is deq.Implicit: implicit differentiation, an adjoint
-	// fixed-point solve with BackwardConfig.Solver.
-	Implicit
-	// JacobianFree is deq.JacobianFree: the one-step Jacobian-free
-	// gradient, no solve.
-	JacobianFree
-	// Phantom is deq.Phantom: BackwardConfig.PhantomSteps unrolled steps.
-	Phantom
-)
-
-// backwardModes names the backward modes; "" is DefaultBackward.
-var backwardModes = enum.Table[BackwardMode]{Names: []string{"", "implicit", "jacobian-free", "phantom"}, Unknown: ErrUnknownName, What: "backward mode", Want: "implicit, jacobian-free or phantom"}
-
-// BackwardModes returns the explicit backward modes, Implicit,
-// JacobianFree and Phantom (not DefaultBackward).
-func BackwardModes() []BackwardMode { return backwardModes.Values()[1:] }
-
-// String returns the name ParseBackwardMode accepts: "implicit",
-// "jacobian-free", "phantom", or "" for DefaultBackward.
-func (b BackwardMode) String() string { return backwardModes.Name(b) }
-
-func (b BackwardMode) valid() bool { return backwardModes.Valid(b) }
-
-// ParseBackwardMode returns the backward mode named s ("" for
-// DefaultBackward).
-func ParseBackwardMode(s string) (BackwardMode, error) { return backwardModes.Parse(s) }
-
-// MarshalText implements encoding.TextMarshaler with the mode's name (""
-// for DefaultBackward).
-func (b BackwardMode) MarshalText() ([]byte, error) { return backwardModes.MarshalText(b) }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseBackwardMode.
-func (b *BackwardMode) UnmarshalText(text []byte) error { return backwardModes.UnmarshalText(b, text) }
-
-// Deq returns the deq.Backward that b stands for. DefaultBackward stands
-// for none until Config.Defaults resolves it: for it, and for a value that
-// is not a mode, Deq returns −1, which deq.New refuses.
-func (b BackwardMode) Deq() deq.Backward {
-	switch b {
-	case Implicit:
-		return deq.Implicit
-	case JacobianFree:
-		return deq.JacobianFree
-	case Phantom:
-		return deq.Phantom
-	}
-	return -1
 }

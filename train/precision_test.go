@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 )
 
 // TestFloat32TrainsAsFloat64 trains the dense model on blobs and the conv
@@ -25,7 +27,7 @@ import (
 func TestFloat32TrainsAsFloat64(t *testing.T) {
 	dense := tinyConfig()
 	dense.Epochs = 4
-	dense.Model.Precision = Float64
+	dense.Model.Precision = layers.Float64
 	blobTrain, blobTest := blobData(512, 150)
 	for _, tc := range []struct {
 		name    string
@@ -34,13 +36,13 @@ func TestFloat32TrainsAsFloat64(t *testing.T) {
 		minimum float64
 	}{
 		{"dense-blobs", dense, blobTrain, blobTest, bayesAccuracy(blobTest) - 0.05},
-		{"conv-squares", Config{Seed: 5, Epochs: 3, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, Precision: Float64}},
+		{"conv-squares", Config{Seed: 5, Epochs: 3, BatchSize: 16, LR: 0.02, Model: ModelConfig{Cell: ConvCell, Channels: 4, Precision: layers.Float64}},
 			squares("squares/train", 128, 8, 1), squares("squares/test", 40, 8, 2), 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := run(t, tc.cfg, tc.tr, tc.te, tempPath(t, "float64.ckpt"))
 			cfg := tc.cfg
-			cfg.Model.Precision = Float32
+			cfg.Model.Precision = layers.Float32
 			got, _ := run(t, cfg, tc.tr, tc.te, tempPath(t, "float32.ckpt"))
 			w, g := want.Final(), got.Final()
 			t.Logf("test accuracy float64 %.3f, float32 %.3f; train loss float64 %.9f, float32 %.9f", w.TestAcc, g.TestAcc, w.TrainLoss, g.TrainLoss)
@@ -58,10 +60,10 @@ func TestFloat32TrainsAsFloat64(t *testing.T) {
 // for a cell that has no float32 products, is refused naming the field.
 func TestPrecisionErrorsNameTheField(t *testing.T) {
 	for _, m := range []ModelConfig{
-		{Precision: Precision(3)},
-		{Precision: Precision(-1)},
-		{Cell: MeanFieldCell, Precision: Float32},
-		{Cell: ExpertsCell, Precision: Float32},
+		{Precision: layers.Precision(3)},
+		{Precision: layers.Precision(-1)},
+		{Cell: MeanFieldCell, Precision: layers.Float32},
+		{Cell: ExpertsCell, Precision: layers.Float32},
 	} {
 		_, err := Config{Model: m}.Defaults()
 		var fe *FieldError
@@ -69,7 +71,7 @@ func TestPrecisionErrorsNameTheField(t *testing.T) {
 		require.Equal(t, "Model.Precision", fe.Field)
 	}
 	for _, cell := range []CellKind{DenseCell, ConvCell} {
-		for _, p := range Precisions() {
+		for _, p := range layers.Precisions() {
 			d, err := Config{Model: ModelConfig{Cell: cell, Precision: p}}.Defaults()
 			require.NoError(t, err)
 			require.Equal(t, p, d.Model.Precision, "%v cell", cell)
@@ -77,48 +79,48 @@ func TestPrecisionErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// TestDefaultPrecision: Defaults resolves DefaultPrecision to an explicit
-// precision — DefaultConvPrecision for the conv cell, Float64 for the
+// TestDefaultPrecision: Defaults resolves layers.DefaultPrecision to an explicit
+// precision — DefaultConvPrecision for the conv cell, layers.Float64 for the
 // others and for a conv run whose forward, implicit adjoint or evaluation
 // method needs a proven Lipschitz bound — and keeps an explicit one.
 func TestDefaultPrecision(t *testing.T) {
 	solve := func(name string) SolverConfig { return SolverConfig{Method: methodNamed(name)} }
 	provable := ModelConfig{Cell: ConvCell, Groups: -1}
-	schatten2, err := ParseNormSpec("schatten:2")
+	schatten2, err := solver.ParseNormSpec("schatten:2")
 	require.NoError(t, err)
-	linf, err := ParseNormSpec("linf")
+	linf, err := solver.ParseNormSpec("linf")
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		want Precision
+		want layers.Precision
 	}{
-		{"dense", Config{}, Float64},
-		{"meanfield", Config{Model: ModelConfig{Cell: MeanFieldCell}}, Float64},
-		{"experts", Config{Model: ModelConfig{Cell: ExpertsCell}, Forward: solve("vrghal")}, Float64},
-		{"dense-float32", Config{Model: ModelConfig{Precision: Float32}}, Float32},
+		{"dense", Config{}, layers.Float64},
+		{"meanfield", Config{Model: ModelConfig{Cell: MeanFieldCell}}, layers.Float64},
+		{"experts", Config{Model: ModelConfig{Cell: ExpertsCell}, Forward: solve("vrghal")}, layers.Float64},
+		{"dense-float32", Config{Model: ModelConfig{Precision: layers.Float32}}, layers.Float32},
 		{"conv", Config{Model: ModelConfig{Cell: ConvCell}}, DefaultConvPrecision},
-		{"conv-float64", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float64}}, Float64},
+		{"conv-float64", Config{Model: ModelConfig{Cell: ConvCell, Precision: layers.Float64}}, layers.Float64},
 		{"conv-broyden-picard", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("broyden"), Backward: BackwardConfig{Solver: solve("picard")}}, DefaultConvPrecision},
 		// A cell that proves its bound in float64 (no GroupNorm, the
-		// projection, ℓ2 or Schatten-2) takes Float64 for the solvers that
+		// projection, ℓ2 or Schatten-2) takes layers.Float64 for the solvers that
 		// need it.
-		{"conv-forward-vrghal", Config{Model: provable, Forward: solve("vrghal"), Eval: solve("anderson")}, Float64},
-		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, Float64},
-		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, Float64},
-		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, Float64},
-		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: Implicit, Solver: solve("vrghal")}}, Float64},
+		{"conv-forward-vrghal", Config{Model: provable, Forward: solve("vrghal"), Eval: solve("anderson")}, layers.Float64},
+		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, layers.Float64},
+		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, layers.Float64},
+		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, layers.Float64},
+		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.Implicit, Solver: solve("vrghal")}}, layers.Float64},
 		// The conv default mode (Jacobian-free) makes no adjoint solve.
 		{"conv-default-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Solver: solve("vrghal")}}, DefaultConvPrecision},
-		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, Float64},
-		// A cell that proves nothing in either precision keeps Float32.
+		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, layers.Float64},
+		// A cell that proves nothing in either precision keeps layers.Float32.
 		{"conv-groupnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("ghal")}, DefaultConvPrecision},
 		{"conv-weightnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Normalization: layers.WeightNorm}, Forward: solve("ghal")}, DefaultConvPrecision},
 		{"conv-linf-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: linf}, Forward: solve("ghal")}, DefaultConvPrecision},
 		// The adjoint solver runs only in implicit mode.
-		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
+		{"conv-jacobian-free-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.JacobianFree, Solver: solve("vrghal")}}, DefaultConvPrecision},
 		// An explicit precision is kept.
-		{"conv-float32-ghal", Config{Model: ModelConfig{Cell: ConvCell, Precision: Float32}, Forward: solve("ghal")}, Float32},
+		{"conv-float32-ghal", Config{Model: ModelConfig{Cell: ConvCell, Precision: layers.Float32}, Forward: solve("ghal")}, layers.Float32},
 	} {
 		d, err := tc.cfg.Defaults()
 		require.NoError(t, err, tc.name)
@@ -127,39 +129,39 @@ func TestDefaultPrecision(t *testing.T) {
 		require.NoError(t, err, tc.name)
 		require.Equal(t, d, again, "%s: Defaults is idempotent", tc.name)
 	}
-	require.Equal(t, Float32, DefaultConvPrecision)
+	require.Equal(t, layers.Float32, DefaultConvPrecision)
 }
 
 // TestDefaultPrecisionProvenSolvers: a conv cell without GroupNorm, in ℓ2,
 // at the default precision trains with the solvers that need its proven
-// bound (its default is then Float64: the cell's bound is proven), while
-// an explicit Float32 is refused for VR-GHAL naming the method's field,
+// bound (its default is then layers.Float64: the cell's bound is proven), while
+// an explicit layers.Float32 is refused for VR-GHAL naming the method's field,
 // as any conv cell whose bound is not proven.
 func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 	tr, te := squares("squares/train", 32, 6, 1), squares("squares/test", 8, 6, 2)
 	for _, tc := range []struct {
 		name      string
 		set       func(c *Config)
-		precision Precision
+		precision layers.Precision
 		field     string // of the refusal; "" when accepted
 	}{
 		{"vrghal", func(c *Config) {
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
-		}, DefaultPrecision, ""},
-		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, DefaultPrecision, ""},
-		{"eval-vrghal", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, DefaultPrecision, ""},
+		}, layers.DefaultPrecision, ""},
+		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, layers.DefaultPrecision, ""},
+		{"eval-vrghal", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, layers.DefaultPrecision, ""},
 		{"backward-vrghal", func(c *Config) {
-			c.Backward.Mode = Implicit
+			c.Backward.Mode = deq.Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
-		}, DefaultPrecision, ""},
+		}, layers.DefaultPrecision, ""},
 		{"vrghal-float32", func(c *Config) {
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, SampleScale: 0.005}
-		}, Float32, "Forward.Method"},
-		{"eval-vrghal-float32", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, Float32, "Eval.Method"},
+		}, layers.Float32, "Forward.Method"},
+		{"eval-vrghal-float32", func(c *Config) { c.Eval = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005} }, layers.Float32, "Eval.Method"},
 		{"backward-vrghal-float32", func(c *Config) {
-			c.Backward.Mode = Implicit
+			c.Backward.Mode = deq.Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), SampleScale: 0.005}
-		}, Float32, "Backward.Solver.Method"},
+		}, layers.Float32, "Backward.Solver.Method"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, Model: ModelConfig{Cell: ConvCell, Channels: 2, Groups: -1, Kernels: 2, Precision: tc.precision}, Augment: AugmentConfig{Shift: -1}}
@@ -173,36 +175,9 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, Float64, trn.Config().Model.Precision)
+			require.Equal(t, layers.Float64, trn.Config().Model.Precision)
 			require.True(t, trn.Model().Proven())
 			require.Equal(t, layers.Float64, trn.model.conv.Precision())
 		})
 	}
-}
-
-// TestPrecisionText: the text forms of the precisions, "" being the
-// default, and Layers' values.
-func TestPrecisionText(t *testing.T) {
-	for _, tc := range []struct {
-		p      Precision
-		name   string
-		layers layers.Precision
-	}{{DefaultPrecision, "", -1}, {Float64, "float64", layers.Float64}, {Float32, "float32", layers.Float32}, {Precision(3), "Precision(3)", -1}} {
-		require.Equal(t, tc.name, tc.p.String())
-		require.Equal(t, tc.layers, tc.p.Layers(), tc.name)
-		if tc.p == Precision(3) {
-			_, err := tc.p.MarshalText()
-			require.Error(t, err)
-			continue
-		}
-		b, err := tc.p.MarshalText()
-		require.NoError(t, err)
-		require.Equal(t, tc.name, string(b))
-		var back Precision = 2
-		require.NoError(t, back.UnmarshalText(b))
-		require.Equal(t, tc.p, back)
-	}
-	var p Precision
-	require.ErrorIs(t, p.UnmarshalText([]byte("float16")), ErrUnknownName)
-	require.Equal(t, []Precision{Float64, Float32}, Precisions())
 }

@@ -60,7 +60,7 @@ func stepCases() []stepCase {
 		}
 		// One encoder block, unless a case deepens it; float64 products,
 		// which the gradient checks need (the default is float32).
-		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, EncoderLayers: 1, Activation: layers.Tanh, Gamma: 0.7, Precision: Float64},
+		return stepCase{name, ModelConfig{Cell: ConvCell, Channels: 4, Groups: groups, Kernels: kernels, EncoderLayers: 1, Activation: layers.Tanh, Gamma: 0.7, Precision: layers.Float64},
 			squares("squares/train", 64, side, 1), squares("squares/test", 10, side, 2)}
 	}
 	wn := conv("conv-weightnorm-groupnorm", 2, 0)
@@ -87,7 +87,7 @@ func tightConfig(c stepCase, n int) Config {
 	cfg.Model = c.model
 	tight := SolverConfig{Method: methodNamed("broyden"), Tol: 1e-12, MaxIter: 500}
 	cfg.Forward = tight
-	cfg.Backward = BackwardConfig{Mode: Implicit, Solver: tight} // the gradient (the conv default is Jacobian-free)
+	cfg.Backward = BackwardConfig{Mode: deq.Implicit, Solver: tight} // the gradient (the conv default is Jacobian-free)
 	cfg.Backward.Solver.Tol = 1e-13
 	return cfg
 }
@@ -211,7 +211,7 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 			continue
 		}
 		delete(chosen, c.name)
-		for _, mode := range []BackwardMode{Implicit, JacobianFree} {
+		for _, mode := range []deq.Backward{deq.Implicit, deq.JacobianFree} {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) { stepAllocations(t, c, mode) })
 		}
 	}
@@ -220,7 +220,7 @@ func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 
 // stepAllocations is one case of TestStepAllocatesNothingOfItsOwn, with the
 // backward mode given.
-func stepAllocations(t *testing.T, c stepCase, mode BackwardMode) {
+func stepAllocations(t *testing.T, c stepCase, mode deq.Backward) {
 	cfg := tinyConfig()
 	cfg.BatchSize = 8
 	cfg.WeightDecay = 1e-3
@@ -346,7 +346,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 		{"shift", func(c *Config) { c.Augment.Shift = 1 }},
 		{"readout-hidden", func(c *Config) { c.Model.ReadoutHidden = 8 }},
 		{"one-encoder-block", func(c *Config) { c.Model.EncoderLayers = 1 }},
-		{"float64", func(c *Config) { c.Model.Precision = Float64 }},
+		{"float64", func(c *Config) { c.Model.Precision = layers.Float64 }},
 		{"warp-shift", func(c *Config) { c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale = 1, 10, 0.1 }},
 		{"kernels-vrghal", func(c *Config) {
 			c.Model.Kernels, c.Model.Groups, c.Epochs = 4, -1, 2 // provable: no GroupNorm
@@ -366,7 +366,7 @@ func TestConvModelTrainsAndResumes(t *testing.T) {
 			if tc.name == "kernels-vrghal" {
 				d, err := cfg.Defaults()
 				require.NoError(t, err)
-				require.Equal(t, Float64, d.Model.Precision, "VR-GHAL needs the proven bound of float64")
+				require.Equal(t, layers.Float64, d.Model.Precision, "VR-GHAL needs the proven bound of float64")
 			}
 			f := want.Final()
 			t.Logf("test accuracy %.3f, train loss %.3f → %.3f", f.TestAcc, want.Epochs[0].TrainLoss, f.TrainLoss)

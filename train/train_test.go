@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
-	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
-	"github.com/deqgo/deq/solver"
 )
 
 func TestTrainLearnsBlobs(t *testing.T) {
@@ -154,103 +150,6 @@ func TestResumeRefusesOtherData(t *testing.T) {
 	require.Len(t, res.Epochs, 2)
 }
 
-func TestSkipsNonFiniteBatches(t *testing.T) {
-	type fault struct {
-		name   string
-		reason string
-		inject func(trn *Trainer)
-	}
-	const bad = 2 // the faulty batch of epoch 0
-	faults := []fault{
-		{"input", "non-finite input", func(trn *Trainer) {
-			// Poison the image that the shuffle puts into batch 2 of epoch 0.
-			trn.batcher.Reset(0)
-			for range bad + 1 {
-				trn.batcher.Next()
-			}
-			i := trn.batcher.Batch().Index[0]
-			trn.train.X[i*trn.train.Dim()] = math.NaN()
-			trn.batcher.Reset(0)
-		}},
-		{"forward", "forward solve diverged", func(trn *Trainer) {
-			trn.beforeRun = func(e, b int, x []float64) {
-				if e == 0 && b == bad {
-					x[3] = math.Inf(1)
-				}
-			}
-		}},
-		{"gradient", "non-finite gradient", func(trn *Trainer) {
-			trn.afterBackward = func(e, b int, g [][]float64) {
-				if e == 0 && b == bad {
-					g[1][0] = math.NaN()
-				}
-			}
-		}},
-	}
-	for _, f := range faults {
-		t.Run(f.name, func(t *testing.T) {
-			tr, te := blobData(256, 100)
-			var logged []string
-			trn, err := New(tinyConfig(), tr, te, &Options{Logf: func(format string, args ...any) { logged = append(logged, format) }})
-			require.NoError(t, err)
-			params := func() []float64 {
-				var all []float64
-				for _, p := range trn.model.params {
-					all = append(all, p.data...)
-				}
-				return all
-			}
-			var skipped []*BatchMetrics
-			before := params()
-			trn.opts.OnBatch = func(b *BatchMetrics) {
-				now := params()
-				if b.Skipped {
-					c := *b // OnBatch's argument is reused
-					skipped = append(skipped, &c)
-					require.Equal(t, before, now, "a skipped batch changes no parameter")
-				} else {
-					require.NotEqual(t, before, now)
-				}
-				before = now
-			}
-			f.inject(trn)
-			res, err := trn.Run(context.Background())
-			require.NoError(t, err)
-			require.NotEmpty(t, skipped)
-			require.Equal(t, 0, skipped[0].Epoch)
-			require.Equal(t, bad, skipped[0].Batch)
-			require.True(t, strings.HasPrefix(skipped[0].SkipReason, f.reason), skipped[0].SkipReason)
-			require.Equal(t, 1, res.Epochs[0].Skipped)
-			require.Equal(t, 7, res.Epochs[0].Forward.Solves, "the skipped batch is left out of the solver figures")
-			require.Equal(t, res.Steps, 16-len(skipped))
-			require.Len(t, logged, len(skipped))
-			require.True(t, numeric.AllFinite(params()))
-			require.True(t, numeric.AllFinite([]float64{res.Final().TrainLoss, res.Final().TestAcc}))
-		})
-	}
-}
-
-func TestAbortsAfterConsecutiveBadBatches(t *testing.T) {
-	tr, te := blobData(256, 100)
-	cfg := tinyConfig()
-	cfg.MaxBadBatches = 3
-	path := tempPath(t, "never.ckpt")
-	trn, err := New(cfg, tr, te, &Options{Checkpoint: path})
-	require.NoError(t, err)
-	trn.afterBackward = func(e, b int, g [][]float64) {
-		if b >= 4 {
-			g[0][0] = math.Inf(1)
-		}
-	}
-	res, err := trn.Run(context.Background())
-	require.ErrorIs(t, err, ErrTooManyBadBatches)
-	require.Equal(t, 4, res.Steps, "four good batches, then three bad ones")
-	require.Equal(t, 0, res.Epoch)
-	require.Equal(t, 7, res.Batch)
-	_, err = os.Stat(path)
-	require.True(t, errors.Is(err, os.ErrNotExist), "an aborted run writes no checkpoint")
-}
-
 func TestLearningRateSchedules(t *testing.T) {
 	tr, te := blobData(256, 100)
 	for _, tc := range []struct {
@@ -314,7 +213,7 @@ func TestEvaluateMatchesTraining(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, em.Loss, em2.Loss, 1e-4)
 	require.Equal(t, 1.0, em2.Solver.CertMetFrac)
-	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: Method{index: len(solver.Methods()) + 1}}, 0)
+	_, err = ck.Model.Evaluate(context.Background(), blobs("other", 10, 0, 1).Head(10), SolverConfig{Method: methodNamed("minibatch-km")}, 0)
 	require.ErrorContains(t, err, "Eval.Method")
 }
 

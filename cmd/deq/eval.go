@@ -15,6 +15,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
 
@@ -23,11 +24,13 @@ type evalFlags struct {
 	checkpoint              string
 	data                    dataFlags
 	batch                   int
-	solver                  train.Method
+	solver                  solver.MethodSpec
 	tol, delta, sampleScale float64
 	certDelta               float64
 	maxIter, memory         int
 	json, force             bool
+	corruptions             string
+	corruptionSeed          uint64
 }
 
 func newEvalCmd() *cobra.Command {
@@ -45,7 +48,13 @@ radius and norm of ∂f/∂z at the fixed points of the first 32 test images
 image size or number of classes is refused, and so is one of another name
 (say Fashion-MNIST for a model of digits) unless --force is given, when
 eval prints a warning and evaluates anyway. A checkpoint that does not name
-its data set has its image size and classes checked only, and eval says so.`,
+its data set has its image size and classes checked only, and eval says so.
+
+--corruptions all (or a comma-separated list of names) evaluates the model
+again on each corruption of the test set in the suite of package datasets
+(affine changes, noise, blur, stroke changes and clutter in the spirit of
+MNIST-C; see datasets.Corruption), drawn from --corruption-seed, and
+reports the accuracy per corruption, their mean and minimum.`,
 		f.run)
 	fl := cmd.Flags()
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint written by deq train (required)")
@@ -55,10 +64,12 @@ its data set has its image size and classes checked only, and eval says so.`,
 	fl.Float64Var(&f.tol, "tol", 0, "residual tolerance (0: the run's evaluation tolerance)")
 	fl.IntVar(&f.maxIter, "max-iter", 0, "iteration limit (0: the run's evaluation limit)")
 	fl.Float64Var(&f.delta, "delta", 0, "failure probability δ of the certificates and of vrghal (0: the run's)")
-	fl.Float64Var(&f.certDelta, "cert-delta", 0, "certify the solves of the meanfield cell from a sample of its terms with probability ≥ 1 − δ where that is cheaper than the exact pass (0: the run's; exact when the run's is 0)")
+	fl.Float64Var(&f.certDelta, "cert-delta", 0, "certify the solves of the meanfield and experts cells from a sample of their terms with probability ≥ 1 − δ where that is cheaper than the exact pass (0: the run's; exact when the run's is 0)")
 	fl.Float64Var(&f.sampleScale, "sample-scale", 0, "vrghal: multiplier on the paper's sample sizes (0: the run's)")
 	fl.IntVar(&f.memory, "memory", 0, "anderson/broyden memory (0: the run's)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of a summary")
+	fl.StringVar(&f.corruptions, "corruptions", "", "also evaluate on corrupted test sets: all or a comma-separated list of "+strings.Join(datasets.CorruptionNames(), ", "))
+	fl.Uint64Var(&f.corruptionSeed, "corruption-seed", 1, "seed of the corruptions' parameters")
 	fl.BoolVar(&f.force, "force", false, "evaluate on a --data set whose name differs from the checkpoint's (its image size and classes must still match)")
 	return cmd
 }
@@ -94,6 +105,8 @@ type evalReport struct {
 	// name evaluated with --force, or a checkpoint that names none), or
 	// empty.
 	DataWarning string `json:"data_warning,omitempty"`
+	// Corruptions is the accuracy on each corruption of --corruptions.
+	Corruptions *corruptionSummary `json:"corruptions,omitempty"`
 }
 
 // checkEvalData refuses data whose test set differs from the checkpoint's
@@ -156,6 +169,10 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		return usagef("--sample-scale = %v must be positive and finite (0: the run's)", f.sampleScale)
 	case f.memory < 0:
 		return usagef("--memory = %d must not be negative", f.memory)
+	}
+	corruptions, err := parseCorruptions(f.corruptions)
+	if err != nil {
+		return err
 	}
 	ck, err := train.Load(f.checkpoint)
 	if err != nil {
@@ -228,6 +245,11 @@ func (f *evalFlags) run(cmd *cobra.Command) error {
 		SpectralRadius: number(sp.Radius), SpectralNorm: number(sp.Norm), Gamma: number(sp.Gamma), Proven: sp.Proven,
 		DataWarning: warning,
 	}
+	if len(corruptions) > 0 {
+		if rep.Corruptions, err = evalCorruptions(cmd.Context(), ck.Model, data.Test, corruptions, f.corruptionSeed, s, batch); err != nil {
+			return runtimeError{err}
+		}
+	}
 	if f.json {
 		b, err := json.Marshal(rep)
 		if err != nil {
@@ -250,5 +272,9 @@ func (r *evalReport) write(w io.Writer) error {
 	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
 		float64(r.SpectralRadius), float64(r.SpectralNorm), train.SpectralBatch, besideGamma(float64(r.Gamma), "weight"))
 	fmt.Fprintf(tw, "time\t%.2f s (BLAS %s)\n", r.Seconds, r.BLAS)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || r.Corruptions == nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return r.Corruptions.write(w)
 }

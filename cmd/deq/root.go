@@ -122,6 +122,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSolveCmd(), newTrainCmd(), newEvalCmd(), newBenchCmd())
+	root.AddCommand(newSolveCmd(), newTrainCmd(), newEvalCmd(), newPredictCmd(), newBenchCmd())
 	return root
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
@@ -183,7 +184,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		s.Channels, s.Groups, s.Kernels = c.Model.Channels, c.Model.Groups, c.Model.Kernels
 		s.EncoderLayers = c.Model.EncoderLayers
 	}
-	if c.Backward.Mode == train.Implicit {
+	if c.Backward.Mode == deq.Implicit {
 		s.Backward += " (" + c.Backward.Solver.Method.String() + ")"
 	}
 	if f := res.Final(); f != nil {
@@ -222,7 +223,7 @@ func (s *trainSummary) write(w io.Writer) error {
 		if s.Groups > 0 {
 			why = append(why, "GroupNorm")
 		}
-		if s.Precision == train.Float32.String() {
+		if s.Precision == layers.Float32.String() {
 			why = append(why, "float32 products")
 		}
 		if len(why) > 0 {

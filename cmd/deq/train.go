@@ -91,9 +91,17 @@ iteration) and shown beside the declared γ̄ (metrics spectral_radius and
 spectral_norm, the plot spectral.png, and deq eval).
 
 --checkpoint F writes F after every epoch (atomically, with a checksum);
---resume continues the run saved in F exactly, with the configuration stored
-there (flags that contradict it are refused). SIGINT or SIGTERM stops after
-the current batch, saves the checkpoint and exits with status 130.`,
+--resume continues the run saved in F exactly, bit for bit, with the
+configuration and the data flags stored there (--data, --data-seed,
+--train-limit, --test-limit and --val; flags that contradict them are
+refused). --resume --epochs N with N above the stored number of epochs
+extends the run, finished or not: the learning-rate schedule is re-planned
+over the N epochs from the checkpoint's position on, the rate of every later
+batch being the one a run planned for N epochs gives at that position (the
+cosine rate of a finished E-epoch run restarts at lr·(1 + cos(πE/N))/2 and
+anneals to zero at epoch N; the step schedule's drops move to N/2 and 3N/4;
+a constant rate is unchanged). SIGINT or SIGTERM stops after the current
+batch, saves the checkpoint and exits with status 130.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd)
@@ -105,7 +113,7 @@ the current batch, saves the checkpoint and exits with status 130.`,
 	fl.IntVar(&f.val, "val", 0, "hold out N training images, chosen by --data-seed, and evaluate on them instead of the test set (for choosing settings without the test set; 0: off)")
 	fl.StringVar(&f.metrics, "metrics", "", "write one JSON line per epoch to FILE (appended to with --resume)")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "write the checkpoint FILE after every epoch and on interrupt")
-	fl.BoolVar(&f.resume, "resume", false, "continue the run saved in --checkpoint")
+	fl.BoolVar(&f.resume, "resume", false, "continue the run saved in --checkpoint with its stored configuration and data flags (--epochs N above the stored number extends it)")
 	fl.StringVar(&f.plot, "plot", "", "write loss, accuracy and residual plots (PNG) into DIR")
 	fl.BoolVar(&f.json, "json", false, "print the final summary as one JSON object")
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress on standard error")
@@ -160,6 +168,62 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// source returns the data source of the run on spec for its checkpoints:
+// the data flags, with a directory made absolute so that a resume from
+// another working directory finds it.
+func (f *trainFlags) source(spec string) *train.DataSource {
+	if dataOf(spec) != spec {
+		if abs, err := filepath.Abs(spec); err == nil {
+			spec = abs
+		}
+	}
+	d := f.data
+	return &train.DataSource{
+		Spec: spec, Seed: d.seed,
+		Sizes:            datasets.SizeOptions{TrainLimit: d.trainLimit, TestLimit: d.testLimit, Validation: f.val},
+		ValidationAsTest: f.val > 0,
+	}
+}
+
+// restoreData sets the data flags not given on the command line to the
+// values stored in a resumed checkpoint (src, nil for a checkpoint that
+// stores none) and refuses those given with other values. A --data
+// directory other than the stored one is left to the check of the data's
+// digest: the directory may have moved.
+func (f *trainFlags) restoreData(src *train.DataSource, changed func(string) bool) error {
+	if src == nil {
+		return nil
+	}
+	d := &f.data
+	switch {
+	case !changed("data"):
+		d.spec = src.Spec
+	case d.spec != src.Spec && dataOf(d.spec) == d.spec && dataOf(src.Spec) == src.Spec:
+		return usagef("--data = %s contradicts the checkpoint's %s (--resume continues the saved run)", d.spec, src.Spec)
+	}
+	if !changed("data-seed") {
+		d.seed = src.Seed
+	} else if d.seed != src.Seed {
+		return usagef("--data-seed = %d contradicts the checkpoint's %d (--resume continues the saved run)", d.seed, src.Seed)
+	}
+	for _, a := range []struct {
+		flag   string
+		p      *int
+		stored int
+	}{
+		{"train-limit", &d.trainLimit, src.Sizes.TrainLimit},
+		{"test-limit", &d.testLimit, src.Sizes.TestLimit},
+		{"val", &f.val, src.Sizes.Validation},
+	} {
+		if !changed(a.flag) {
+			*a.p = a.stored
+		} else if *a.p != a.stored {
+			return usagef("--%s = %d contradicts the checkpoint's %d (--resume continues the saved run)", a.flag, *a.p, a.stored)
+		}
+	}
+	return nil
+}
+
 // interruptedError reports a command stopped by a signal after it wrote
 // what it could (exit status 130).
 type interruptedError struct{ err error }
@@ -212,7 +276,13 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		if err := f.checkResume(cfg, ck.Config, cmd.Flags().Changed); err != nil {
 			return err
 		}
+		if cmd.Flags().Changed("epochs") {
+			ck.Config.Epochs = cfg.Epochs // an extension: checkResume refuses fewer
+		}
 		cfg = ck.Config
+		if err := f.restoreData(ck.Source, cmd.Flags().Changed); err != nil {
+			return err
+		}
 	}
 	spec := f.data.spec
 	if spec == "" {
@@ -251,7 +321,8 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 				metricsErr = err
 			}
 		},
-		Logf: lg.logf,
+		Logf:   lg.logf,
+		Source: f.source(spec),
 	}
 	var tr *train.Trainer
 	if ck != nil {

@@ -12,7 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
 	"github.com/deqgo/deq/train"
 )
 
@@ -49,7 +52,7 @@ func flagDefaults(cell train.CellKind) train.Config {
 		panic(err) // the zero Config of every cell is valid
 	}
 	c.Model.Encoder, c.Model.Units, c.Model.Terms, c.Model.Groups = 0, 0, 0, 0
-	c.Model.Precision = train.DefaultPrecision
+	c.Model.Precision = layers.DefaultPrecision
 	c.Forward.SampleScale = 1
 	c.Eval = train.SolverConfig{}
 	return c
@@ -79,7 +82,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 		bind(name, nonzero, fields...)
 	}
 	methods := names(train.Methods())
-	text(&c.Normalize, "normalize", "pixel standardisation: "+names(train.Normalizations()), "Normalize")
+	text(&c.Normalize, "normalize", "pixel standardisation: "+names(datasets.Normalizations()), "Normalize")
 	text(&c.Model.Cell, "cell", "DEQ cell: "+names(train.CellKinds())+" (meanfield and experts are stochastic: the injection of the encoder's features plus an average of M terms, which VR-GHAL samples; the retired wide and mixture are refused)", "Model.Cell")
 	ints(&c.Model.Hidden, "hidden", "hidden state size", true, "Model.Hidden")
 	ints(&c.Model.Encoder, "encoder", "encoder features (0: --hidden)", false, "Model.Encoder")
@@ -100,10 +103,10 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	bind("tol-relative", false, "Forward.Relative")
 	ints(&c.Forward.MaxIter, "max-iter", "forward iteration limit (epochs for VR-GHAL)", true, "Forward.MaxIter")
 	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
-	floats(&c.Forward.CertDelta, "cert-delta", "certify the forward and adjoint solves of the meanfield cell from a sample of its terms, with probability ≥ 1 − δ, where that is cheaper than the exact pass (0: exact certificates)", false, "Forward.CertDelta", "Backward.Solver.CertDelta", "Eval.CertDelta")
+	floats(&c.Forward.CertDelta, "cert-delta", "certify the forward and adjoint solves of the meanfield and experts cells from a sample of their terms, with probability ≥ 1 − δ, where that is cheaper than the exact pass (0: exact certificates)", false, "Forward.CertDelta", "Backward.Solver.CertDelta", "Eval.CertDelta")
 	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")
 	ints(&c.Forward.Memory, "memory", "Anderson's or Broyden's memory (0: the solver's default)", false, "Forward.Memory", "Backward.Solver.Memory", "Eval.Memory")
-	text(&c.Backward.Mode, "backward", fmt.Sprintf("backward mode: %s; default %v for --cell conv (the one-step gradient, TorchDEQ's default: no adjoint solve), implicit for the others", names(train.BackwardModes()), train.DefaultConvBackward), "Backward.Mode")
+	text(&c.Backward.Mode, "backward", fmt.Sprintf("backward mode: %s; default %v for --cell conv (the one-step gradient, TorchDEQ's default: no adjoint solve), implicit for the others", names(deq.Backwards()), train.DefaultConvBackward), "Backward.Mode")
 	text(&c.Backward.Solver.Method, "backward-solver", "adjoint solver of implicit mode: "+methods, "Backward.Solver.Method")
 	floats(&c.Backward.Solver.Tol, "backward-tol", "adjoint tolerance, relative to the first residual", true, "Backward.Solver.Tol")
 	ints(&c.Backward.Solver.MaxIter, "backward-max-iter", "adjoint iteration limit", true, "Backward.Solver.MaxIter")
@@ -111,7 +114,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	text(&c.Eval.Method, "eval-solver", "evaluation solver (default: --solver)", "Eval.Method")
 	floats(&c.Eval.Tol, "eval-tol", "evaluation tolerance (0: --tol/10)", false, "Eval.Tol")
 	ints(&c.Eval.MaxIter, "eval-max-iter", "evaluation iteration limit (0: 2·--max-iter)", false, "Eval.MaxIter")
-	ints(&c.Epochs, "epochs", "training epochs", true, "Epochs")
+	ints(&c.Epochs, "epochs", "training epochs (with --resume, a number above the checkpoint's extends the run: the learning-rate schedule is re-planned over the new total from the checkpoint's position on)", true, "Epochs")
 	ints(&c.BatchSize, "batch", "training batch size", true, "BatchSize")
 	ints(&c.EvalBatchSize, "eval-batch", "evaluation batch size", true, "EvalBatchSize")
 	floats(&c.LR, "lr", "peak learning rate of Adam", true, "LR")
@@ -157,7 +160,7 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 			return c, usagef("--%s = %g must be a number ≥ 0 (0: none)", a.name, a.v)
 		}
 	}
-	stochastic := func(m train.Method) bool { return !m.IsZero() && m.Info().Stochastic }
+	stochastic := func(m solver.MethodSpec) bool { return !m.IsZero() && m.Info().Stochastic }
 	conv := c.Model.Cell == train.ConvCell
 	switch {
 	case c.Model.Terms != 0 && c.Model.Cell != train.ExpertsCell:
@@ -199,11 +202,11 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 // checkModeFlags refuses, rather than ignores, the settings of a backward
 // mode other than mode, the run's (whose names it), given on the command
 // line: the conv cell's default mode makes no adjoint solve.
-func checkModeFlags(mode train.BackwardMode, whose string, changed func(string) bool) error {
+func checkModeFlags(mode deq.Backward, whose string, changed func(string) bool) error {
 	for _, a := range []struct {
 		flag string
-		mode train.BackwardMode
-	}{{"backward-solver", train.Implicit}, {"backward-tol", train.Implicit}, {"backward-max-iter", train.Implicit}, {"phantom-steps", train.Phantom}} {
+		mode deq.Backward
+	}{{"backward-solver", deq.Implicit}, {"backward-tol", deq.Implicit}, {"backward-max-iter", deq.Implicit}, {"phantom-steps", deq.Phantom}} {
 		if changed(a.flag) && mode != a.mode {
 			return usagef("--%s applies to --backward %v only (%s mode is %v)", a.flag, a.mode, whose, mode)
 		}
@@ -263,10 +266,17 @@ func (f *trainFlags) flagOf(field string) string {
 }
 
 // checkResume refuses flags set on the command line that contradict the
-// configuration stored in a checkpoint; changed reports whether a flag
+// configuration stored in a checkpoint, except an --epochs above the
+// stored number, which extends the run; changed reports whether a flag
 // was set.
 func (f *trainFlags) checkResume(cfg, stored train.Config, changed func(string) bool) error {
 	for _, d := range cfg.Diff(stored) {
+		if d.Field == "Epochs" && changed("epochs") {
+			if cfg.Epochs < stored.Epochs {
+				return usagef("--epochs = %d is below the checkpoint's %d (--resume can extend a run to more epochs, not shorten it)", cfg.Epochs, stored.Epochs)
+			}
+			continue // an extension
+		}
 		if name := f.flagOf(d.Field); name != "" && changed(name) {
 			return usagef("--%s = %v contradicts the checkpoint's %v (--resume continues the saved run)", name, flagValue(d.Field, d.A), flagValue(d.Field, d.B))
 		}
@@ -341,12 +351,12 @@ func (c *clipValue) Set(s string) error {
 }
 
 // provenMethods returns the methods that need a proven Lipschitz bound
-// (train.Method.NeedsProvenBound), which make float64 the conv cell's
+// (train.NeedsProvenBound), which make float64 the conv cell's
 // default precision.
-func provenMethods() []train.Method {
-	var out []train.Method
+func provenMethods() []solver.MethodSpec {
+	var out []solver.MethodSpec
 	for _, m := range train.Methods() {
-		if m.NeedsProvenBound() {
+		if train.NeedsProvenBound(m) {
 			out = append(out, m)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/deqgo/deq/cmd/deq/internal/plots"
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
@@ -306,9 +307,40 @@ func TestTrainUsageErrors(t *testing.T) {
 	// Resuming on other data is refused.
 	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1")...)
 	require.Equal(t, 0, code, errOut)
-	code, _, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--resume", "--train-limit", "320")...)
-	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, "other data")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--train-limit", "320"), "--train-limit = 320 contradicts the checkpoint's 384")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--data", "mnist"), "--data = mnist contradicts the checkpoint's synthetic")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--data-seed", "2"), "--data-seed = 2 contradicts")
+	requireUsageError(t, tinyTrain(dir, "--epochs", "1", "--resume", "--val", "10"), "--val = 10 contradicts the checkpoint's 0")
+}
+
+// TestResumeRestoresDataAndExtends: --resume alone reopens the data the
+// run used (--data, --train-limit, --test-limit stored in the checkpoint);
+// --epochs above the stored number extends a finished run, which with a
+// constant learning rate ends with the checkpoint of a run planned for
+// that many epochs; fewer epochs are refused.
+func TestResumeRestoresDataAndExtends(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "run.ckpt")
+	code, _, errOut := runCmd(tinyTrain(dir, "--epochs", "1", "--schedule", "constant")...)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCmd("train", "--checkpoint", ck, "--resume", "--quiet", "--json")
+	require.Equal(t, 0, code, errOut)
+	sum := decodeOne(t, out)
+	require.Equal(t, 384.0, sum["train_size"])
+	require.Equal(t, 150.0, sum["test_size"])
+
+	code, _, errOut = runCmd("train", "--checkpoint", ck, "--resume", "--quiet", "--epochs", "2")
+	require.Equal(t, 0, code, errOut)
+	extended, err := os.ReadFile(ck)
+	require.NoError(t, err)
+	other := t.TempDir()
+	code, _, errOut = runCmd(tinyTrain(other, "--epochs", "2", "--schedule", "constant")...)
+	require.Equal(t, 0, code, errOut)
+	planned, err := os.ReadFile(filepath.Join(other, "run.ckpt"))
+	require.NoError(t, err)
+	require.Equal(t, planned, extended, "extended to 2 epochs = planned for 2")
+
+	requireUsageError(t, []string{"train", "--checkpoint", ck, "--resume", "--epochs", "1"}, "--epochs = 1 is below the checkpoint's 2")
 }
 
 // childEnv makes the test binary run main with the arguments in it (JSON).
@@ -414,7 +446,7 @@ func TestTrainEveryOption(t *testing.T) {
 		runs = append(runs, []string{"--solver", s.String(), "--backward-solver", s.String()})
 	}
 	runs = append(runs, []string{"--cell", "meanfield", "--units", "16"}, []string{"--cell", "experts", "--terms", "4"}, []string{"--tol-relative"})
-	for _, b := range train.BackwardModes() {
+	for _, b := range deq.Backwards() {
 		runs = append(runs, []string{"--backward", b.String()})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
@@ -474,10 +506,10 @@ func TestTrainConvCell(t *testing.T) {
 	}
 	var runs []run
 	for _, s := range train.Methods() {
-		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, s.NeedsProvenBound()})
+		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, train.NeedsProvenBound(s)})
 	}
 	methodRuns := len(runs)
-	for _, b := range train.BackwardModes() {
+	for _, b := range deq.Backwards() {
 		runs = append(runs, run{[]string{"--backward", b.String()}, true})
 	}
 	for _, n := range []string{"linf", "lp:4", "schatten:3"} {
@@ -688,27 +720,27 @@ func TestResumeNamesShiftAsFlagged(t *testing.T) {
 func TestPrecisionFlagSetsConfig(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want train.Precision
+		want layers.Precision
 	}{
-		{nil, train.Float64},
-		{[]string{"--precision", "float32"}, train.Float32},
-		{[]string{"--cell", "meanfield"}, train.Float64},
-		{[]string{"--cell", "conv"}, train.Float32},
-		{[]string{"--cell", "conv", "--precision", "float64"}, train.Float64},
-		{[]string{"--cell", "conv", "--precision", "float32"}, train.Float32},
-		{[]string{"--cell", "conv", "--solver", "anderson", "--backward", "implicit", "--backward-solver", "broyden"}, train.Float32},
-		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "ghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "growing-batch"}, train.Float64},
-		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "implicit", "--backward-solver", "vrghal"}, train.Float64},
+		{nil, layers.Float64},
+		{[]string{"--precision", "float32"}, layers.Float32},
+		{[]string{"--cell", "meanfield"}, layers.Float64},
+		{[]string{"--cell", "conv"}, layers.Float32},
+		{[]string{"--cell", "conv", "--precision", "float64"}, layers.Float64},
+		{[]string{"--cell", "conv", "--precision", "float32"}, layers.Float32},
+		{[]string{"--cell", "conv", "--solver", "anderson", "--backward", "implicit", "--backward-solver", "broyden"}, layers.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal"}, layers.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "ghal"}, layers.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "growing-batch"}, layers.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "implicit", "--backward-solver", "vrghal"}, layers.Float64},
 		// The conv default mode (Jacobian-free) makes no adjoint solve.
-		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "phantom"}, train.Float32},
-		{[]string{"--cell", "conv", "--groups", "-1", "--eval-solver", "ghal"}, train.Float64},
-		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal", "--precision", "float32"}, train.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--backward", "phantom"}, layers.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--eval-solver", "ghal"}, layers.Float64},
+		{[]string{"--cell", "conv", "--groups", "-1", "--solver", "vrghal", "--precision", "float32"}, layers.Float32},
 		// With GroupNorm (the default) or in ℓ∞ the bound is not proven in
 		// float64 either: the default stays float32.
-		{[]string{"--cell", "conv", "--solver", "ghal"}, train.Float32},
-		{[]string{"--cell", "conv", "--groups", "-1", "--norm", "linf", "--solver", "ghal"}, train.Float32},
+		{[]string{"--cell", "conv", "--solver", "ghal"}, layers.Float32},
+		{[]string{"--cell", "conv", "--groups", "-1", "--norm", "linf", "--solver", "ghal"}, layers.Float32},
 	} {
 		f, _, c, err := parseTrainFlags(t, tc.args...)
 		require.NoError(t, err, "%v", tc.args)
@@ -732,9 +764,9 @@ func TestPrecisionFlagSetsConfig(t *testing.T) {
 func TestResumeLegacyPrecision(t *testing.T) {
 	f, changed, cfg, err := parseTrainFlags(t, "--cell", "conv")
 	require.NoError(t, err)
-	require.Equal(t, train.Float32, cfg.Model.Precision)
+	require.Equal(t, layers.Float32, cfg.Model.Precision)
 	stored := cfg
-	stored.Model.Precision = train.Float64
+	stored.Model.Precision = layers.Float64
 	require.NoError(t, f.checkResume(cfg, stored, changed))
 	f, changed, cfg, err = parseTrainFlags(t, "--cell", "conv", "--precision", "float32")
 	require.NoError(t, err)

@@ -182,6 +182,17 @@ func spectralScaled(rng *rand.Rand, rows, cols int, gamma float64) []float64 {
 	return data
 }
 
+// checkFinite returns an error wrapping solver.ErrNonFinite that names
+// the first NaN or ±Inf of v as what[i], or nil.
+func checkFinite(what string, v []float64) error {
+	for i, x := range v {
+		if x-x != 0 {
+			return fmt.Errorf("%s[%d] = %v: %w", what, i, x, solver.ErrNonFinite)
+		}
+	}
+	return nil
+}
+
 // rowScaled returns a d×d Gaussian matrix whose rows all have absolute sum
 // gamma: its induced ℓ∞ norm is gamma.
 func rowScaled(rng *rand.Rand, d int, gamma float64) []float64 {
@@ -246,8 +257,16 @@ func doublyScaled(rng *rand.Rand, d int, gamma float64) []float64 {
 }
 
 // solveAffine returns the solution of (I − A)x = b for the n×n row-major A by
-// LU factorisation, or an error if I − A is too ill-conditioned.
+// LU factorisation, or an error if I − A is too ill-conditioned, or, before
+// any factorisation, one wrapping solver.ErrNonFinite if A or b holds NaN
+// or ±Inf.
 func solveAffine(a, b []float64, n int) ([]float64, error) {
+	if err := checkFinite("A", a); err != nil {
+		return nil, err
+	}
+	if err := checkFinite("b", b); err != nil {
+		return nil, err
+	}
 	m := mat.NewDense(n, n, nil)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {

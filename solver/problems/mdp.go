@@ -251,6 +251,8 @@ func newMDP(c Config, _ solver.Norm) (*Problem, error) {
 // policyIteration returns V* of the MDP by Howard's policy iteration: exact
 // evaluation of the current policy π by solving (I − γP_π)V = r_π, then greedy
 // improvement, keeping the current action on ties, until the policy is stable.
+// A NaN or ±Inf in the system is an error wrapping solver.ErrNonFinite,
+// found before the LU factorisation.
 func policyIteration(o *mdpOracle) ([]float64, error) {
 	ns, na, k := o.s, o.a, o.k
 	pi := make([]int, ns)
@@ -275,6 +277,12 @@ func policyIteration(o *mdpOracle) ([]float64, error) {
 				m.Set(s, t, m.At(s, t)-o.gamma*o.prob[j])
 			}
 			rhs.SetVec(s, o.r[sa])
+		}
+		if err := checkFinite("I − γP_π", m.RawMatrix().Data); err != nil {
+			return nil, err
+		}
+		if err := checkFinite("r_π", rhs.RawVector().Data); err != nil {
+			return nil, err
 		}
 		lu.Factorize(m)
 		if err := lu.SolveVecTo(v, false, rhs); err != nil {

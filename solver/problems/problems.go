@@ -233,7 +233,7 @@ func New(c Config) (*Problem, error) {
 	}
 	rows, cols := sp.shape(c)
 	if c.Norm == nil {
-		if c.Norm, err = parseNorm(sp.DefaultNorm, rows, cols); err != nil {
+		if c.Norm, err = ParseNorm(c, sp.DefaultNorm); err != nil {
 			return nil, err
 		}
 	} else {
@@ -257,33 +257,46 @@ func New(c Config) (*Problem, error) {
 
 // ParseNorm parses a norm name in the syntax of solver.ParseNorm ("l2",
 // "lp:4", "linf", "schatten:inf", ...) for the points of the problem c
+// describes, for Config.Norm: BindNorm of solver.ParseNormSpec(name). Its
+// errors are *ConfigError values naming the field at fault ("Norm" for the
+// name).
+func ParseNorm(c Config, name string) (solver.Norm, error) {
+	if _, _, err := resolve(c); err != nil {
+		return nil, err
+	}
+	s, err := solver.ParseNormSpec(name)
+	if err != nil {
+		var ne *solver.NormError
+		if errors.As(err, &ne) {
+			return nil, configErr("Norm", "norm %q: %s", ne.Name, ne.Reason)
+		}
+		return nil, err
+	}
+	return BindNorm(c, s)
+}
+
+// BindNorm returns the norm s names on the points of the problem c
 // describes, for Config.Norm. It checks c as New does, and that the problem
 // supports the norm; its errors are *ConfigError values naming the field at
-// fault ("Norm" for the name).
-func ParseNorm(c Config, name string) (solver.Norm, error) {
+// fault ("Norm" for the norm).
+func BindNorm(c Config, s solver.NormSpec) (solver.Norm, error) {
 	c, sp, err := resolve(c)
 	if err != nil {
 		return nil, err
 	}
 	rows, cols := sp.shape(c)
-	n, err := parseNorm(name, rows, cols)
+	n, err := s.Norm(rows, cols)
 	if err != nil {
+		var ne *solver.NormError
+		if errors.As(err, &ne) {
+			return nil, configErr("Norm", "norm %q: %s", s.String(), ne.Reason)
+		}
 		return nil, err
 	}
 	if err := checkNorm(sp, n, rows, cols); err != nil {
 		return nil, err
 	}
 	return n, nil
-}
-
-// parseNorm is solver.ParseNorm with its error as a *ConfigError.
-func parseNorm(name string, rows, cols int) (solver.Norm, error) {
-	n, err := solver.ParseNorm(name, rows, cols)
-	var ne *solver.NormError
-	if errors.As(err, &ne) {
-		return nil, configErr("Norm", "norm %q: %s", ne.Name, ne.Reason)
-	}
-	return n, err
 }
 
 // checkNorm returns a *ConfigError if sp does not support n or n does not

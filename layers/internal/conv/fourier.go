@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/deqgo/deq/internal/numeric"
 )
 
 // FourierBound bounds the ℓ2 operator norm of stride-1 convolutions with
@@ -40,8 +42,11 @@ func NewFourierBound(out, in, k, h, w, pad int) *FourierBound {
 
 // Norm returns max_ω ‖K̂(ω)‖₂ for the kernel w (length Out·In·K·K), an upper
 // bound on the convolution's ℓ2 operator norm. It returns +Inf if an SVD
-// fails.
+// fails, and NaN, computing nothing, if w holds NaN or ±Inf.
 func (f *FourierBound) Norm(w []float64) float64 {
+	if !numeric.AllFinite(w) {
+		return math.NaN()
+	}
 	k, out, in := f.k, f.out, f.in
 	kk := k * k
 	best := 0.0

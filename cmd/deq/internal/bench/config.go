@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
-	"github.com/deqgo/deq/train"
+	"github.com/deqgo/deq/layers"
 )
 
 // Section names, in the order Run runs them.
@@ -92,11 +92,11 @@ type Config struct {
 	PeerThreads int
 	// PeerPrecision is the precision of our side's cell products in the
 	// peer section (train.ModelConfig.Precision). The zero value,
-	// train.DefaultPrecision, keeps `deq train`'s default, as the section's
+	// layers.DefaultPrecision, keeps `deq train`'s default, as the section's
 	// models are `deq train`'s: train.DefaultConvPrecision (float32) for
 	// the conv model, float64 for the dense one. (Before
 	// train.DefaultConvPrecision it meant float64 for both.)
-	PeerPrecision train.Precision
+	PeerPrecision layers.Precision
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).
 	Seeds int

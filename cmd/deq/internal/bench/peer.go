@@ -20,7 +20,9 @@ import (
 
 	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -90,7 +92,7 @@ func (s *settings) peerSetups() []peerSetup {
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}, Augment: train.AugmentConfig{Shift: -1}}
 	dense.Model.Precision, conv.Model.Precision = s.PeerPrecision, s.PeerPrecision
 	implicit := conv
-	implicit.Backward.Mode = train.Implicit
+	implicit.Backward.Mode = deq.Implicit
 	var setups []peerSetup
 	if s.Quick {
 		dense.Model.Hidden, conv.Model.Channels, implicit.Model.Channels = 16, 8, 8
@@ -165,7 +167,7 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		if err := writePeerData(dir, d, cfg.Normalize.Datasets()); err != nil {
+		if err := writePeerData(dir, d, cfg.Normalize); err != nil {
 			return nil, fmt.Errorf("bench: peer section: writing the data: %w", err)
 		}
 	}
@@ -214,7 +216,7 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 		return nil, fmt.Errorf("bench: peer section (%s): %w", ps.model, err)
 	}
 	side := &report.PeerSide{BLAS: blasimpl.Name, DType: "float64", Backward: cfg.Backward.Mode.String()}
-	if cfg.Model.Precision == train.Float32 {
+	if cfg.Model.Precision == layers.Float32 {
 		side.DType = "float32 cell products, float64 state"
 	}
 	for _, e := range res.Epochs {
@@ -249,12 +251,12 @@ func peerSummary(cfg train.Config) string {
 		arch = fmt.Sprintf("Dense DEQ: encoder relu(x·We + be) of %d features, cell relu(z·W + e·U + b) of %d hidden units, the spectral norm of W projected onto %g after every step, a linear readout.",
 			m.Encoder, m.Hidden, m.Gamma)
 	}
-	if m.Precision != train.Float64 {
+	if m.Precision != layers.Float64 {
 		arch += fmt.Sprintf(" Ours computes the cell's matrix products in %v.", m.Precision)
 	}
 	backward := fmt.Sprintf("implicit backward %s (tolerance %g relative to the first residual, at most %d iterations)",
 		cfg.Backward.Solver.Method, cfg.Backward.Solver.Tol, cfg.Backward.Solver.MaxIter)
-	if cfg.Backward.Mode == train.JacobianFree {
+	if cfg.Backward.Mode == deq.JacobianFree {
 		backward = "Jacobian-free backward (one cell step at z*, no adjoint solve: TorchDEQ's default one-step gradient)"
 	}
 	return fmt.Sprintf("%s Forward %s (tolerance %g on the largest per-example ℓ2 residual, at most %d iterations), %s; evaluation at tolerance %g, %d iterations. Batch %d, Adam %g with a cosine schedule, gradient clipping at %g.",
@@ -274,7 +276,7 @@ func peerArgs(model string, cfg train.Config, threads int) []string {
 		"--backward-tol", f(cfg.Backward.Solver.Tol), "--backward-iter", i(cfg.Backward.Solver.MaxIter),
 		"--threads", i(threads), "--seed", strconv.FormatUint(cfg.Seed&math.MaxUint32, 10), // numpy takes 32-bit seeds
 	}
-	if cfg.Backward.Mode == train.JacobianFree {
+	if cfg.Backward.Mode == deq.JacobianFree {
 		args = append(args, "--backward", "jacobian-free")
 	}
 	if isConv(model) {

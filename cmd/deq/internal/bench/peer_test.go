@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deqgo/deq/datasets"
+	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
 
@@ -142,7 +144,7 @@ func TestPeerArgs(t *testing.T) {
 	// the peer's default and passes nothing.
 	require.Contains(t, args, "--backward jacobian-free")
 	cfg.Model.EncoderLayers = 1
-	cfg.Backward.Mode = train.Implicit
+	cfg.Backward.Mode = deq.Implicit
 	args = strings.Join(peerArgs("conv-implicit", cfg, 3), " ")
 	require.Contains(t, args, "--encoder-layers 1")
 	require.Contains(t, args, "--model conv ")
@@ -207,12 +209,12 @@ func TestPeerModelsSelects(t *testing.T) {
 // the field.
 func TestPeerPrecision(t *testing.T) {
 	for _, tc := range []struct {
-		p           train.Precision
-		dense, conv train.Precision // after Defaults
+		p           layers.Precision
+		dense, conv layers.Precision // after Defaults
 	}{
-		{train.DefaultPrecision, train.Float64, train.DefaultConvPrecision},
-		{train.Float64, train.Float64, train.Float64},
-		{train.Float32, train.Float32, train.Float32},
+		{layers.DefaultPrecision, layers.Float64, train.DefaultConvPrecision},
+		{layers.Float64, layers.Float64, layers.Float64},
+		{layers.Float32, layers.Float32, layers.Float32},
 	} {
 		s, err := Config{PeerPrecision: tc.p}.withDefaults()
 		require.NoError(t, err)
@@ -229,7 +231,7 @@ func TestPeerPrecision(t *testing.T) {
 				want = tc.conv
 			}
 			require.Equal(t, want, cfg.Model.Precision, "%s, PeerPrecision %q", ps.model, tc.p)
-			require.Equal(t, want == train.Float32, strings.Contains(peerSummary(cfg), "matrix products in float32"), ps.model)
+			require.Equal(t, want == layers.Float32, strings.Contains(peerSummary(cfg), "matrix products in float32"), ps.model)
 		}
 	}
 	_, err := Config{PeerPrecision: 7}.withDefaults()

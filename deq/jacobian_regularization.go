@@ -163,9 +163,10 @@ func inputArg(name string, v []float64) solutionArg {
 }
 
 // prepareSolution returns the batch state for sol, with the evaluator's
-// input set to sol.X, after checking that sol fits the cell and that the
-// arguments have the lengths of sol's state or input; what names the
-// caller in errors.
+// input set to sol.X, after checking that sol fits the cell, that its Z
+// and X are finite (an error wrapping solver.ErrNonFinite otherwise) and
+// that the arguments have the lengths of sol's state or input; what names
+// the caller in errors.
 func (l *Layer) prepareSolution(what string, sol *Solution, args ...solutionArg) (*batch, error) {
 	if sol == nil {
 		return nil, fmt.Errorf("deq: %s: nil Solution", what)
@@ -185,6 +186,12 @@ func (l *Layer) prepareSolution(what string, sol *Solution, args ...solutionArg)
 		if len(a.v) != want && !(a.optional && a.v == nil) {
 			return nil, fmt.Errorf("deq: %s: %s has length %d, want %d", what, a.name, len(a.v), want)
 		}
+	}
+	if err := checkFinite(what+": Solution.Z", sol.Z, sol.Examples); err != nil {
+		return nil, err
+	}
+	if err := checkFinite(what+": Solution.X", sol.X, sol.Examples); err != nil {
+		return nil, err
 	}
 	if err := b.ev.SetInput(sol.X); err != nil {
 		return nil, err

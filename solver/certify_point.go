@@ -46,6 +46,9 @@ func CertifyRadius(ctx context.Context, p Problem, x []float64, radius float64, 
 	if len(x) != p.Norm.Len() {
 		return nil, fmt.Errorf("solver: CertifyRadius: x has length %d, want %d", len(x), p.Norm.Len())
 	}
+	if err := checkFinite("solver: CertifyRadius: x", x); err != nil {
+		return nil, err
+	}
 	if !(radius > 0) {
 		return nil, fmt.Errorf("solver: CertifyRadius: radius = %v must be positive", radius)
 	}

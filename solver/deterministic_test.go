@@ -521,7 +521,8 @@ func TestExpansive(t *testing.T) {
 
 // TestNaNOracle runs every method on T(x) = x/2 + 1, which an oracle
 // evaluates as NaN wherever x ≥ 1.5: every method heads for the fixed point 2
-// and must stop with Diverged, returning the best finite iterate.
+// and must stop with Diverged and an error wrapping ErrNonFinite, returning
+// the best finite iterate.
 func TestNaNOracle(t *testing.T) {
 	o := Func{N: 1, F: func(dst, x []float64) {
 		if x[0] >= 1.5 {
@@ -535,7 +536,7 @@ func TestNaNOracle(t *testing.T) {
 	for _, dm := range detMethods {
 		t.Run(dm.name, func(t *testing.T) {
 			res, err := Solve(context.Background(), Problem{Oracle: o, Norm: norm}, []float64{0}, &Settings{Tol: 1e-10}, dm.make(0.5))
-			require.NoError(t, err)
+			require.ErrorIs(t, err, ErrNonFinite)
 			require.Equal(t, Diverged, res.Status)
 			require.Less(t, res.X[0], 1.5)
 			checkBest(t, res)

@@ -31,8 +31,9 @@ type Applied struct {
 // Solution returns the Solution of the last forward pass run by the graph,
 // nil before the first. When the forward solve fails (the graph's run
 // returns its error) it is the Solution Forward returned with the error,
-// possibly nil: a solve that diverged to NaN, whose certificate cannot be
-// computed, reports Status Diverged there.
+// possibly nil: nil for a refused input (a NaN or ±Inf in it among
+// others), Status Diverged for a cell that returned NaN or ±Inf during the
+// solve (see Forward).
 func (a *Applied) Solution() *Solution { return a.st.sol }
 
 // BackwardStats returns the statistics of the last backward pass run by
