@@ -32,9 +32,9 @@ type SolveSummary struct {
 	// CertRules counts the certificates by their rule (exact ones,
 	// "finite-sum-exact", or sampled ones such as "sampled-bernstein"),
 	// and CertDeltaMax is the largest failure probability among them
-	// (zero when all are exact).
+	// (zero, and omitted, when all are exact).
 	CertRules    map[solver.CertRule]int `json:"cert_rules,omitempty"`
-	CertDeltaMax float64                 `json:"cert_delta_max"`
+	CertDeltaMax float64                 `json:"cert_delta_max,omitempty"`
 }
 
 // solveAcc accumulates a SolveSummary. Its fields are exported for the
