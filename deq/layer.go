@@ -110,7 +110,7 @@ func termEvals(r *solver.Result) int64 {
 		return 0
 	}
 	n := r.Stats.Samples
-	if r.Certificate != nil {
+	if r.Certificate != nil && !r.Certificate.Own { // an own certificate's are in Stats
 		n += r.Certificate.Samples
 	}
 	return n

@@ -96,7 +96,14 @@ type Settings struct {
 	// one). When the cell proves no bound in Norm, Gamma is left as given.
 	Forward solver.Method
 	// ForwardSettings are passed to solver.Solve for the forward solve
-	// (zero values mean the solver package's defaults).
+	// (zero values mean the solver package's defaults). Its
+	// Certify.Sampled chooses, for a stochastic cell that declares its
+	// term bounds (layers.MeanField), a certificate from a sample of the
+	// cell's terms at failure probability Certify.Delta instead of the
+	// exact pass over all of them, whenever the sample is cheaper (see
+	// solver.CertifySettings.Sampled); false, the zero value, keeps exact
+	// certificates. Sampled certificates are offered in ℓ2, Schatten-2 and
+	// ℓ∞ (Norm), not under Dropout.
 	ForwardSettings solver.Settings
 	// ForwardOracle says how the forward method sees a stochastic cell; the
 	// zero value is Auto.
@@ -112,6 +119,9 @@ type Settings struct {
 	// there is no Dropout.
 	Adjoint solver.Method
 	// AdjointSettings are passed to solver.Solve for the adjoint solve.
+	// Its Certify.Sampled and Certify.Delta choose the adjoint's
+	// certificate as ForwardSettings' do the forward's, from a sample of
+	// the terms' VJPs (layers.VJPTermBounder) in AdjointNorm.
 	AdjointSettings solver.Settings
 	// AdjointNorm is the per-example norm of the adjoint solve, as Norm.
 	// Nil means ℓ2. The adjoint map g ↦ J_f(z*)ᵀg + v is a contraction in the
@@ -207,6 +217,15 @@ func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 	}
 	if c.AdjointNorm, err = exampleNorm("AdjointNorm", c.AdjointNorm, sh); err != nil {
 		return c, err
+	}
+	for _, f := range []struct {
+		name    string
+		sampled bool
+		norm    solver.Norm
+	}{{"ForwardSettings", c.ForwardSettings.Certify.Sampled, c.Norm}, {"AdjointSettings", c.AdjointSettings.Certify.Sampled, c.AdjointNorm}} {
+		if _, err := solver.SampledRule(f.norm); f.sampled && err != nil {
+			return c, fmt.Errorf("deq: Settings.%s.Certify.Sampled: %w", f.name, err)
+		}
 	}
 	if c.Backward == DefaultBackward {
 		c.Backward = Implicit

@@ -290,6 +290,7 @@ type sumEval struct {
 	// sum writes xU + b plus the k-term average of the terms idx (all M
 	// when idx is nil) at z into dst.
 	sum func(dst, z []float64, idx []int, k int)
+	one [1]int // the index of EvalTerm
 }
 
 var _ Injector = (*sumEval)(nil)

@@ -60,6 +60,14 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 			return c, err
 		}
 	}
+	var spent sampledSpent // a sampled certificate's stages before the exact pass
+	if finite && s.Certify.Sampled && o.Model() != Deterministic {
+		c, sp, err := certifySampled(ctx, p, res, s)
+		if c != nil || err != nil {
+			return c, err
+		}
+		spent = sp
+	}
 	diff := make([]float64, n)
 	if o.Model() == Deterministic {
 		used, err := o.Eval(diff, x, Sample{Size: 1})
@@ -72,7 +80,11 @@ func certifyPlanned(ctx context.Context, p Problem, res *Result, s *Settings, su
 		if err := fs.EvalExact(diff, x); err != nil {
 			return nil, err
 		}
-		return exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms()))
+		c, err := exactCert(norm, diff, x, RuleFiniteSum, int64(fs.Terms())+spent.samples)
+		if c != nil {
+			c.Calls += spent.calls
+		}
+		return c, err
 	}
 	if err := stopped(ctx, 0); err != nil {
 		return nil, err

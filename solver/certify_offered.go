@@ -23,10 +23,11 @@ type ownCert struct {
 //     less than the one Solve would draw;
 //   - Settings.Certify.Samples and Calls are zero (a caller who sizes the
 //     certificate gets the certificate sized so) and the norm is not
-//     Batched (the offer carries no per-example bounds).
+//     Batched, unless c.PerExample holds one bound per example.
 //
 // Otherwise Solve draws its certificate as usual. The offer is kept until
-// the next one; its PerExample and Own fields are ignored.
+// the next one; its Own field is ignored, and its PerExample unless the
+// norm is Batched.
 //
 // Validity rests on the method: c.Delta must bound the probability that
 // c.Bound fails at the point the run returns, which is chosen from the
@@ -40,7 +41,12 @@ func (e *Env) OfferCertificate(x []float64, c Certificate) {
 		return
 	}
 	e.own.x = append(e.own.x[:0], x...)
-	c.PerExample, c.Own = nil, true
+	if b, ok := e.norm.(*Batched); !ok || len(c.PerExample) != b.Examples {
+		c.PerExample = nil
+	} else {
+		c.PerExample = append([]float64(nil), c.PerExample...)
+	}
+	c.Own = true
 	e.own.cert, e.own.ok = c, true
 }
 
@@ -60,7 +66,7 @@ func (e *Env) ownCertificate(x []float64) *Certificate {
 	case s.Certify.Samples != 0 || s.Certify.Calls != 0:
 		return nil
 	}
-	if _, batched := e.norm.(*Batched); batched {
+	if _, batched := e.norm.(*Batched); batched && c.PerExample == nil {
 		return nil
 	}
 	for i, v := range x {

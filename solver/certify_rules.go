@@ -76,11 +76,21 @@ const (
 	// about a median-of-means centre and the paper's Banach-space
 	// concentration proposition.
 	RuleVarianceTruncated
+	// RuleSampledBernstein: a TermBound oracle in ℓ2 or Schatten-2; Bound
+	// holds with probability at least 1 − Delta by an empirical Bernstein
+	// bound on a sample of terms drawn with replacement (see
+	// SampledRule and CertifySettings.Sampled).
+	RuleSampledBernstein
+	// RuleSampledSerfling: a TermBound and TermEvaluator oracle in ℓ∞;
+	// Bound holds with probability at least 1 − Delta by the empirical
+	// Bernstein–Serfling inequality on every coordinate of a sample of
+	// terms drawn without replacement (see SampledRule).
+	RuleSampledSerfling
 )
 
 // Rigorous reports whether the rule proves its Bound: every rule but
 // RuleEstimate.
-func (r CertRule) Rigorous() bool { return r > RuleEstimate && r <= RuleVarianceTruncated }
+func (r CertRule) Rigorous() bool { return r > RuleEstimate && r <= RuleSampledSerfling }
 
 // Exact reports whether the rule's Bound is the exact residual (RuleExact
 // and RuleFiniteSum).

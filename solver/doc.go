@@ -49,7 +49,9 @@
 // for a NoiseBound, CoordinateNoiseBound or VarianceBound; an estimate with
 // no guarantee (Delta NaN) otherwise. Status Success always means a residual
 // proven to be at most Settings.Tol; a stochastic method that stops on an
-// estimate it cannot prove reports ToleranceEstimated.
+// estimate it cannot prove reports ToleranceEstimated. A FiniteSum that
+// also declares a TermBound can be certified from a sample of its terms
+// (CertifySettings.Sampled; see SampledRule).
 //
 // A NaN or ±Inf in an argument, an evaluation or a certificate is an error
 // wrapping ErrNonFinite (see Solve); errors name the argument or field at

@@ -23,7 +23,7 @@ var (
 		Or:      true,
 	}
 	certRules = enum.Table[CertRule]{
-		Names:   []string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom", "variance-truncated"},
+		Names:   []string{"estimate", "exact", "finite-sum-exact", "bounded-noise", "variance-mom", "variance-truncated", "sampled-bernstein", "sampled-serfling"},
 		Unknown: ErrUnknownCertRule,
 		Or:      true,
 	}

@@ -35,8 +35,14 @@ const (
 // Certificate reuses that evaluation), a larger one lets the iteration
 // continue. Without a FiniteSum the run stops with ToleranceEstimated and
 // Solve's Certificate decides. Once the batch reaches Terms() the method is
-// exact Picard or Krasnoselskii–Mann. The page
-// docs/solvers-and-certificates.md in the repository gives the bound.
+// exact Picard or Krasnoselskii–Mann. Under Settings.Certify.Sampled, with
+// an oracle that declares a TermBound, the check at the next point is a
+// sampled certificate whenever its sample is cheaper than the exact pass:
+// a Bound at most the tolerance stops the run with Success (the
+// Certificate, Own), at failure probability Settings.Certify.Delta over all
+// of the run's checks; a larger one lets the iteration continue with the
+// next minibatch. The page docs/solvers-and-certificates.md in the
+// repository gives the bound.
 //
 // Methods lists it as "growing-batch", so that a command line can select
 // it; a deep equilibrium model can use it for the forward solve and for
@@ -122,6 +128,7 @@ func (m GrowingBatch) Run(e *Env) error {
 		return e.RecordBound(x, r, r)
 	}
 	prev := math.NaN()
+	attempts := 0 // sampled certificates drawn (see Env.sampledStop)
 	for k := 0; ; k++ {
 		size := blBatch(float64(m0)*math.Pow(g, float64(k)), 0, 0, maxB)
 		if det || (finite && size >= fs.Terms()) {
@@ -166,6 +173,12 @@ func (m GrowingBatch) Run(e *Env) error {
 		step()
 		if !finite {
 			return e.Record(x, bound)
+		}
+		if drawn, err := e.sampledStop(x, &attempts); drawn || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		if err := exact(); err != nil {
 			return err

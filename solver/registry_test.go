@@ -70,7 +70,7 @@ func TestEnumText(t *testing.T) {
 	for m := UnspecifiedModel; m <= Deterministic; m++ {
 		requireTextRoundTrip(t, m, ParseModel)
 	}
-	for r := RuleEstimate; r <= RuleVarianceTruncated; r++ {
+	for r := RuleEstimate; r <= RuleSampledSerfling; r++ {
 		requireTextRoundTrip(t, r, ParseCertRule)
 		require.Equal(t, r != RuleEstimate, r.Rigorous(), "%v", r)
 	}
@@ -85,7 +85,7 @@ func TestEnumText(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownModel)
 	_, err = ParseAggregate("min")
 	require.ErrorIs(t, err, ErrUnknownAggregate)
-	for _, v := range []interface{ MarshalText() ([]byte, error) }{Status(-1), Status(99), CertRule(-1), CertRule(6), Model(-1), Model(9), Aggregate(5)} {
+	for _, v := range []interface{ MarshalText() ([]byte, error) }{Status(-1), Status(99), CertRule(-1), CertRule(8), Model(-1), Model(9), Aggregate(5)} {
 		_, err := v.MarshalText()
 		require.Error(t, err, "%v", v)
 	}

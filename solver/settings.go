@@ -94,6 +94,17 @@ type CertifySettings struct {
 	// Seed seeds the certificate's samples; it is mixed with Settings.Seed so
 	// that the certificate's samples are independent of the solve's.
 	Seed uint64
+	// Sampled certifies a FiniteSum oracle that declares a TermBound from
+	// a sample of its terms (RuleSampledBernstein, RuleSampledSerfling) at
+	// failure probability Delta, instead of the exact pass, whenever the
+	// rule expects to need fewer than Terms() term evaluations (see
+	// SampledRule and docs/sampled-certificates.md). The exact pass is
+	// still used when it is cheaper, and for oracles that declare no term
+	// bound; in a norm where no sampled rule is proven the certificate
+	// fails with an error. The methods that certify their own stops
+	// (GrowingBatch, VR-GHAL) use the sampled rule too. False, the
+	// default, keeps exact certificates.
+	Sampled bool
 }
 
 // Recorder receives trace points as they are recorded.

@@ -32,6 +32,7 @@ type sampledMode struct {
 	qdiff float64    // measured E‖Δ‖²/‖Δy‖² of one unit difference, γ̄² before
 	qsum  [2]float64 // its pooled numerator and denominator
 	half  []float64  // an estimate's second half, or Δ₁ − Δ₂ of a step
+	tries int        // sampled certificates drawn (see Env.sampledStop)
 	// contraction is the state of the rules that use a known contraction
 	// (γ̄ < 1); nil with γ̄ = 1.
 	contraction *sampledContraction
@@ -74,6 +75,15 @@ func (r *tunedRun) sampledSettle(est vrEstimate) error {
 	if !next && (b > e.Tol() || math.IsNaN(e.Tol())) {
 		return e.RecordBound(r.xhat, b, math.Inf(1))
 	}
+	if !next {
+		// Under Settings.Certify.Sampled the check is a sampled
+		// certificate when that is cheaper than the exact pass: one that
+		// meets Tol stops the run with Success, a larger one is recorded
+		// and the run goes on without an exact pass.
+		if drawn, err := e.sampledStop(r.xhat, &s.tries); drawn || err != nil {
+			return err
+		}
+	}
 	if !e.CanDraw(int64(r.fs.Terms())) {
 		return e.Stop(SampleLimit, nil)
 	}
@@ -82,6 +92,12 @@ func (r *tunedRun) sampledSettle(est vrEstimate) error {
 			return err
 		}
 		copy(r.xhat, r.t0)
+		// Under Settings.Certify.Sampled a sampled certificate at the
+		// next point that meets Tol stops the run without the exact
+		// evaluation; one that does not is followed by it.
+		if ok, err := e.sampledSuccess(r.xhat, &s.tries); ok || err != nil {
+			return err
+		}
 	}
 	if err := r.exactInto(r.t0, r.xhat); err != nil {
 		return err

@@ -29,6 +29,12 @@ type SolveSummary struct {
 	// Tol, or Tol times its first residual under a relative tolerance;
 	// zero when Solves is zero).
 	CertMetFrac float64 `json:"cert_met_frac"`
+	// CertRules counts the certificates by their rule (exact ones,
+	// "finite-sum-exact", or sampled ones such as "sampled-bernstein"),
+	// and CertDeltaMax is the largest failure probability among them
+	// (zero, and omitted, when all are exact).
+	CertRules    map[solver.CertRule]int `json:"cert_rules,omitempty"`
+	CertDeltaMax float64                 `json:"cert_delta_max,omitempty"`
 }
 
 // solveAcc accumulates a SolveSummary. Its fields are exported for the
@@ -43,6 +49,8 @@ type solveAcc struct {
 	Met         int
 	BoundMax    float64
 	BoundSum    float64
+	Rules       map[solver.CertRule]int `json:",omitempty"`
+	DeltaMax    float64                 `json:",omitempty"`
 }
 
 // add counts a solve. A certified bound meets the tolerance when it is at
@@ -60,6 +68,13 @@ func (a *solveAcc) add(r *solver.Result) {
 	}
 	if c := r.Certificate; c != nil && !math.IsNaN(c.Bound) && !math.IsInf(c.Bound, 0) {
 		a.Certified++
+		if a.Rules == nil {
+			a.Rules = map[solver.CertRule]int{}
+		}
+		a.Rules[c.Rule]++
+		if c.Delta > 0 {
+			a.DeltaMax = math.Max(a.DeltaMax, c.Delta)
+		}
 		a.BoundMax = math.Max(a.BoundMax, c.Bound)
 		a.BoundSum += c.Bound
 		if c.Bound <= tol {
@@ -69,7 +84,8 @@ func (a *solveAcc) add(r *solver.Result) {
 }
 
 func (a *solveAcc) summary() SolveSummary {
-	s := SolveSummary{Solves: a.Solves, Unconverged: a.Unconverged, Certified: a.Certified, CertBoundMax: a.BoundMax}
+	s := SolveSummary{Solves: a.Solves, Unconverged: a.Unconverged, Certified: a.Certified, CertBoundMax: a.BoundMax,
+		CertRules: a.Rules, CertDeltaMax: a.DeltaMax}
 	if a.Solves > 0 {
 		n := float64(a.Solves)
 		s.CallsMean = float64(a.Calls) / n

@@ -29,6 +29,14 @@ type SolverConfig struct {
 	// paper's constants); Memory is Anderson's or Broyden's memory (zero
 	// means the solver package's default).
 	solver.MethodSettings
+	// CertDelta, when positive, certifies the solves of a stochastic cell
+	// that declares its term bounds (the meanfield and experts cells) from
+	// a sample of the cell's terms, with probability at least
+	// 1 − CertDelta, whenever that is cheaper than the exact pass
+	// (solver.CertifySettings.Sampled; the methods that certify their own
+	// stops use it too). Zero, the default, keeps exact certificates at
+	// probability one.
+	CertDelta float64 `json:",omitempty"`
 	// Relative makes Tol relative to the residual of the solve's start
 	// point (solver.Settings.Relative). The zero value, the default, is an
 	// absolute tolerance: the start point of a forward solve depends on
@@ -73,6 +81,8 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 		return s, fieldErr(field+".MaxIter", s.MaxIter, "must not be negative")
 	case s.Delta < 0 || s.Delta >= 1 || math.IsNaN(s.Delta):
 		return s, fieldErr(field+".Delta", s.Delta, "must lie in (0, 1)")
+	case s.CertDelta < 0 || s.CertDelta >= 1 || math.IsNaN(s.CertDelta):
+		return s, fieldErr(field+".CertDelta", s.CertDelta, "must lie in [0, 1)")
 	case s.SampleScale < 0 || notFinite(s.SampleScale):
 		return s, fieldErr(field+".SampleScale", s.SampleScale, "must be positive and finite")
 	case s.Memory < 0:
@@ -85,6 +95,7 @@ func (s SolverConfig) merge(field string, base SolverConfig) (SolverConfig, erro
 	d.Tol = cmp.Or(s.Tol, base.Tol)
 	d.MaxIter = cmp.Or(s.MaxIter, base.MaxIter)
 	d.MethodSettings = s.MethodSettings.Or(base.MethodSettings)
+	d.CertDelta = cmp.Or(s.CertDelta, base.CertDelta)
 	d.Relative = s.Relative || base.Relative
 	return d, nil
 }
@@ -102,7 +113,7 @@ func (s SolverConfig) settings(skipCert, relative bool) solver.Settings {
 		Tol:      s.Tol,
 		Relative: relative,
 		MaxIter:  s.MaxIter,
-		Certify:  solver.CertifySettings{Skip: skipCert, Delta: s.Delta},
+		Certify:  solver.CertifySettings{Skip: skipCert, Delta: cmp.Or(s.CertDelta, s.Delta), Sampled: s.CertDelta > 0},
 	}
 }
 

@@ -248,6 +248,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--tol", "0"), "--tol"},
 		{base("--tol", "NaN"), "--tol"},
 		{base("--delta", "1"), "--delta"},
+		{base("--cert-delta", "1"), "--cert-delta"},
+		{base("--cert-delta", "-0.1"), "--cert-delta"},
 		{base("--epochs", "0"), "--epochs"},
 		{base("--batch", "-3"), "--batch"},
 		{base("--lr", "-1"), "--lr"},

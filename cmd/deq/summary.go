@@ -248,10 +248,10 @@ func (s *trainSummary) write(w io.Writer) error {
 	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, readoutPhrase(s.ReadoutHidden), bound, s.Norm, proof, s.Params, shift)
 	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
 		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
-	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
-		e.CertBoundMax, e.CertBoundMean, 100*e.CertMetFrac)
-	fmt.Fprintf(tw, "\ttest (%s, tol %g): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol\n",
-		s.EvalSolver, float64(s.EvalTol), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac)
+	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
+		e.CertBoundMax, e.CertBoundMean, 100*e.CertMetFrac, certRules(e.Forward))
+	fmt.Fprintf(tw, "\ttest (%s, tol %g): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
+		s.EvalSolver, float64(s.EvalTol), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac, certRules(e.Test))
 	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
 	fmt.Fprintf(tw, "terms\t%.4g forward, %.4g backward term evaluations per batch (one term on the whole batch; certificate included)", e.FwdTermEvalsMean, e.BwdTermEvalsMean)
 	if e.TermRelVar > 0 {

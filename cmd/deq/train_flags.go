@@ -103,6 +103,7 @@ func (f *trainFlags) bindConfig(fl *pflag.FlagSet) {
 	bind("tol-relative", false, "Forward.Relative")
 	ints(&c.Forward.MaxIter, "max-iter", "forward iteration limit (epochs for VR-GHAL)", true, "Forward.MaxIter")
 	floats(&c.Forward.Delta, "delta", "failure probability δ ∈ (0, 1) of the certificates and of VR-GHAL", true, "Forward.Delta", "Backward.Solver.Delta", "Eval.Delta")
+	floats(&c.Forward.CertDelta, "cert-delta", "certify the forward and adjoint solves of the meanfield and experts cells from a sample of their terms, with probability ≥ 1 − δ, where that is cheaper than the exact pass (0: exact certificates)", false, "Forward.CertDelta", "Backward.Solver.CertDelta", "Eval.CertDelta")
 	floats(&c.Forward.SampleScale, "sample-scale", "VR-GHAL: multiplier on the paper's sample sizes", true, "Forward.SampleScale", "Eval.SampleScale")
 	ints(&c.Forward.Memory, "memory", "Anderson's or Broyden's memory (0: the solver's default)", false, "Forward.Memory", "Backward.Solver.Memory", "Eval.Memory")
 	text(&c.Backward.Mode, "backward", fmt.Sprintf("backward mode: %s; default %v for --cell conv (the one-step gradient, TorchDEQ's default: no adjoint solve), implicit for the others", names(deq.Backwards()), train.DefaultConvBackward), "Backward.Mode")
@@ -144,6 +145,7 @@ func (f *trainFlags) config(changed func(string) bool) (train.Config, error) {
 		f.cellDefaults(&c, changed)
 	}
 	c.Backward.Solver.Delta, c.Backward.Solver.Memory = c.Forward.Delta, c.Forward.Memory
+	c.Backward.Solver.CertDelta = c.Forward.CertDelta
 	if changed("shift") && c.Augment.Shift <= 0 {
 		if c.Augment.Shift < 0 {
 			return c, usagef("--shift = %d must not be negative (0: none)", c.Augment.Shift)

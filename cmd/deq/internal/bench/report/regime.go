@@ -61,7 +61,9 @@ type RegimeRow struct {
 }
 
 // RegimeMethod is one method's cost of a certified solve: the residual
-// ‖f(z) − z‖ ≤ ε‖z*‖, proven by an exact evaluation.
+// ‖f(z) − z‖ ≤ ε‖z*‖, proven by an exact evaluation or, for the methods
+// named with "+sampled-cert", by a sampled certificate with probability at
+// least 1 − 0.05.
 type RegimeMethod struct {
 	Method string `json:"method"`
 	// Sampled methods run on the sampled oracle, the others on the exact
@@ -86,7 +88,7 @@ const RegimeTrained = "trained"
 func writeRegime(b *strings.Builder, rg *RegimeReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Sampled vs exact forward\n\n")
-	p("A `layers.MeanField` cell f(z, x) = xU + b + (1/M) Σ_m v_m tanh(w_mᵀz + c_m), hidden %d, input %d, batch %d, γ̄ = 0.9 (mean-square), random inputs of entries N(0, 0.01); every solver starts at the injection z = xU + b and a solve counts when its residual ‖f(z) − z‖ (ℓ2 over the batch) is at most ε‖z*‖, proven by an exact evaluation, whose M terms are counted. Entries: term evaluations in exact calls (term evaluations / M) and wall seconds, medians (sampled methods: %d seeds); a run that did not certify is marked with the number of runs that did. *fresh*: independent random units; *redundant*: 32 prototype units plus noise (as trained units tend to be). σ²/‖z*‖² is the variance of one unit sample at z*, ρ = ‖f(z₀) − f(z*)‖/‖z₀ − z*‖ the contraction seen from the start (the cell's projected bound is 0.9).", rg.Hidden, rg.Input, rg.Batch, rg.Seeds)
+	p("A `layers.MeanField` cell f(z, x) = xU + b + (1/M) Σ_m v_m tanh(w_mᵀz + c_m), hidden %d, input %d, batch %d, γ̄ = 0.9 (mean-square), random inputs of entries N(0, 0.01); every solver starts at the injection z = xU + b and a solve counts when its residual ‖f(z) − z‖ (ℓ2 over the batch) is at most ε‖z*‖, proven by an exact evaluation, whose M terms are counted, or for the methods marked +sampled-cert by a sampled certificate with probability ≥ 0.95 (the method's own, from a sample of the terms, which are counted; see docs/sampled-certificates.md). Entries: term evaluations in exact calls (term evaluations / M) and wall seconds, medians (sampled methods: %d seeds); a run that did not certify is marked with the number of runs that did. *fresh*: independent random units; *redundant*: 32 prototype units plus noise (as trained units tend to be). σ²/‖z*‖² is the variance of one unit sample at z*, ρ = ‖f(z₀) − f(z*)‖/‖z₀ − z*‖ the contraction seen from the start (the cell's projected bound is 0.9).", rg.Hidden, rg.Input, rg.Batch, rg.Seeds)
 	if t := rg.Trained; t != nil {
 		p(" *trained*: the cell of a mean-field classifier (encoder → DEQ → readout, hidden %d, encoder features %d, activation %s, the other settings `deq train --cell meanfield --units M`'s defaults) trained by package train for %d epoch%s on %d %s images (batch %d, learning rate %g, %s forward), solved on the encoder features of %d held-out images", rg.Hidden, rg.Input, t.Activation, t.Epochs, plural(t.Epochs), t.Images, t.Data, t.BatchSize, t.LR, t.Forward, rg.Batch)
 		sep := ", whose accuracy is "

@@ -1,0 +1,82 @@
+package deq
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/deqgo/deq/layers"
+	"github.com/deqgo/deq/solver"
+)
+
+// The declarations that let the forward and adjoint solves of a stochastic
+// cell be certified from a sample of the cell's terms when
+// Settings.ForwardSettings.Certify.Sampled or
+// Settings.AdjointSettings.Certify.Sampled is set (see
+// solver.CertifySettings.Sampled). The forward oracle is the cell's
+// evaluator itself, which declares them when its cell can (MeanField); the
+// monitored forward oracle passes them on; the adjoint oracle derives them
+// from the evaluator's layers.VJPTermBounder.
+
+var (
+	_ solver.TermBound     = finiteSumMonitor{}
+	_ solver.TermEvaluator = finiteSumMonitor{}
+	_ solver.TermBound     = (*adjointOracle)(nil)
+	_ solver.TermEvaluator = (*adjointOracle)(nil)
+)
+
+// TermBound implements solver.TermBound with the wrapped oracle's bound,
+// or +Inf when it declares none.
+func (m finiteSumMonitor) TermBound(x []float64, norm solver.Norm) float64 {
+	if tb, ok := m.Wrapped().(solver.TermBound); ok {
+		return tb.TermBound(x, norm)
+	}
+	return math.Inf(1)
+}
+
+// EvalTerm implements solver.TermEvaluator with the wrapped oracle's
+// EvalTerm.
+func (m finiteSumMonitor) EvalTerm(dst, x []float64, t int) error {
+	if te, ok := m.Wrapped().(solver.TermEvaluator); ok {
+		return te.EvalTerm(dst, x, t)
+	}
+	return fmt.Errorf("deq: the forward oracle evaluates no single term")
+}
+
+// masked returns m ⊙ g (g itself without dropout), in the oracle's
+// scratch.
+func (a *adjointOracle) masked(g []float64) []float64 {
+	if a.mask == nil {
+		return g
+	}
+	a.mg = append(a.mg[:0], g...)
+	a.mask.apply(a.mg)
+	return a.mg
+}
+
+// TermBound implements solver.TermBound: the evaluator's bound on the
+// deviation of one term's VJP at z* for the cotangent m ⊙ g (the constant
+// right-hand side cancels), or +Inf for the exact operator and for
+// evaluators that declare none.
+func (a *adjointOracle) TermBound(g []float64, norm solver.Norm) float64 {
+	tb, ok := a.ev.(layers.VJPTermBounder)
+	if !ok || a.exact {
+		return math.Inf(1)
+	}
+	return tb.VJPTermBound(a.z, a.masked(g), norm)
+}
+
+// EvalTerm implements solver.TermEvaluator: the m-th term's VJP at z* for
+// the cotangent m ⊙ g, plus the right-hand side.
+func (a *adjointOracle) EvalTerm(dst, g []float64, m int) error {
+	tb, ok := a.ev.(layers.VJPTermBounder)
+	if !ok {
+		return fmt.Errorf("deq: the cell's evaluator evaluates no single term's VJP")
+	}
+	if err := tb.VJPTerm(dst, a.z, a.masked(g), m); err != nil {
+		return err
+	}
+	for i, v := range a.rhs {
+		dst[i] += v
+	}
+	return nil
+}
