@@ -168,3 +168,18 @@ func TestDocsConflictMarkers(t *testing.T) {
 		}
 	}
 }
+
+// readmeMaxLines is the length README.md keeps to: a front page, with the
+// rest under docs/.
+const readmeMaxLines = 250
+
+// TestReadmeLength fails when README.md grows past readmeMaxLines.
+func TestReadmeLength(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > readmeMaxLines {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to a page under docs/", n, readmeMaxLines)
+	}
+}
