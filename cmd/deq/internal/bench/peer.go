@@ -156,7 +156,7 @@ func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		m.Note = fmt.Sprintf("data set %s unavailable (%v)", ps.data, err)
+		m.Note = unavailableNote(ps.data, err)
 		s.logf("peer: %s: skipped: %s", ps.model, m.Note)
 		return m, nil
 	}
@@ -497,4 +497,15 @@ func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// unavailableNote is the report's note for a model whose data set could
+// not be opened: a data set that is not installed names the command that
+// fetches it (the command's flag, not the library's field).
+func unavailableNote(name string, err error) string {
+	var ni *datasets.NotInstalledError
+	if errors.As(err, &ni) {
+		return fmt.Sprintf("data set %s is not installed (searched %s); fetch it once with deq train --data %s --download", ni.Name, strings.Join(ni.Dirs, ", "), ni.Name)
+	}
+	return fmt.Sprintf("data set %s unavailable (%v)", name, err)
 }

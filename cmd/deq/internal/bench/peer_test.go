@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -236,4 +237,14 @@ func TestPeerPrecision(t *testing.T) {
 	}
 	_, err := Config{PeerPrecision: 7}.withDefaults()
 	require.ErrorContains(t, err, "Config.PeerPrecision")
+}
+
+// TestUnavailableNote checks that a data set that is not installed is
+// reported with the command that fetches it, not the library's field.
+func TestUnavailableNote(t *testing.T) {
+	ni := &datasets.NotInstalledError{Name: "mnist-10k", Dirs: []string{"/a", "/b"}}
+	note := unavailableNote("mnist-10k", fmt.Errorf("bench: data %q: %w", "mnist-10k", ni))
+	require.Equal(t, "data set mnist-10k is not installed (searched /a, /b); fetch it once with deq train --data mnist-10k --download", note)
+	require.NotContains(t, note, "Options.")
+	require.Equal(t, "data set x unavailable (boom)", unavailableNote("x", errors.New("boom")))
 }
