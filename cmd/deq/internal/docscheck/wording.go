@@ -33,7 +33,7 @@ var Patterns = []Pattern{
 	// versions.
 	{"branch name", regexp.MustCompile(`(?i)\bbranch(es)? [a-z]+[0-9]+\b|\b[a-km-uw-z][0-9]{1,2}-[a-z]{3,}\b`)},
 	// A build made for a measurement and since discarded.
-	{"temporary-build", regexp.MustCompile(`(?i)\btemporary builds?\b`)},
+	{"temporary-build", regexp.MustCompile(`(?i)\btemporary\s+builds?\b`)},
 	// The assignment the text was written for.
 	{"the-task", regexp.MustCompile(`(?i)\b(the|this|my|our|your) task\b`)},
 	// The people or programs that wrote the code (helpers in that sense,
