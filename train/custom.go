@@ -55,22 +55,7 @@ func NewWithCell(cfg Config, newCell CellFunc, train, test *datasets.Dataset, op
 	if err := cfg.Model.checkCustom(); err != nil {
 		return nil, err
 	}
-	c, err := cfg.Defaults()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkData(train, test); err != nil {
-		return nil, err
-	}
-	norm, err := datasets.FitNormalizer(train, c.Normalize)
-	if err != nil {
-		return nil, err
-	}
-	m, err := newModelWith(c.Model, train.Rows, train.Cols, train.Classes, norm, c.Seed, newCell)
-	if err != nil {
-		return nil, err
-	}
-	return newTrainer(c, m, train, test, opts)
+	return newWithCell(cfg, newCell, train, test, opts)
 }
 
 // ErrCustomCell is wrapped by the error of Load and Resume for a

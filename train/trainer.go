@@ -137,6 +137,12 @@ func (r *Result) Final() *EpochMetrics {
 // pixels; the model standardises them with statistics of train as
 // cfg.Normalize says). A nil opts means no options.
 func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
+	return newWithCell(cfg, nil, train, test, opts)
+}
+
+// newWithCell is New, with the model's cell built by newCell unless it is
+// nil (NewWithCell).
+func newWithCell(cfg Config, newCell CellFunc, train, test *datasets.Dataset, opts *Options) (*Trainer, error) {
 	c, err := cfg.Defaults()
 	if err != nil {
 		return nil, err
@@ -148,7 +154,7 @@ func New(cfg Config, train, test *datasets.Dataset, opts *Options) (*Trainer, er
 	if err != nil {
 		return nil, err
 	}
-	m, err := newModel(c.Model, train.Rows, train.Cols, train.Classes, norm, c.Seed)
+	m, err := newModelWith(c.Model, train.Rows, train.Cols, train.Classes, norm, c.Seed, newCell)
 	if err != nil {
 		return nil, err
 	}
