@@ -120,17 +120,12 @@ func (m *Model) work(n int) *work {
 	return w
 }
 
-// newModel builds a model for rows×cols images with parameters drawn from
-// seed: the dense encoder and the readout's hidden layer have independent
-// N(0, 2/fan-in) entries and the readout's last layer N(0, 1/fan-in),
-// biases are zero, and the conv
-// encoder and the cell initialise themselves from seeds derived from seed.
-func newModel(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalizer, seed uint64) (*Model, error) {
-	return newModelWith(cfg, rows, cols, classes, norm, seed, nil)
-}
-
-// newModelWith is newModel whose cell, unless newCell is nil, newCell
-// builds (see NewWithCell).
+// newModelWith builds a model for rows×cols images with parameters drawn
+// from seed: the dense encoder and the readout's hidden layer have
+// independent N(0, 2/fan-in) entries and the readout's last layer
+// N(0, 1/fan-in), biases are zero, and the conv encoder and the cell
+// initialise themselves from seeds derived from seed. Unless newCell is
+// nil, newCell builds the cell (see NewWithCell).
 func newModelWith(cfg ModelConfig, rows, cols, classes int, norm *datasets.Normalizer, seed uint64, newCell CellFunc) (*Model, error) {
 	if rows < 1 || cols < 1 || classes < 2 {
 		return nil, fmt.Errorf("train: model needs a positive image size and at least two classes, have %d×%d and %d", rows, cols, classes)
