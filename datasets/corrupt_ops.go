@@ -2,19 +2,19 @@ package datasets
 
 import "math"
 
-// The affine, noise, blur, stroke and intensity corruptions of Corruption.
+// The affine, noise, blur, intensity and stroke corruptions of Corruption.
 
 // affine writes to dst the image src seen through the inverse map taking
-// the offset (dy, dx) of a pixel of dst from the image centre to the
-// offset (m00·(dy−ty) + m01·(dx−tx), m10·(dy−ty) + m11·(dx−tx)) in src,
-// interpolated bilinearly.
-func (k *corrupter) affine(dst, src []float64, m00, m01, m10, m11, ty, tx float64) {
+// the offset (dr, dc) of a pixel of dst from the image centre to the offset
+// (m00·dr + m01·dc + tr, m10·dr + m11·dc + tc) in src, interpolated
+// bilinearly, zero outside the frame.
+func (k *corrupter) affine(dst, src []float64, m00, m01, m10, m11, tr, tc float64) {
 	cr, cc := float64(k.rows-1)/2, float64(k.cols-1)/2
 	for r := range k.rows {
-		dy := float64(r) - cr - ty
+		dr := float64(r) - cr
 		for c := range k.cols {
-			dx := float64(c) - cc - tx
-			dst[r*k.cols+c] = bilinear(src, k.rows, k.cols, cr+m00*dy+m01*dx, cc+m10*dy+m11*dx)
+			dc := float64(c) - cc
+			dst[r*k.cols+c] = bilinear(src, k.rows, k.cols, cr+m00*dr+m01*dc+tr, cc+m10*dr+m11*dc+tc)
 		}
 	}
 }
@@ -39,8 +39,8 @@ func (k *corrupter) shotNoise(dst, src []float64, lambda float64) {
 	}
 }
 
-// impulseNoise sets a fraction amount of the pixels to 0 or 1 (equally
-// likely) and copies the others.
+// impulseNoise sets each pixel, with probability amount, to 0 or 1
+// (equally likely) and copies the others.
 func (k *corrupter) impulseNoise(dst, src []float64, amount float64) {
 	for i, v := range src {
 		dst[i] = v
@@ -50,71 +50,119 @@ func (k *corrupter) impulseNoise(dst, src []float64, amount float64) {
 	}
 }
 
+// maxBlurRadius is the largest kernel radius of gaussBlur: that of σ = 1.5,
+// the widest blur of the suite.
+const maxBlurRadius = 6
+
 // gaussBlur writes to dst src convolved with a Gaussian of standard
-// deviation sigma (truncated at 3σ, at most 3 pixels), zero outside the
-// frame; k.b is scratch, so neither dst nor src may be k.b.
-func (k *corrupter) gaussBlur(dst, src []float64, sigma float64) {
-	var w [7]float64
-	rad := min(3, int(math.Ceil(3*sigma)))
+// deviation sigma, separably, the kernel truncated at 4σ as scikit-image's
+// is (radius ⌊4σ + 0.5⌋, at most maxBlurRadius). Outside the frame it takes
+// the nearest pixel of the frame or, if normalised, no pixel at all: each
+// pass then divides by the kernel's weight inside the frame. k.b is
+// scratch, so neither dst nor src may be k.b; dst may be src.
+func (k *corrupter) gaussBlur(dst, src []float64, sigma float64, normalised bool) {
+	k.blurPass(k.b, src, sigma, normalised, false)
+	k.blurPass(dst, k.b, sigma, normalised, true)
+}
+
+// blurPass writes to dst src convolved along the rows (horizontally) or,
+// if vertical, along the columns with the kernel of gaussBlur. dst and src
+// must not overlap.
+func (k *corrupter) blurPass(dst, src []float64, sigma float64, normalised, vertical bool) {
+	var w [2*maxBlurRadius + 1]float64
+	rad := min(maxBlurRadius, int(4*sigma+0.5))
 	for j := -rad; j <= rad; j++ {
 		w[j+rad] = math.Exp(-float64(j*j) / (2 * sigma * sigma))
 	}
-	sum := 0.0
-	for _, v := range w[:2*rad+1] {
-		sum += v
+	// Lines of n pixels, stride apart; across lines, step apart.
+	n, stride, across, step := k.cols, 1, k.rows, k.cols
+	if vertical {
+		n, stride, across, step = k.rows, k.cols, k.cols, 1
 	}
-	for r := range k.rows {
-		for c := range k.cols {
-			s := 0.0
+	for l := range across {
+		base := l * step
+		for i := range n {
+			s, sum := 0.0, 0.0
 			for j := -rad; j <= rad; j++ {
-				s += w[j+rad] * k.at(src, r, c+j)
+				p := i + j
+				if p < 0 || p >= n {
+					if normalised {
+						continue
+					}
+					p = min(max(p, 0), n-1)
+				}
+				s += w[j+rad] * src[base+p*stride]
+				sum += w[j+rad]
 			}
-			k.b[r*k.cols+c] = s / sum
+			dst[base+i*stride] = s / sum
 		}
 	}
+}
+
+// glassBlur blurs along the columns, quantises to 8 bits, swaps pixels
+// with random nearby ones and blurs again (see GlassBlur).
+func (k *corrupter) glassBlur(dst, src []float64) {
+	k.blurPass(k.a, src, glassSigma, false, true)
+	for i, v := range k.a {
+		k.a[i] = math.Floor(v*255) / 255
+	}
+	const d = glassReach
+	for range glassPasses {
+		for r := k.rows - d; r > d; r-- {
+			for c := k.cols - d; c > d; c-- {
+				if k.rng.IntN(2) == 0 {
+					continue
+				}
+				dc := k.rng.IntN(2*d) - d
+				dr := k.rng.IntN(2*d) - d
+				i, j := r*k.cols+c, (r+dr)*k.cols+c+dc
+				k.a[i], k.a[j] = k.a[j], k.a[i]
+			}
+		}
+	}
+	k.blurPass(dst, k.a, glassSigma, false, true)
+}
+
+// motionTaps is the number of taps of motionBlur's kernel: ImageMagick's
+// kernel width for motionRadius.
+const motionTaps = 2*motionRadius + 1
+
+// motionBlur averages src along a ray at a random angle from each pixel
+// with Gaussian weights (see MotionBlur).
+func (k *corrupter) motionBlur(dst, src []float64) {
+	sin, cos := math.Sincos(k.uniform(-motionMaxDegrees, motionMaxDegrees) * math.Pi / 180)
+	var w [motionTaps]float64
+	var dr, dc [motionTaps]int
+	sum := 0.0
+	for i := range motionTaps {
+		t := float64(i)
+		w[i] = math.Exp(-t * t / (2 * motionSigma * motionSigma))
+		sum += w[i]
+		dr[i] = int(math.Ceil(t*sin - 0.5))
+		dc[i] = int(math.Ceil(t*cos - 0.5))
+	}
 	for r := range k.rows {
 		for c := range k.cols {
 			s := 0.0
-			for j := -rad; j <= rad; j++ {
-				s += w[j+rad] * k.at(k.b, r+j, c)
+			for i := range motionTaps {
+				s += w[i] * k.near(src, r+dr[i], c+dc[i])
 			}
 			dst[r*k.cols+c] = s / sum
 		}
 	}
 }
 
-// glassBlur blurs, swaps each pixel with a random neighbour at most one
-// pixel away (two passes, from the bottom row up), and blurs again.
-func (k *corrupter) glassBlur(dst, src []float64) {
-	const sigma = 0.7
-	k.gaussBlur(k.a, src, sigma)
-	for range 2 {
-		for r := k.rows - 1; r >= 0; r-- {
-			for c := k.cols - 1; c >= 0; c-- {
-				r2 := min(max(r+k.rng.IntN(3)-1, 0), k.rows-1)
-				c2 := min(max(c+k.rng.IntN(3)-1, 0), k.cols-1)
-				i, j := r*k.cols+c, r2*k.cols+c2
-				k.a[i], k.a[j] = k.a[j], k.a[i]
-			}
-		}
-	}
-	k.gaussBlur(dst, k.a, sigma)
-}
-
-// motionBlur averages src along a line of 5 to 9 pixels at a random
-// angle through each pixel.
-func (k *corrupter) motionBlur(dst, src []float64) {
-	length := 5 + k.rng.IntN(5)
-	sin, cos := math.Sincos(k.uniform(0, math.Pi))
-	half := float64(length-1) / 2
+// stripe inverts the outer ⌊cols/4⌋ columns on each side.
+func (k *corrupter) stripe(dst, src []float64) {
+	w := k.cols / 4
 	for r := range k.rows {
 		for c := range k.cols {
-			s := 0.0
-			for t := range length {
-				d := float64(t) - half
-				s += bilinear(src, k.rows, k.cols, float64(r)+d*sin, float64(c)+d*cos)
+			i := r*k.cols + c
+			if c < w || c >= k.cols-w {
+				dst[i] = 1 - src[i]
+			} else {
+				dst[i] = src[i]
 			}
-			dst[r*k.cols+c] = s / float64(length)
 		}
 	}
 }
@@ -149,45 +197,6 @@ func (k *corrupter) morphSquare(dst, src []float64) {
 				}
 			}
 			dst[r*k.cols+c] = v
-		}
-	}
-}
-
-// stripe inverts a vertical band 4 to 6 pixels wide in the middle half of
-// the image.
-func (k *corrupter) stripe(dst, src []float64) {
-	w := min(4+k.rng.IntN(3), k.cols)
-	lo := k.cols / 4
-	hi := max(lo, 3*k.cols/4-w)
-	c0 := lo + k.rng.IntN(hi-lo+1)
-	copy(dst, src)
-	for r := range k.rows {
-		for c := c0; c < min(c0+w, k.cols); c++ {
-			dst[r*k.cols+c] = 1 - src[r*k.cols+c]
-		}
-	}
-}
-
-// fog adds smooth noise: random values on a 4×4 and a 7×7 grid,
-// bilinearly upsampled to the image, weighted 2/3 and 1/3, scaled by an
-// amplitude of 0.35 to 0.5.
-func (k *corrupter) fog(dst, src []float64) {
-	amp := k.uniform(0.35, 0.5)
-	copy(dst, src)
-	for _, g := range [2]struct {
-		n int
-		w float64
-	}{{4, 2.0 / 3}, {7, 1.0 / 3}} {
-		var grid [49]float64
-		for i := range g.n * g.n {
-			grid[i] = k.rng.Float64()
-		}
-		for r := range k.rows {
-			y := float64(r) / float64(max(k.rows-1, 1)) * float64(g.n-1)
-			for c := range k.cols {
-				x := float64(c) / float64(max(k.cols-1, 1)) * float64(g.n-1)
-				dst[r*k.cols+c] += amp * g.w * bilinear(grid[:g.n*g.n], g.n, g.n, y, x)
-			}
 		}
 	}
 }

@@ -34,9 +34,11 @@
 //
 // Preprocess turns any image.Image (a digit a user drew or photographed)
 // into the 28×28 input of a model trained on MNIST-style digits, normalised
-// as MNIST's digits were. Corrupt applies one of 19 corruptions in the
-// spirit of MNIST-C (Mu and Gilmer, 2019) to every image of a data set,
-// deterministically from a seed; Corruptions and CorruptionNames list them.
+// as MNIST's digits were. Corrupt applies one of 19 corruptions to every
+// image of a data set, deterministically from a seed: the fifteen of
+// MNIST-C (Mu and Gilmer, 2019) with the parameters of its published
+// generator (MNISTCCorruptions), and four extras; Corruptions and
+// CorruptionNames list them.
 //
 // In the repository, docs/datasets.md describes where each data set is
 // found, the downloads and their checks, MNIST through the Go toolchain,
