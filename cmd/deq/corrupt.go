@@ -14,7 +14,10 @@ import (
 // corruptionResult is the accuracy of a model on one corruption of the
 // test set, in `deq eval --corruptions`' report.
 type corruptionResult struct {
-	Name     string             `json:"name"`
+	Name string `json:"name"`
+	// Group is "mnist-c" for the corruptions of MNIST-C and "extra" for
+	// the others.
+	Group    string             `json:"group"`
 	Examples int                `json:"examples"`
 	Correct  int                `json:"correct"`
 	Acc      number             `json:"acc"`
@@ -30,21 +33,23 @@ type corruptionSummary struct {
 	Results []corruptionResult `json:"results"`
 }
 
-// parseCorruptions parses the value of --corruptions: "all" or a
-// comma-separated list of names.
+// parseCorruptions parses the value of --corruptions: "all", "mnist-c"
+// or a comma-separated list of names.
 func parseCorruptions(s string) ([]datasets.Corruption, error) {
-	if s == "" {
+	switch s {
+	case "":
 		return nil, nil
-	}
-	if s == "all" {
+	case "all":
 		return datasets.Corruptions(), nil
+	case "mnist-c":
+		return datasets.MNISTCCorruptions(), nil
 	}
 	var out []datasets.Corruption
 	seen := map[datasets.Corruption]bool{}
 	for _, name := range strings.Split(s, ",") {
 		c, err := datasets.ParseCorruption(strings.TrimSpace(name))
 		if err != nil {
-			return nil, usagef("--corruptions: %q is not all or a corruption (%s)", name, strings.Join(datasets.CorruptionNames(), ", "))
+			return nil, usagef("--corruptions: %q is not all, mnist-c or a corruption (%s)", name, strings.Join(datasets.CorruptionNames(), ", "))
 		}
 		if !seen[c] {
 			seen[c] = true
@@ -68,8 +73,12 @@ func evalCorruptions(ctx context.Context, m *train.Model, test *datasets.Dataset
 		if err != nil {
 			return nil, err
 		}
+		group := "extra"
+		if c.InMNISTC() {
+			group = "mnist-c"
+		}
 		sum.Results = append(sum.Results, corruptionResult{
-			Name: c.String(), Examples: em.Examples, Correct: em.Correct,
+			Name: c.String(), Group: group, Examples: em.Examples, Correct: em.Correct,
 			Acc: number(em.Accuracy), Loss: number(em.Loss), Stats: em.Solver,
 		})
 		total += em.Accuracy
@@ -86,9 +95,9 @@ func evalCorruptions(ctx context.Context, m *train.Model, test *datasets.Dataset
 // write prints the suite's table.
 func (s *corruptionSummary) write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "corruption\taccuracy\tloss\titerations\tunconverged\tcertified ≤ tol\n")
+	fmt.Fprintf(tw, "corruption\tgroup\taccuracy\tloss\titerations\tunconverged\tcertified ≤ tol\n")
 	for _, r := range s.Results {
-		fmt.Fprintf(tw, "%s\t%.2f%% (%d/%d)\t%.4f\t%.1f\t%d/%d\t%.1f%%\n", r.Name, 100*float64(r.Acc), r.Correct, r.Examples,
+		fmt.Fprintf(tw, "%s\t%s\t%.2f%% (%d/%d)\t%.4f\t%.1f\t%d/%d\t%.1f%%\n", r.Name, r.Group, 100*float64(r.Acc), r.Correct, r.Examples,
 			float64(r.Loss), r.Stats.ItersMean, r.Stats.Unconverged, r.Stats.Solves, 100*r.Stats.CertMetFrac)
 	}
 	fmt.Fprintf(tw, "mean\t%.2f%%\n", 100*float64(s.MeanAcc))

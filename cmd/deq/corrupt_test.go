@@ -26,6 +26,11 @@ func TestEvalCorruptions(t *testing.T) {
 	for i, r := range results {
 		m := r.(map[string]any)
 		require.Equal(t, datasets.CorruptionNames()[i], m["name"])
+		group := "extra"
+		if datasets.Corruptions()[i].InMNISTC() {
+			group = "mnist-c"
+		}
+		require.Equal(t, group, m["group"])
 		require.Equal(t, 60.0, m["examples"])
 		acc := m["acc"].(float64)
 		require.True(t, acc >= 0 && acc <= 1, "%v", acc)
@@ -46,5 +51,41 @@ func TestEvalCorruptions(t *testing.T) {
 	require.NotContains(t, out, "zigzag")
 	require.Less(t, strings.Index(out, "rotate"), strings.Index(out, "shot_noise"))
 
+	// mnist-c selects MNIST-C's fifteen, in its order, and nothing else.
+	code, out, errOut = runCmd("eval", "--checkpoint", ck, "--test-limit", "20", "--corruptions", "mnist-c", "--json")
+	require.Equal(t, 0, code, errOut)
+	var names []string
+	for _, r := range decodeOne(t, out)["corruptions"].(map[string]any)["results"].([]any) {
+		m := r.(map[string]any)
+		require.Equal(t, "mnist-c", m["group"])
+		names = append(names, m["name"].(string))
+	}
+	var want []string
+	for _, c := range datasets.MNISTCCorruptions() {
+		want = append(want, c.String())
+	}
+	require.Len(t, want, 15)
+	require.Equal(t, want, names)
+
 	requireUsageError(t, []string{"eval", "--checkpoint", ck, "--corruptions", "rotate,identity"}, "--corruptions")
+}
+
+func TestParseCorruptions(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []datasets.Corruption
+	}{
+		{"", nil},
+		{"all", datasets.Corruptions()},
+		{"mnist-c", datasets.MNISTCCorruptions()},
+		{"rotate, dilate,rotate", []datasets.Corruption{datasets.Rotate, datasets.Dilate}},
+	} {
+		got, err := parseCorruptions(tc.in)
+		require.NoError(t, err, "%q", tc.in)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+	}
+	for _, in := range []string{"mnist_c", "all,rotate", "identity"} {
+		_, err := parseCorruptions(in)
+		require.ErrorContains(t, err, "--corruptions", "%q", in)
+	}
 }
