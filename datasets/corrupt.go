@@ -18,8 +18,7 @@ import (
 // image's index, so the corrupted set is a function of the set and the seed
 // alone. The suite holds no identity: on 28×28 images every corruption
 // changes every image that has ink (the impulse and Gaussian noise, the
-// lines, the stripe, the spatter and the brightness change blank images
-// too). The zero value names no corruption: Corrupt refuses it.
+// lines, the stripe and the brightness change blank images too). The zero value names no corruption: Corrupt refuses it.
 //
 // The suite has two groups. The first, MNISTCCorruptions, is the fifteen
 // corruptions of MNIST-C (Mu and Gilmer, "MNIST-C: A Robustness Benchmark
