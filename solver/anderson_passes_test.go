@@ -87,7 +87,9 @@ func TestAndersonPassesMatchReference(t *testing.T) {
 			ref, got := in.clone(), in.clone()
 			andersonReference(ref)
 			dots, mix := newAndersonPasses(got)
-			require.True(t, andersonFused(dots, mix, &parallel{workers: 2}, got), name)
+			par := &parallel{workers: 2}
+			require.True(t, andersonFused(dots, mix, par, got), name)
+			par.stop()
 			require.Equal(t, bitsOf(ref.x), bitsOf(got.x), name)
 			require.Equal(t, bitsOf(ref.gs), bitsOf(got.gs), name)
 			if n <= parBlock {
@@ -123,6 +125,7 @@ func benchAndersonStep(b *testing.B, n int) {
 			v := in.clone()
 			dots, mix := newAndersonPasses(v)
 			par := &parallel{workers: max(workers, 1)}
+			defer par.stop()
 			b.ReportAllocs()
 			b.SetBytes(int64(8 * n))
 			cpu := processCPU()

@@ -127,6 +127,7 @@ func TestBroydenPassesMatchReference(t *testing.T) {
 				ssR, denR, hhR, tookR := broydenReference(ref)
 				ps, par := newTestPasses(got, workers)
 				ss, den, hh, took := broydenFused(ps, par, got)
+				par.stop()
 				require.True(t, tookR, name)
 				require.Equal(t, tookR, took, name)
 				if n <= parBlock {
@@ -189,6 +190,7 @@ func benchBroydenStep(b *testing.B, n int) {
 		b.Run(name, func(b *testing.B) {
 			v := in.clone()
 			ps, par := newTestPasses(v, max(workers, 1))
+			defer par.stop()
 			b.ReportAllocs()
 			b.SetBytes(int64(8 * n))
 			cpu := processCPU()
@@ -208,5 +210,6 @@ func benchBroydenStep(b *testing.B, n int) {
 
 func BenchmarkBroydenStep4096(b *testing.B)   { benchBroydenStep(b, 1<<12) }
 func BenchmarkBroydenStep16384(b *testing.B)  { benchBroydenStep(b, 1<<14) }
+func BenchmarkBroydenStep32768(b *testing.B)  { benchBroydenStep(b, 1<<15) }
 func BenchmarkBroydenStep65536(b *testing.B)  { benchBroydenStep(b, 1<<16) }
 func BenchmarkBroydenStep262144(b *testing.B) { benchBroydenStep(b, 1<<18) }

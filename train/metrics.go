@@ -218,15 +218,16 @@ type EpochMetrics struct {
 	// residual against iteration.
 	Trace []TracePoint `json:"-"`
 	// EpochSeconds, TrainSeconds and EvalSeconds are wall times, and
-	// Phases splits them by phase. They are the only fields that differ
-	// between runs of the same Config, and are not saved in checkpoints:
-	// an epoch restored from a checkpoint has them zero. An epoch resumed
+	// Phases splits them by phase (omitted from JSON when zero). They are
+	// the only fields that differ between runs of the same Config, and are
+	// not saved in checkpoints: an epoch restored from a checkpoint has
+	// them zero. An epoch resumed
 	// from a checkpoint in its middle times only the batches run after
 	// the resumption.
 	EpochSeconds float64      `json:"epoch_seconds"`
 	TrainSeconds float64      `json:"train_seconds"`
 	EvalSeconds  float64      `json:"eval_seconds"`
-	Phases       PhaseSeconds `json:"phases"`
+	Phases       PhaseSeconds `json:"phases,omitzero"`
 }
 
 // PhaseSeconds splits the wall time of a training epoch by phase, in
