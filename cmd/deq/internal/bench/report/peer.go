@@ -206,7 +206,7 @@ func writePhases(b *strings.Builder, m *PeerModel) {
 		return
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("Seconds per epoch by phase (mean over the epochs; *other* is the training time the phases leave out: drawing the batches, bookkeeping; the peer's readout and loss exclude their gradients, which autograd computes in its backward pass):\n\n")
+	p("Seconds per epoch by phase (mean over the epochs; *other* is the training time the phases leave out: drawing the batches, bookkeeping; the peer's readout and loss exclude their gradients, which autograd computes in its backward pass; our evaluation includes the spectral measurement of ∂f/∂z after the epoch):\n\n")
 	p("| | encoder | forward solve | readout and loss | backward | optimiser | other | evaluation |\n|---|---|---|---|---|---|---|---|\n")
 	for _, x := range sides {
 		ph := x.s.Phases
