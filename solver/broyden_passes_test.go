@@ -55,8 +55,8 @@ func (v *broydenVectors) clone() *broydenVectors {
 
 // broydenReference is Broyden's per-iteration vector work as separate
 // passes, one per operation (each inner product and each update its own
-// pass over whole vectors), the way the method computed it before its
-// passes were fused; kept to test and benchmark the fused passes against.
+// pass over whole vectors), the unfused form of broydenPasses, to test
+// and benchmark the fused passes against.
 // It returns sᵀs, sᵀHy, (Hy)ᵀHy and whether the pair was taken; the
 // corrected next step is in sn and the new u in s.
 func broydenReference(v *broydenVectors) (ss, den, hh float64, took bool) {
