@@ -50,7 +50,12 @@ test-y.u8 (labels), and meta.json {"rows", "cols", "train", "test",
 not) instead and standardises with the training set's mean and deviation.
 
 Output: one JSON object per epoch on standard output, then a summary object
-with "final": true.
+with "final": true. An epoch's "phases" are its seconds by phase, with the
+names of deq's train.PhaseSeconds: "encode", "solve" (the forward solve under
+no_grad), "readout" (readout and loss, without their gradients), "backward"
+(the graph of the cell step at z* and loss.backward(), the adjoint solve and
+every gradient included), "step" (clipping, Adam, schedule, projection) and
+"eval" (the test-set evaluation, outside "train_seconds").
 """
 
 import argparse
@@ -115,6 +120,7 @@ class SolveStats:
     def __init__(self):
         self.iters = 0
         self.met = True
+        self.seconds = 0.0
 
 
 def batch_residual(fz, z):
@@ -337,8 +343,10 @@ def deq_forward(model, inj, fwd, bwd, training):
     differentiation; bwd None: the one-step Jacobian-free gradient, the
     step alone, TorchDEQ's default grad=1, tau=1)."""
     f = lambda z: model.cell(z, inj)
+    t0 = time.perf_counter()
     with torch.no_grad():
         z_star, fst = fwd(f, torch.zeros_like(inj))
+    fst.seconds = time.perf_counter() - t0
     bst = SolveStats()
     if not training:
         return z_star, fst, bst
@@ -407,20 +415,37 @@ def run(args):
         perm = torch.randperm(len(xtr), generator=g)
         t0 = time.perf_counter()
         loss_sum, correct, fwd_iters, bwd_iters, fwd_met = 0.0, 0, 0, 0, 0
+        # Seconds per phase, as deq's train.PhaseSeconds: the encoder; the
+        # forward solve (under no_grad); the readout and loss (their
+        # gradients fall in backward: autograd runs them in loss.backward());
+        # backward: the graph of the cell step at z*, then loss.backward()
+        # with the adjoint solve in its hook; the optimiser step.
+        ph = {"encode": 0.0, "solve": 0.0, "readout": 0.0, "backward": 0.0, "step": 0.0}
         for i in range(nb):
             idx = perm[i * args.batch : (i + 1) * args.batch]
             x, y = xtr[idx], ytr[idx]
+            t1 = time.perf_counter()
             inj = model.injection(x)
+            t2 = time.perf_counter()
             z, fst, bst = deq_forward(model, inj, fwd, bwd, True)
+            t3 = time.perf_counter()
             h = F.avg_pool2d(z, 2).flatten(1) if args.model == "conv" else z
             logits = model.out(h)
             loss = F.cross_entropy(logits, y)
+            t4 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            t5 = time.perf_counter()
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()
             sched.step()
             model.project()
+            t6 = time.perf_counter()
+            ph["encode"] += t2 - t1
+            ph["solve"] += fst.seconds
+            ph["backward"] += (t3 - t2 - fst.seconds) + (t5 - t4)
+            ph["readout"] += t4 - t3
+            ph["step"] += t6 - t5
             loss_sum += loss.item()
             correct += (logits.argmax(1) == y).sum().item()
             fwd_iters += fst.iters
@@ -428,6 +453,7 @@ def run(args):
             fwd_met += int(fst.met)
         train_seconds = time.perf_counter() - t0
         model.eval()
+        t_eval = time.perf_counter()
         test_correct = 0
         with torch.no_grad():
             for i in range(0, len(xte), args.eval_batch):
@@ -436,6 +462,7 @@ def run(args):
                 z, _, _ = deq_forward(model, inj, efwd, None, False)
                 h = F.avg_pool2d(z, 2).flatten(1) if args.model == "conv" else z
                 test_correct += (model.out(h).argmax(1) == yte[i : i + args.eval_batch]).sum().item()
+        ph["eval"] = time.perf_counter() - t_eval
         rec = {
             "epoch": epoch + 1,
             "train_seconds": train_seconds,
@@ -445,6 +472,7 @@ def run(args):
             "fwd_iters_mean": fwd_iters / nb,
             "bwd_iters_mean": bwd_iters / nb,
             "fwd_met_frac": fwd_met / nb,
+            "phases": ph,
         }
         history.append(rec)
         print(json.dumps(rec), flush=True)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/floats"
-
 	"github.com/deqgo/deq/internal/numeric"
 )
 
@@ -84,7 +82,10 @@ func (m Broyden) Validate(p Problem) error {
 		return err
 	}
 	memory, protect, patience := m.params()
-	if err := checkHistory("Broyden.Memory", memory, 2*float64(p.Norm.Len())); err != nil {
+	// Per slot: its pair of vectors, and the partial inner products of
+	// their blocks with their sums.
+	n := float64(p.Norm.Len())
+	if err := checkHistory("Broyden.Memory", memory, 2*n+2*math.Ceil(n/parBlock)+2); err != nil {
 		return err
 	}
 	switch {
@@ -131,14 +132,16 @@ func (m Broyden) Run(e *Env) error {
 	hy := e.buffer(n)
 	v := e.buffer(n)
 	gBest := e.buffer(n)
-	sn := e.buffer(n)             // the next step, by the recurrence below
+	sn := e.buffer(n)   // the next step, by the recurrence below
+	next := e.buffer(n) // the next step corrected by a new pair
+	ps := newBroydenPasses(e, n, memory, us, vs)
 	restarted := false            // a protective restart happened since the last new best
 	head, count, stall := 0, 0, 0 // next slot, pairs stored, iterations since the best
 
 	if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
 		return err
 	}
-	subInto(g, tx, x)
+	e.par.subInto(g, tx, x)
 	res := e.norm.Norm(g)
 	if err := e.Record(x, res); err != nil {
 		return err
@@ -147,35 +150,33 @@ func (m Broyden) Run(e *Env) error {
 	// residual, the same test as res < best below); its residual vector is
 	// kept here.
 	best := res
-	copy(gBest, g)
+	e.par.copy(gBest, g)
 	for {
 		// s = −H g, from the recurrence (kept in sn) while pairs are
 		// stored, g itself for H = −I; and the next point x + s.
 		if count > 0 {
 			s, sn = sn, s
 		} else {
-			copy(s, g)
+			e.par.copy(s, g)
 		}
-		ss, ok := broydenStep(xn, x, s)
-		if !ok {
+		ss := ps.step(e.par, xn, x, s)
+		if !stepOK(ss, s) {
 			count, head = 0, 0
-			copy(s, g)
-			ss, _ = broydenStep(xn, x, s)
+			e.par.copy(s, g)
+			ps.step(e.par, xn, x, s)
 		}
 		x, xn = xn, x
 		if err := e.Eval(tx, x, Sample{Size: 1}); err != nil {
 			return err
 		}
-		for i := range tx {
-			tx[i] -= x[i] // g(x_new)
-		}
+		e.par.subInto(tx, tx, x) // g(x_new)
 		res = e.norm.Norm(tx)
 		if err := e.Record(x, res); err != nil {
 			return err
 		}
 		if res < best {
 			best, stall, restarted = res, 0, false
-			copy(gBest, tx)
+			e.par.copy(gBest, tx)
 		} else {
 			stall++
 			if stall >= patience {
@@ -187,46 +188,35 @@ func (m Broyden) Run(e *Env) error {
 				return e.Stop(Diverged, fmt.Errorf("residual %.3g exceeds Broyden.Protect = %g times the best %.3g again after a restart", res, protect, best))
 			}
 			restarted, count, head = true, 0, 0
-			copy(x, e.best)
-			copy(g, gBest)
+			e.par.copy(x, e.best)
+			e.par.copy(g, gBest)
 			continue
 		}
-		// y = g_new − g, kept in g; Hy = −y + Σ u_i (v_i·y).
-		for i, t := range tx {
-			y := t - g[i]
-			g[i], hy[i] = y, -y
+		// y = g_new − g, kept in g, and the inner products of the stored
+		// pairs with y and s; the overwritten pair's with g_new.
+		var oldU, oldV []float64
+		if count == memory {
+			oldU, oldV = us[head], vs[head]
 		}
-		for i := 0; i < count; i++ {
-			axpy(hy, dot(vs[i], g), us[i])
-		}
-		// The next step −H' g_new with H' the updated H: H g_new =
-		// H g + H y = −s + Hy, so −H g_new = s − Hy, to which a stored
-		// pair (u, v) adds −u (v·g_new) and an overwritten one (u_o, v_o)
-		// adds back u_o (v_o·g_new). This saves the 2c passes over the
-		// stored pairs of computing −H g_new directly.
-		for i, si := range s {
-			sn[i] = si - hy[i]
-		}
-		den := dot(s, hy)
-		if math.Abs(den) > broydenDenTol*math.Sqrt(ss)*math.Sqrt(dot(hy, hy)) && !math.IsInf(den, 0) {
-			// v = Hᵀ s = −s + Σ v_i (u_i·s), then u = (s − Hy)/den in place
-			// of s; both use every stored pair, the oldest included.
-			for i, si := range s {
-				v[i] = -si
-			}
-			for i := 0; i < count; i++ {
-				axpy(v, dot(us[i], s), vs[i])
-			}
-			if broydenPair(s, sn, v, 1/den) {
+		eOld := ps.dots(e.par, g, tx, s, count, oldV)
+		// Hy = −y + Σ u_i (v_i·y); the next step −H' g_new with H' the
+		// updated H: H g_new = H g + H y = −s + Hy, so −H g_new = s − Hy,
+		// to which a stored pair (u, v) adds −u (v·g_new) and an
+		// overwritten one (u_o, v_o) adds back u_o (v_o·g_new). This saves
+		// the 2c passes over the stored pairs of computing −H g_new
+		// directly. Also v = Hᵀ s = −s + Σ v_i (u_i·s), which a new pair
+		// needs: both use every stored pair, the oldest included.
+		den, hh, f := ps.combine(e.par, hy, v, sn, g, s, tx)
+		if math.Abs(den) > broydenDenTol*math.Sqrt(ss)*math.Sqrt(hh) && !math.IsInf(den, 0) {
+			// u = (s − Hy)/den in place of s, and the next step corrected
+			// by the new pair (u, v) and the overwritten one into next.
+			if ps.pair(e.par, s, sn, next, v, 1/den, f, eOld, oldU) {
 				if us[head] == nil {
 					us[head], vs[head] = e.buffer(n), e.buffer(n)
 				}
 				us[head], s = s, us[head]
 				vs[head], v = v, vs[head]
-				axpy(sn, -dot(vs[head], tx), us[head])
-				if count == memory { // s and v now hold the overwritten pair
-					axpy(sn, dot(v, tx), s)
-				}
+				sn, next = next, sn
 				head = (head + 1) % memory
 				count = min(count+1, memory)
 			}
@@ -235,34 +225,15 @@ func (m Broyden) Run(e *Env) error {
 	}
 }
 
-// broydenStep sets xn = x + s and returns sᵀs, reporting whether s is
-// finite and not zero: a finite positive sᵀs proves both, and only
-// otherwise are the entries checked one by one.
-func broydenStep(xn, x, s []float64) (ss float64, ok bool) {
-	floats.AddTo(xn, x, s)
-	ss = dot(s, s)
+// stepOK reports whether the step s, of squared length ss, is finite and
+// not zero: a finite positive sᵀs proves both, and only otherwise are the
+// entries checked one by one.
+func stepOK(ss float64, s []float64) bool {
 	if ss > 0 && ss <= math.MaxFloat64 {
-		return ss, true
+		return true
 	}
-	return ss, numeric.AllFinite(s) && anyNonzero(s)
+	return numeric.AllFinite(s) && anyNonzero(s)
 }
-
-// broydenPair overwrites s with u = d·inv, d = s − Hy, and reports whether
-// u and v are finite, in one pass.
-func broydenPair(s, d, v []float64, inv float64) bool {
-	finite := true
-	for i := range s {
-		u := d[i] * inv
-		s[i] = u
-		if u-u != 0 || v[i]-v[i] != 0 {
-			finite = false
-		}
-	}
-	return finite
-}
-
-// axpy adds a·x to dst using gonum's vectorised kernel.
-func axpy(dst []float64, a float64, x []float64) { floats.AddScaled(dst, a, x) }
 
 func anyNonzero(x []float64) bool {
 	for _, v := range x {

@@ -49,20 +49,23 @@ type blockTask interface {
 }
 
 // parallel runs vector passes block by block on the calling goroutine and
-// workers − 1 helpers. Helpers are started for a pass and have finished
-// their blocks when it returns (each exits right after signalling that),
-// so none touches a vector after its pass; starting them allocates nothing
-// (the go statement calls a func value stored once). A parallel lives in a
-// Workspace and serves one pass at a time. The zero value runs passes
-// serially.
+// workers − 1 helpers. The helpers are persistent: started at the first
+// pass that needs them, woken for each pass by a token on a buffered
+// channel (so that waking them allocates nothing and the caller does not
+// wait for them to start), and stopped by stop, which Solve calls when the
+// solve ends. Every helper woken for a pass has finished its blocks when
+// the pass returns, so none touches a vector after its pass. A parallel
+// lives in a Workspace and serves one pass at a time. The zero value runs
+// passes serially.
 type parallel struct {
 	workers int // goroutines per pass, the caller included
 
-	task   blockTask // the pass in progress
-	n, nb  int       // its length and number of blocks
-	next   atomic.Int64
-	wg     sync.WaitGroup
-	helper func() // p.help, made once
+	task  blockTask // the pass in progress
+	n, nb int       // its length and number of blocks
+	next  atomic.Int64
+	wg    sync.WaitGroup // the helpers of the pass in progress
+	wake  chan struct{}  // a token per helper a pass wakes; nil when no helper runs
+	exit  sync.WaitGroup // the running helpers
 
 	// Reusable tasks of the Env's own passes.
 	cp   copyTask
@@ -87,24 +90,47 @@ func (p *parallel) run(n int, t blockTask) {
 		}
 		return
 	}
-	if p.helper == nil {
-		p.helper = p.help
+	if p.wake == nil {
+		p.start()
 	}
 	p.task, p.n, p.nb = t, n, nb
 	p.next.Store(0)
 	p.wg.Add(w - 1)
 	for range w - 1 {
-		go p.helper()
+		p.wake <- struct{}{}
 	}
 	p.work()
 	p.wg.Wait()
 	p.task = nil
 }
 
-// help is the body of a helper goroutine.
-func (p *parallel) help() {
-	p.work()
-	p.wg.Done()
+// start starts the workers − 1 helpers.
+func (p *parallel) start() {
+	p.wake = make(chan struct{}, p.workers-1)
+	p.exit.Add(p.workers - 1)
+	for range p.workers - 1 {
+		go p.help(p.wake)
+	}
+}
+
+// help is the body of a helper goroutine: a pass's blocks per token, until
+// the channel is closed.
+func (p *parallel) help(wake <-chan struct{}) {
+	defer p.exit.Done()
+	for range wake {
+		p.work()
+		p.wg.Done()
+	}
+}
+
+// stop stops the helpers, if any run, and returns once they have exited.
+func (p *parallel) stop() {
+	if p.wake == nil {
+		return
+	}
+	close(p.wake)
+	p.wake = nil
+	p.exit.Wait()
 }
 
 // work computes blocks of the current pass until none is left. Blocks are

@@ -135,6 +135,7 @@ func TestParallelRunCoversBlocks(t *testing.T) {
 			for range 3 { // the same parallel serves pass after pass
 				p.run(n, c)
 			}
+			p.stop()
 			require.False(t, c.wrong.Load(), "n = %d, %d workers", n, workers)
 			for b := range c.calls {
 				require.EqualValues(t, 3, c.calls[b].Load(), "n = %d, %d workers, block %d", n, workers, b)
@@ -149,6 +150,7 @@ func TestParallelRunCoversBlocks(t *testing.T) {
 func TestParallelPassesAllocationFree(t *testing.T) {
 	const n = 5*parBlock + 1
 	p := &parallel{workers: 4}
+	defer p.stop()
 	a, b, dst := randVec(rand.New(rand.NewPCG(1, 2)), n), make([]float64, n), make([]float64, n)
 	p.copy(b, a)
 	require.Equal(t, a, b)
@@ -215,6 +217,39 @@ func TestParallelNoGoroutineLeft(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), before)
+}
+
+// TestParallelHelpersPersist: a parallel starts its helpers at the first
+// pass that needs them and wakes the same ones for every later pass (no
+// goroutine per pass), and stop ends them.
+func TestParallelHelpersPersist(t *testing.T) {
+	const n = 5 * parBlock
+	c := &blockCounter{n: n, calls: make([]atomic.Int32, blocks(n))}
+	p := &parallel{workers: 3}
+	before := runtime.NumGoroutine()
+	p.run(parBlock, c) // one block: serial, no helper
+	require.Equal(t, before, runtime.NumGoroutine())
+	for range 4 {
+		p.run(n, c)
+		require.Equal(t, before+2, runtime.NumGoroutine())
+	}
+	p.stop()
+	p.stop() // stopping again does nothing
+	// stop returns once the helpers have signalled their exit; wait for
+	// the runtime to see them gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before)
+	// A stopped parallel starts helpers again when a pass needs them.
+	p.run(n, c)
+	p.stop()
+	require.False(t, c.wrong.Load())
+	require.EqualValues(t, 6, c.calls[0].Load(), "block 0: the one-block pass and five others")
+	for b := 1; b < len(c.calls); b++ {
+		require.EqualValues(t, 5, c.calls[b].Load(), "block %d", b)
+	}
 }
 
 // TestWorkersDefault: a zero Settings.Workers means GOMAXPROCS workers from

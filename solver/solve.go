@@ -415,6 +415,7 @@ func Solve(ctx context.Context, p Problem, x0 []float64, settings *Settings, m M
 		defer cancel()
 	}
 	e := newEnv(runCtx, p, x0, s)
+	defer e.par.stop()
 	runErr := m.Run(e)
 	res := &Result{Status: NotTerminated, Residual: e.bestRes, Tol: e.tolAbs}
 	var failure error

@@ -124,7 +124,7 @@ func (t *Trainer) marshal() ([]byte, error) {
 		m.ImageRows, m.ImageCols = t.model.rows, t.model.cols
 	}
 	for _, e := range t.history {
-		e.EpochSeconds, e.TrainSeconds, e.EvalSeconds = 0, 0, 0
+		e.clearTimes()
 		m.Traces = append(m.Traces, e.Trace)
 		e.Trace = nil
 		m.History = append(m.History, e)

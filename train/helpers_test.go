@@ -100,7 +100,7 @@ func run(t testing.TB, cfg Config, train, test *datasets.Dataset, path string) (
 func withoutTimes(es []EpochMetrics) []EpochMetrics {
 	out := append([]EpochMetrics(nil), es...)
 	for i := range out {
-		out[i].EpochSeconds, out[i].TrainSeconds, out[i].EvalSeconds = 0, 0, 0
+		out[i].clearTimes()
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"time"
 
 	"github.com/deqgo/deq/solver"
 )
@@ -216,13 +217,79 @@ type EpochMetrics struct {
 	// Trace is the forward residual trace of the epoch's first used batch:
 	// residual against iteration.
 	Trace []TracePoint `json:"-"`
-	// EpochSeconds, TrainSeconds and EvalSeconds are wall times. They are
+	// EpochSeconds, TrainSeconds and EvalSeconds are wall times, and
+	// Phases splits them by phase (omitted from JSON when zero). They are
 	// the only fields that differ between runs of the same Config, and are
 	// not saved in checkpoints: an epoch restored from a checkpoint has
-	// them zero.
-	EpochSeconds float64 `json:"epoch_seconds"`
-	TrainSeconds float64 `json:"train_seconds"`
-	EvalSeconds  float64 `json:"eval_seconds"`
+	// them zero. An epoch resumed
+	// from a checkpoint in its middle times only the batches run after
+	// the resumption.
+	EpochSeconds float64      `json:"epoch_seconds"`
+	TrainSeconds float64      `json:"train_seconds"`
+	EvalSeconds  float64      `json:"eval_seconds"`
+	Phases       PhaseSeconds `json:"phases,omitzero"`
+}
+
+// PhaseSeconds splits the wall time of a training epoch by phase, in
+// seconds summed over the epoch's batches (skipped ones included). Each
+// phase is timed once per batch, so the timing costs nothing measurable.
+// The training phases sum to at most TrainSeconds; the rest (drawing the
+// batch, augmentation, the epoch's bookkeeping) is not attributed.
+type PhaseSeconds struct {
+	// Encode is the standardisation of the batch and the encoder's
+	// forward pass.
+	Encode float64 `json:"encode"`
+	// Solve is the DEQ layer's forward solve, its certificate included.
+	Solve float64 `json:"solve"`
+	// Readout is the readout, the loss and their gradients (down to the
+	// gradient with respect to z*).
+	Readout float64 `json:"readout"`
+	// Backward is the rest of the gradient: the DEQ layer's backward pass
+	// (the adjoint solve under implicit differentiation, one cell step
+	// under the Jacobian-free gradient) with the cell's parameter
+	// gradients, the training aids' (Jacobian regularisation, fixed-point
+	// correction) and the encoder's backward pass.
+	Backward float64 `json:"backward"`
+	// Step is the optimiser step: the gradient's norm and clipping,
+	// weight decay, Adam, the cell's projection and the checks of the
+	// gradients and parameters.
+	Step float64 `json:"step"`
+	// Eval is the evaluation after the epoch (EvalSeconds: the test set
+	// and the spectral measurement).
+	Eval float64 `json:"eval"`
+}
+
+// Train returns the sum of the training phases (all but Eval).
+func (p PhaseSeconds) Train() float64 { return p.Encode + p.Solve + p.Readout + p.Backward + p.Step }
+
+// phaseClock accumulates the training phases of an epoch. It is kept
+// apart from epochAcc, which checkpoints save, since wall times differ
+// between runs.
+type phaseClock struct {
+	encode, solve, readout, backward, step time.Duration
+	last                                   time.Time // end of the previous phase
+}
+
+// start marks the beginning of a batch's first phase.
+func (c *phaseClock) start() { c.last = time.Now() }
+
+// lap adds the time since the end of the previous phase (or start) to
+// *phase and returns it.
+func (c *phaseClock) lap(phase *time.Duration) {
+	now := time.Now()
+	*phase += now.Sub(c.last)
+	c.last = now
+}
+
+// seconds returns the training phases, with Eval zero.
+func (c *phaseClock) seconds() PhaseSeconds {
+	return PhaseSeconds{Encode: c.encode.Seconds(), Solve: c.solve.Seconds(), Readout: c.readout.Seconds(),
+		Backward: c.backward.Seconds(), Step: c.step.Seconds()}
+}
+
+// clearTimes zeroes the wall times, as checkpoints store the epoch.
+func (e *EpochMetrics) clearTimes() {
+	e.EpochSeconds, e.TrainSeconds, e.EvalSeconds, e.Phases = 0, 0, 0, PhaseSeconds{}
 }
 
 // LossGrowthFactor is the ratio of an epoch's mean training loss to the

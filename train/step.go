@@ -24,6 +24,7 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	if t.shifter != nil {
 		t.shifter.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamAugment, t.position()))
 	}
+	t.clock.start()
 	sol, correct, reason, err := t.gradient(b.X.RawMatrix().Data, b.Labels, bm)
 	switch {
 	case err != nil:
@@ -55,6 +56,7 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	if err := t.nonFinite(t.vals, "after the optimiser step,"); err != nil {
 		return bm, err
 	}
+	t.clock.lap(&t.clock.step)
 	n := b.Len()
 	t.steps++
 	t.bad = 0
@@ -105,11 +107,13 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	if err := m.encode(w.e, w.xs, n); err != nil {
 		return nil, 0, "", err
 	}
+	t.clock.lap(&t.clock.encode)
 	t.layer.SetSeeds(mix3(t.cfg.Seed, streamForward, t.position()), mix3(t.cfg.Seed, streamBackward, t.position()))
 	// The solves are not interrupted: Run checks its context between
 	// batches, so that a checkpoint sits on a batch boundary.
 	ctx := context.Background()
 	sol, err = t.layer.Forward(ctx, w.e)
+	t.clock.lap(&t.clock.solve)
 	if sol != nil {
 		if t.afterForward != nil {
 			t.afterForward(t.epoch, t.batch, sol)
@@ -135,6 +139,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 		return sol, correct, "", t.nonFiniteValue(fmt.Sprintf("the loss %v", bm.Loss))
 	}
 	m.readoutBackward(w, sol.Z, n)
+	t.clock.lap(&t.clock.readout)
 	if a := t.cfg.Aids; a.JacWeight > 0 && t.steps%a.JacFreq == 0 {
 		if skip, err := t.jacobian(sol, w, bm); skip != "" || err != nil {
 			return sol, correct, skip, err
@@ -159,7 +164,9 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 			return sol, correct, skip, err
 		}
 	}
-	return sol, correct, "", m.encodeBackward(w.xs, w.e, w.de, n)
+	err = m.encodeBackward(w.xs, w.e, w.de, n)
+	t.clock.lap(&t.clock.backward)
+	return sol, correct, "", err
 }
 
 // addTo adds src to dst.

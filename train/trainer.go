@@ -100,6 +100,7 @@ type Trainer struct {
 	steps        int // optimiser steps taken
 	bad          int // consecutive skipped batches
 	acc          epochAcc
+	clock        phaseClock // the epoch's phase times, not checkpointed
 	history      []EpochMetrics
 
 	// Fault injection for tests: beforeRun may corrupt a batch's
@@ -240,6 +241,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	nb := t.batcher.Batches()
 	for t.epoch < t.cfg.Epochs {
 		start := time.Now()
+		t.clock = phaseClock{}
 		t.batcher.Reset(t.epoch)
 		for i := 0; i < t.batch; i++ {
 			t.batcher.Next()
@@ -290,6 +292,8 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		em.TrainSeconds = trainTime.Seconds()
 		em.EvalSeconds = time.Since(evalStart).Seconds()
 		em.EpochSeconds = time.Since(start).Seconds()
+		em.Phases = t.clock.seconds()
+		em.Phases.Eval = em.EvalSeconds
 		t.history = append(t.history, em)
 		t.epoch++
 		t.batch = 0

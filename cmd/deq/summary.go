@@ -264,6 +264,11 @@ func (s *trainSummary) write(w io.Writer) error {
 		fmt.Fprintf(tw, "aids\t%s\n", aids)
 	}
 	fmt.Fprintf(tw, "time\t%.1f s, %.1f s per epoch\n", s.WallSeconds, s.SecondsPerEpoch)
+	if e.EpochSeconds > 0 {
+		p := e.Phases
+		fmt.Fprintf(tw, "phases\tlast epoch: encoder %.3g s, forward solve %.3g s, readout and loss %.3g s, backward %.3g s, optimiser %.3g s, other %.3g s; evaluation %.3g s\n",
+			p.Encode, p.Solve, p.Readout, p.Backward, p.Step, max(e.TrainSeconds-p.Train(), 0), p.Eval)
+	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", strings.TrimPrefix(w, "warning: "))
 	}

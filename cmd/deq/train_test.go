@@ -98,7 +98,8 @@ func TestTrainSummary(t *testing.T) {
 	args = args[:len(args)-1] // progress lines on
 	code, out, errOut := runCmd(args...)
 	require.Equal(t, 0, code, errOut)
-	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden, float64 matrix products, γ̄ 0.9", "certificates", "of batches ≤ tol", "per epoch", "spectral radius", "declared bound γ̄ 0.9"} {
+	for _, s := range []string{"test accuracy", "synthetic: 384 training, 150 test images", "dense cell, 12 hidden, float64 matrix products, γ̄ 0.9", "certificates", "of batches ≤ tol", "per epoch", "spectral radius", "declared bound γ̄ 0.9",
+		"phases", "encoder", "forward solve", "readout and loss", "backward", "optimiser", "evaluation"} {
 		require.Contains(t, out, s)
 	}
 	require.Contains(t, errOut, "epoch 1/2")
@@ -126,6 +127,11 @@ func TestTrainSummary(t *testing.T) {
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32", "--json")...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "float32", decodeOne(t, out)["precision"])
+	// The last epoch's per-phase seconds are in the JSON.
+	phases := decodeOne(t, out)["final"].(map[string]any)["phases"].(map[string]any)
+	for _, k := range []string{"encode", "solve", "readout", "backward", "step", "eval"} {
+		require.Positive(t, phases[k], k)
+	}
 
 	// The seed and optimisation settings are in the JSON, defaults filled
 	// in.

@@ -219,12 +219,16 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 	if cfg.Model.Precision == layers.Float32 {
 		side.DType = "float32 cell products, float64 state"
 	}
+	var phases []report.Phases
 	for _, e := range res.Epochs {
 		side.EpochSeconds = append(side.EpochSeconds, e.TrainSeconds)
 		side.EpochTestAcc = append(side.EpochTestAcc, e.TestAcc)
 		side.SecondsPerEpoch += e.TrainSeconds / float64(len(res.Epochs))
 		side.TestAcc = e.TestAcc
+		p := e.Phases
+		phases = append(phases, report.Phases{Encode: p.Encode, Solve: p.Solve, Readout: p.Readout, Backward: p.Backward, Step: p.Step, Eval: p.Eval})
 	}
+	side.Phases = meanPhases(phases)
 	if batches > 0 {
 		side.FwdIters, side.BwdIters, side.FwdMet = fwd/batches, bwd/batches, met/batches
 	}
@@ -414,6 +418,9 @@ type peerEpoch struct {
 	FwdIters     float64 `json:"fwd_iters_mean"`
 	BwdIters     float64 `json:"bwd_iters_mean"`
 	FwdMet       float64 `json:"fwd_met_frac"`
+	// Phases is the epoch's seconds by phase; nil from a script that
+	// does not time them.
+	Phases *report.Phases `json:"phases"`
 }
 
 type peerFinal struct {
@@ -451,6 +458,8 @@ func (r *peerRunner) train(ctx context.Context, dir string, args []string, progr
 func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) (*report.PeerSide, error) {
 	side := &report.PeerSide{}
 	var fin *peerFinal
+	var phases []report.Phases
+	timed := true // every epoch line has its phases
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -477,6 +486,11 @@ func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) 
 		side.FwdIters += e.FwdIters
 		side.BwdIters += e.BwdIters
 		side.FwdMet += e.FwdMet
+		if e.Phases == nil {
+			timed = false
+		} else {
+			phases = append(phases, *e.Phases)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -490,7 +504,28 @@ func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) 
 	side.FwdMet /= float64(n)
 	side.SecondsPerEpoch, side.TestAcc, side.BLAS, side.DType = fin.SecondsPerEpoch, fin.TestAcc, fin.BLAS, fin.DType
 	side.Backward = cmp.Or(fin.Backward, "implicit") // scripts before the option differentiated implicitly
+	if timed {
+		side.Phases = meanPhases(phases)
+	}
 	return side, nil
+}
+
+// meanPhases returns the mean of the epochs' phases, nil for none.
+func meanPhases(ps []report.Phases) *report.Phases {
+	if len(ps) == 0 {
+		return nil
+	}
+	var m report.Phases
+	n := float64(len(ps))
+	for _, p := range ps {
+		m.Encode += p.Encode / n
+		m.Solve += p.Solve / n
+		m.Readout += p.Readout / n
+		m.Backward += p.Backward / n
+		m.Step += p.Step / n
+		m.Eval += p.Eval / n
+	}
+	return &m
 }
 
 // lastLine returns the last non-empty line of s.

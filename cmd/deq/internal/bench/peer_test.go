@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/deqgo/deq/cmd/deq/internal/bench/report"
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/layers"
@@ -42,8 +43,8 @@ have=$(wc -c < "$dir/train-x.f32")
 [ "$have" -eq "$want" ] || { echo "train-x.f32 has $have bytes, want $want" >&2; exit 3; }
 [ "$(wc -c < "$dir/train-y.u8")" -eq "$n" ] || { echo "bad labels" >&2; exit 3; }
 echo "loading $model"
-echo '{"epoch": 1, "train_seconds": 3.0, "test_acc": 0.5, "fwd_iters_mean": 10, "bwd_iters_mean": 6, "fwd_met_frac": 1.0}'
-echo '{"epoch": 2, "train_seconds": 5.0, "test_acc": 0.75, "fwd_iters_mean": 20, "bwd_iters_mean": 8, "fwd_met_frac": 0.5}'
+echo '{"epoch": 1, "train_seconds": 3.0, "test_acc": 0.5, "fwd_iters_mean": 10, "bwd_iters_mean": 6, "fwd_met_frac": 1.0, "phases": {"encode": 0.5, "solve": 1, "readout": 0.25, "backward": 1, "step": 0.25, "eval": 1}}'
+echo '{"epoch": 2, "train_seconds": 5.0, "test_acc": 0.75, "fwd_iters_mean": 20, "bwd_iters_mean": 8, "fwd_met_frac": 0.5, "phases": {"encode": 0.5, "solve": 2, "readout": 0.25, "backward": 2, "step": 0.25, "eval": 3}}'
 if [ -n "$backward" ]; then
 	echo '{"final": true, "blas": "openblas", "dtype": "float32", "seconds_per_epoch": 4.0, "test_acc": 0.75, "backward": "'"$backward"'"}'
 else # as the script printed before its --backward option
@@ -120,6 +121,7 @@ func TestPeerFake(t *testing.T) {
 	require.Equal(t, "openblas", side.BLAS)
 	require.Equal(t, "float32", side.DType)
 	require.Equal(t, "implicit", side.Backward, "a summary without the field: implicit")
+	require.Equal(t, &report.Phases{Encode: 0.5, Solve: 1.5, Readout: 0.25, Backward: 1.5, Step: 0.25, Eval: 2}, side.Phases, "the mean over the epochs")
 	side, err = r.train(context.Background(), dir, []string{"--model", "conv", "--backward", "jacobian-free"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "jacobian-free", side.Backward)
@@ -128,6 +130,23 @@ func TestPeerFake(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "train-y.u8")))
 	_, err = r.train(context.Background(), dir, nil, nil)
 	require.ErrorContains(t, err, "bad labels")
+}
+
+// TestParsePeerPhases: an epoch line without phases (a script that does
+// not time them) leaves the side without a breakdown.
+func TestParsePeerPhases(t *testing.T) {
+	out := `{"epoch": 1, "train_seconds": 3.0, "test_acc": 0.5, "phases": {"encode": 1, "solve": 1, "readout": 0, "backward": 1, "step": 0, "eval": 1}}
+{"epoch": 2, "train_seconds": 3.0, "test_acc": 0.5}
+{"final": true, "seconds_per_epoch": 3.0, "test_acc": 0.5}
+`
+	side, err := parsePeer(strings.NewReader(out), nil)
+	require.NoError(t, err)
+	require.Nil(t, side.Phases)
+	side, err = parsePeer(strings.NewReader(strings.Replace(out, `"epoch": 2,`, `"epoch": 2, "phases": {"encode": 3},`, 1)), nil)
+	require.NoError(t, err)
+	require.NotNil(t, side.Phases)
+	require.InDelta(t, 2, side.Phases.Encode, 1e-12)
+	require.InDelta(t, 0.5, side.Phases.Solve, 1e-12)
 }
 
 // TestPeerArgs checks that the peer's arguments mirror the conv defaults.
@@ -168,6 +187,9 @@ func TestPeerQuick(t *testing.T) {
 		require.NotNil(t, m.Ours, m.Model)
 		require.Len(t, m.Ours.EpochSeconds, 1)
 		require.Greater(t, m.Ours.FwdIters, 0.0)
+		require.NotNil(t, m.Ours.Phases, m.Model)
+		require.Positive(t, m.Ours.Phases.Solve, m.Model)
+		require.LessOrEqual(t, m.Ours.Phases.Train(), m.Ours.SecondsPerEpoch+1e-6, m.Model)
 	}
 	if rep.Note != "" {
 		t.Skipf("peer part skipped: %s", rep.Note)
@@ -179,6 +201,10 @@ func TestPeerQuick(t *testing.T) {
 		require.Equal(t, gradient[m.Model], m.Peer.Backward, m.Model)
 		require.Equal(t, gradient[m.Model], m.Ours.Backward, m.Model)
 		require.Equal(t, "float32", m.Peer.DType)
+		require.NotNil(t, m.Peer.Phases, m.Model)
+		require.Positive(t, m.Peer.Phases.Solve, m.Model)
+		require.Positive(t, m.Peer.Phases.Backward, m.Model)
+		require.LessOrEqual(t, m.Peer.Phases.Train(), m.Peer.SecondsPerEpoch+1e-6, m.Model)
 		r := float64(m.Ratio())
 		require.False(t, math.IsNaN(r) || r <= 0, "ratio %v", r)
 	}

@@ -113,7 +113,38 @@ type PeerSide struct {
 	// or "jacobian-free" (one cell step at z*); empty in reports written
 	// before the field.
 	Backward string `json:"backward,omitempty"`
+	// Phases is the mean over the epochs of the seconds per phase; nil
+	// when the side did not report them.
+	Phases *Phases `json:"phases,omitempty"`
 }
+
+// Phases are the seconds of a training epoch by phase, with the JSON
+// names of train.PhaseSeconds (which our side reports) and of the peer
+// script's epoch lines.
+type Phases struct {
+	// Encode is the encoder's forward pass; Solve the forward solve
+	// (certificate included on our side, under torch.no_grad on the
+	// peer's).
+	Encode float64 `json:"encode"`
+	Solve  float64 `json:"solve"`
+	// Readout is the readout and the loss: on our side with their
+	// gradients, on the peer's without (autograd runs them inside its
+	// backward pass).
+	Readout float64 `json:"readout"`
+	// Backward is the rest of the gradient: the adjoint solve (or the
+	// one-step gradient) and the parameters' gradients, the encoder's
+	// included.
+	Backward float64 `json:"backward"`
+	// Step is the optimiser step: clipping, Adam, the schedule and the
+	// projection.
+	Step float64 `json:"step"`
+	// Eval is the test-set evaluation after the epoch (not part of the
+	// training seconds).
+	Eval float64 `json:"eval"`
+}
+
+// Train returns the sum of the training phases (all but Eval).
+func (p *Phases) Train() float64 { return p.Encode + p.Solve + p.Readout + p.Backward + p.Step }
 
 // writePeer writes the section's table.
 func writePeer(b *strings.Builder, pr *PeerReport) {
@@ -142,17 +173,47 @@ func writePeer(b *strings.Builder, pr *PeerReport) {
 		row("deq (Go)", m.Ours)
 		if m.Peer == nil {
 			p("\n")
+			writePhases(b, m)
 			continue
 		}
 		row("PyTorch peer", m.Peer)
+		p("\n")
+		writePhases(b, m)
 		r := m.BestRatio()
 		verdict := "**missed**"
 		if float64(r) >= m.Target {
 			verdict = "met"
 		}
-		p("\nRatio peer/ours: **%.2f×** on the fastest epochs (target ≥ %g×: %s), %.2f× on the means.\n\n", float64(r), m.Target, verdict, float64(m.Ratio()))
+		p("Ratio peer/ours: **%.2f×** on the fastest epochs (target ≥ %g×: %s), %.2f× on the means.\n\n", float64(r), m.Target, verdict, float64(m.Ratio()))
 	}
 	writeCrossRatio(b, pr)
+}
+
+// writePhases writes the model's seconds per epoch by phase, both sides
+// side by side, when either reported them.
+func writePhases(b *strings.Builder, m *PeerModel) {
+	type side struct {
+		name string
+		s    *PeerSide
+	}
+	var sides []side
+	for _, x := range []side{{"deq (Go)", m.Ours}, {"PyTorch peer", m.Peer}} {
+		if x.s != nil && x.s.Phases != nil {
+			sides = append(sides, x)
+		}
+	}
+	if len(sides) == 0 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("Seconds per epoch by phase (mean over the epochs; *other* is the training time the phases leave out: drawing the batches, bookkeeping; the peer's readout and loss exclude their gradients, which autograd computes in its backward pass; our evaluation includes the spectral measurement of ∂f/∂z after the epoch):\n\n")
+	p("| | encoder | forward solve | readout and loss | backward | optimiser | other | evaluation |\n|---|---|---|---|---|---|---|---|\n")
+	for _, x := range sides {
+		ph := x.s.Phases
+		p("| %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g |\n", x.name, ph.Encode, ph.Solve, ph.Readout, ph.Backward, ph.Step,
+			max(x.s.SecondsPerEpoch-ph.Train(), 0), ph.Eval)
+	}
+	p("\n")
 }
 
 // writeCrossRatio compares, when both ran, our side of the conv model (the

@@ -79,3 +79,35 @@ func TestPeerCrossRatio(t *testing.T) {
 	writePeer(&b, pr)
 	require.NotContains(t, b.String(), "against the implicit peer")
 }
+
+// TestPeerPhasesTable: the per-phase table has a row per side that
+// reported its phases, with the columns of every phase and the
+// unattributed rest; without phases there is no table.
+func TestPeerPhasesTable(t *testing.T) {
+	ph := &Phases{Encode: 0.5, Solve: 2, Readout: 0.25, Backward: 1.5, Step: 0.25, Eval: 0.75}
+	pr := &PeerReport{Models: []PeerModel{{Model: "dense", Target: PeerDenseTarget,
+		Ours: &PeerSide{SecondsPerEpoch: 5, EpochSeconds: []float64{5}, Phases: ph},
+		Peer: &PeerSide{SecondsPerEpoch: 6, EpochSeconds: []float64{6}, Phases: &Phases{Encode: 1, Solve: 2, Readout: 0.5, Backward: 2, Step: 0.5, Eval: 1}},
+	}}}
+	var b strings.Builder
+	writePeer(&b, pr)
+	out := b.String()
+	header := "| | encoder | forward solve | readout and loss | backward | optimiser | other | evaluation |"
+	require.Contains(t, out, header)
+	table := out[strings.Index(out, header):]
+	lines := strings.Split(table, "\n")
+	require.GreaterOrEqual(t, len(lines), 4)
+	require.Equal(t, "| deq (Go) | 0.5 | 2 | 0.25 | 1.5 | 0.25 | 0.5 | 0.75 |", lines[2])
+	require.Equal(t, "| PyTorch peer | 1 | 2 | 0.5 | 2 | 0.5 | 0 | 1 |", lines[3])
+	require.Equal(t, 8, strings.Count(lines[2], "|")-1, "a cell per column")
+
+	pr.Models[0].Peer.Phases = nil
+	b.Reset()
+	writePeer(&b, pr)
+	require.Contains(t, b.String(), "| deq (Go) | 0.5 |")
+	require.NotContains(t, b.String(), "| PyTorch peer | 1 |")
+	pr.Models[0].Ours.Phases = nil
+	b.Reset()
+	writePeer(&b, pr)
+	require.NotContains(t, b.String(), header)
+}
