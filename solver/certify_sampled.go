@@ -103,6 +103,11 @@ type sampler struct {
 	ctx  context.Context
 	o    Oracle
 	te   TermEvaluator // nil for sampling with replacement
+	// tes evaluates blocks of terms when the oracle is a TermsEvaluator
+	// (nil otherwise); block holds one block's terms, idx their indices.
+	tes   TermsEvaluator
+	block []float64
+	idx   []int
 	x    []float64
 	rule CertRule
 	norm Norm
@@ -142,12 +147,20 @@ func newSampler(ctx context.Context, o Oracle, x []float64, norm Norm, rule Cert
 		s.prev = make([]float64, d)
 		s.ysum, s.ysq = make([]float64, s.k), make([]float64, s.k)
 	}
+	if tes, ok := o.(TermsEvaluator); ok {
+		s.tes = tes
+		k := blockTerms(d)
+		s.block, s.idx = make([]float64, k*d), make([]int, k)
+	}
 	return s, nil
 }
 
 // grow draws terms until the sample holds n of them (n ≤ m without
 // replacement), observing the context before each.
 func (s *sampler) grow(n int, b float64) error {
+	if s.tes != nil {
+		return s.growBlocks(n, b)
+	}
 	for s.n < n {
 		if err := stopped(s.ctx, s.calls); err != nil {
 			return err
@@ -165,28 +178,42 @@ func (s *sampler) grow(n int, b float64) error {
 		if err != nil {
 			return err
 		}
-		for i, v := range s.term {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("solver: term %d of the sampled certificate is %v at coordinate %d", s.n, v, i)
-			}
+		if err := s.addChecked(b); err != nil {
+			return err
 		}
-		s.add(b)
 	}
+	return nil
+}
+
+// addChecked folds s.term into the statistics (add) after checking that
+// it is finite.
+func (s *sampler) addChecked(b float64) error {
+	for i, v := range s.term {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("solver: term %d of the sampled certificate is %v at coordinate %d", s.n, v, i)
+		}
+	}
+	s.add(b)
 	return nil
 }
 
 // nextTerm returns the next index of a uniform random permutation of
 // [0, m), drawn lazily (Fisher–Yates on a sparse prefix).
-func (s *sampler) nextTerm() int {
+func (s *sampler) nextTerm() int { return s.termAt(s.n) }
+
+// termAt returns entry p of a uniform random permutation of [0, m) whose
+// entries before p are drawn (Fisher–Yates on a sparse prefix); p must be
+// the number of entries drawn so far.
+func (s *sampler) termAt(p int) int {
 	if s.perm == nil {
 		s.perm = make([]int, s.m)
 		for i := range s.perm {
 			s.perm[i] = i
 		}
 	}
-	j := s.n + s.rng.IntN(s.m-s.n)
-	s.perm[s.n], s.perm[j] = s.perm[j], s.perm[s.n]
-	return s.perm[s.n]
+	j := p + s.rng.IntN(s.m-p)
+	s.perm[p], s.perm[j] = s.perm[j], s.perm[p]
+	return s.perm[p]
 }
 
 // add folds s.term into the statistics; b is the term bound, which scales
