@@ -100,22 +100,22 @@ func SampledRule(norm Norm) (CertRule, error) {
 // RuleSampledBernstein. Memory is a few vectors of the state's length,
 // whatever the sample size.
 type sampler struct {
-	ctx  context.Context
-	o    Oracle
-	te   TermEvaluator // nil for sampling with replacement
+	ctx context.Context
+	o   Oracle
+	te  TermEvaluator // nil for sampling with replacement
 	// tes evaluates blocks of terms when the oracle is a TermsEvaluator
 	// (nil otherwise); block holds one block's terms, idx their indices.
 	tes   TermsEvaluator
 	block []float64
 	idx   []int
-	x    []float64
-	rule CertRule
-	norm Norm
-	ex   Norm // per-example norm
-	k    int  // examples
-	m    int  // terms
-	rng  *rand.Rand
-	perm []int // a partial Fisher–Yates shuffle of [0, m)
+	x     []float64
+	rule  CertRule
+	norm  Norm
+	ex    Norm // per-example norm
+	k     int  // examples
+	m     int  // terms
+	rng   *rand.Rand
+	perm  []int // a partial Fisher–Yates shuffle of [0, m)
 
 	n          int
 	term, prev []float64
