@@ -379,7 +379,10 @@ func (s *sampler) floorRadius(n int, delta, b float64) float64 {
 // sampledCertificate is the staged sampled certificate of x̂ for the
 // tolerance tol at failure probability δ. Stage j draws terms until the
 // sample holds n_j = first·2^j (the earlier terms are kept) and computes
-// the rule's bound at failure probability δ_j = δ/2^{j+1}; it stops at the
+// the rule's bound at failure probability δ_j = δ/2^{J+1−j}, J the index
+// of the largest stage below M (the largest stage, where the terms are
+// spent, gets δ/2, the next δ/4, and the small first stages, which cost
+// little, the smallest shares; Σ_j δ_j < δ); it stops at the
 // first stage whose Bound meets tol, or whose lower confidence bound
 // ‖τ̄ − x̂‖ − (Bound − ‖τ̄ − x̂‖) exceeds tol (no further sample could
 // meet it), returning that certificate with Delta = δ. The events of all
@@ -423,12 +426,12 @@ func sampledCertificate(ctx context.Context, o Oracle, x []float64, norm Norm, t
 	if err != nil {
 		return nil, sampledSpent{}, err
 	}
-	if s.floorRadius(last, delta/math.Exp2(float64(stages+1)), b) >= tol {
+	if s.floorRadius(last, delta/2, b) >= tol {
 		return nil, sampledSpent{}, nil
 	}
 	n := first
 	for j := 0; n < m; j++ {
-		dj := delta / math.Exp2(float64(j+1))
+		dj := delta / math.Exp2(float64(stages+1-j))
 		if err := s.grow(n, b); err != nil {
 			return nil, s.spent(), err
 		}
