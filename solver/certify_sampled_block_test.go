@@ -130,3 +130,60 @@ func TestSampledBlockAllocs(t *testing.T) {
 		t.Errorf("%v allocations per grow", a)
 	}
 }
+
+// TestSampledStagedCoverage: staged certificates (a finite tolerance, so
+// that the stage the data selects varies, the largest stages taking the
+// largest shares of δ) drawn in blocks and singly, 400 per case, both
+// rules' norms, δ ∈ {0.05, 0.01}: failures (a returned certificate whose
+// Bound is below the exact residual) ≤ δN + 3√(Nδ(1 − δ)), and some
+// certificates stop at a stage after the first.
+func TestSampledStagedCoverage(t *testing.T) {
+	const draws, m, d = 400, 4096, 4
+	l2, _ := NewLP(2, d)
+	linf, _ := NewLInf(d)
+	for _, norm := range []Norm{l2, linf} {
+		for _, block := range []bool{false, true} {
+			ts := newTermSum(0, 1, termSet("normal", m, d, 13))
+			var o Oracle = ts
+			if block {
+				o = &blockSum{termSum: ts}
+			}
+			// x̂ at 0.25B from the average along a coordinate: a
+			// certificate fails when the sample mean's error along it
+			// exceeds the radius, and meets 0.3B only at a late stage.
+			b := ts.TermBound(ts.mean, norm)
+			x := append([]float64(nil), ts.mean...)
+			x[0] += 0.25 * b
+			truth := make([]float64, d)
+			subInto(truth, ts.mean, x)
+			res := norm.Norm(truth)
+			for _, delta := range []float64{0.05, 0.01} {
+				fails, late, got := 0, 0, 0
+				rng := rand.New(rand.NewPCG(17, 5))
+				for range draws {
+					c, _, err := sampledCertificate(context.Background(), o, x, norm, 0.3*b, delta, 0, rng)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if c == nil {
+						continue
+					}
+					got++
+					if c.Samples > sampledFirst {
+						late++
+					}
+					if c.Bound < res {
+						fails++
+					}
+				}
+				t.Logf("%v block=%v δ=%v: %d certificates, %d after the first stage, %d failures", norm, block, delta, got, late, fails)
+				if lim := coverageLimit(draws, delta); float64(fails) > lim {
+					t.Errorf("%v block=%v δ=%v: %d/%d failures > %.1f", norm, block, delta, fails, got, lim)
+				}
+				if late == 0 {
+					t.Errorf("%v block=%v δ=%v: %d certificates, %d after the first stage", norm, block, delta, got, late)
+				}
+			}
+		}
+	}
+}
