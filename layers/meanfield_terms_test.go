@@ -130,3 +130,69 @@ func BenchmarkMeanFieldTerms65536Block4096(b *testing.B) { benchTermBlocks(b, 65
 func BenchmarkMeanFieldTerms65536Single4096(b *testing.B) {
 	benchTermBlocks(b, 65536, "single")
 }
+
+// TestMeanTermBound: for both activations and several states, the
+// second-moment bound on the units' average is at least the largest
+// per-example ‖φ̄(z)_e‖_F (EvalExact minus the injection), and for ReLU
+// at a wide cell it is below the average of the units' Cauchy–Schwarz
+// bounds it replaces.
+func TestMeanTermBound(t *testing.T) {
+	for _, act := range []Activation{ReLU, Tanh} {
+		for seed := range uint64(4) {
+			e, z := termBoundCase(t, "meanfield", act, 256, 20+seed)
+			mf := e.(*mfEval)
+			exact := make([]float64, e.Len())
+			if err := e.EvalExact(exact, z); err != nil {
+				t.Fatal(err)
+			}
+			de := e.Len() / 2
+			truth := 0.0
+			for ex := range 2 {
+				s := 0.0
+				for i := ex * de; i < (ex+1)*de; i++ {
+					d := exact[i] - mf.inj[i]
+					s += d * d
+				}
+				truth = math.Max(truth, math.Sqrt(s))
+			}
+			if got := mf.meanTermBound(z); !(got >= truth) {
+				t.Errorf("%v seed %d: mean bound %v below ‖φ̄_e‖ = %v", act, seed, got, truth)
+			}
+		}
+	}
+	c, err := NewMeanField(MeanFieldConfig{Hidden: 64, Input: 4, Units: 1024, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Evaluator(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := make([]float64, 4*4)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	if err := e.SetInput(x); err != nil {
+		t.Fatal(err)
+	}
+	z := make([]float64, e.Len())
+	for i := range z {
+		z[i] = rng.NormFloat64()
+	}
+	mf := e.(*mfEval)
+	h, m := 64, 1024
+	zs := largestExample(z, 4, 1, h, false)
+	w, v, cc := c.w.Data(), c.v.Data(), c.c.Data()
+	_, avg := termParts(m, func(u int) float64 {
+		wn, vn := 0.0, 0.0
+		for i := range h {
+			wn += w[i*m+u] * w[i*m+u]
+			vn += v[u*h+i] * v[u*h+i]
+		}
+		return (zs*math.Sqrt(wn) + math.Abs(cc[u])) * math.Sqrt(vn)
+	})
+	if got := mf.meanTermBound(z); !(got < avg/2) {
+		t.Errorf("second-moment bound %v not below half the Cauchy–Schwarz average %v", got, avg)
+	}
+}
