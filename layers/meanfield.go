@@ -355,9 +355,10 @@ type mfEval struct {
 	// (M×Hidden) and c entries (M), and the pre-activation cotangent.
 	pre, ws, vs, cs, da []float64
 	// gram and gramC hold the units' second moments (1/M)WWᵀ (upper
-	// triangle) and (1/M)Wc of meanTermBound.
-	gram, gramC []float64
-	graphs      graphs[*mfGraph]
+	// triangle) and (1/M)Wc of meanTermBound, gramV (1/M)VᵀV of
+	// meanVJPBound.
+	gram, gramC, gramV []float64
+	graphs             graphs[*mfGraph]
 }
 
 var (

@@ -133,8 +133,10 @@ func (e *mfEval) VJPTerm(dst, z, g []float64, m int) error {
 // 0 ≤ σ′ ≤ 1 for both activations, so its norm is at most
 // ‖G_e‖_F‖v_m‖₂‖w_m‖₂ in ℓ2 and in ℓp and Schatten-p with p ≥ 2
 // (Frobenius), and max_r ‖g_r‖₂‖v_m‖₂‖w_m‖∞ in ℓ∞; with β_m that bound at the
-// largest example the deviation bound is max_m β_m + (1/M)Σ_m β_m. It
-// does not depend on z. It costs O(M·Hidden + Len()).
+// largest example the deviation bound is max_m β_m + (1/M)Σ_m β_m; in the
+// ℓ2 family the average part is also bounded through the second moments
+// of V (meanVJPBound), and the smaller is used. It does not depend on z.
+// It costs O(M·Hidden + Len()), and O(M·Hidden²) in the ℓ2 family.
 func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 	if len(g) != e.Len() {
 		return math.Inf(1)
@@ -146,7 +148,7 @@ func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 	h, m := e.c.shape.Hidden, e.c.m
 	gs := largestExample(g, e.rows/e.c.shape.Rows, e.c.shape.Rows, h, inf)
 	w, v := e.c.w.Data(), e.c.v.Data()
-	return termDeviation(m, func(t int) float64 {
+	maxB, meanB := termParts(m, func(t int) float64 {
 		wn := 0.0
 		for i := range h {
 			x := w[i*m+t]
@@ -161,6 +163,10 @@ func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 		}
 		return gs * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: v[t*h : (t+1)*h]}) * wn
 	})
+	if !inf {
+		meanB = math.Min(meanB, e.meanVJPBound(g))
+	}
+	return deviationOf(maxB, meanB)
 }
 
 // termNormFamily reports which bound of a rank-one term applies in norm

@@ -64,3 +64,45 @@ func (e *mfEval) meanTermBound(z []float64) float64 {
 	}
 	return out
 }
+
+// meanVJPBound returns a bound on the Frobenius norm of the average VJP
+// (1/M)Σ_m u_m w_mᵀ on every example, u_m the rows' σ′_r⟨g_r, v_m⟩: as in
+// meanTermBound, by Cauchy–Schwarz over the units and 0 ≤ σ′ ≤ 1,
+//
+//	‖(1/M)Σ_m u_m w_mᵀ‖_F ≤ (Σ_r g_rᵀ G_v g_r)^{1/2} ((1/M)Σ_m ‖w_m‖₂²)^{1/2},
+//
+// G_v = (1/M)VᵀV, one symmetric product, O(M·Hidden²). It returns the
+// largest bound over the examples (+Inf if NaN).
+func (e *mfEval) meanVJPBound(g []float64) float64 {
+	h, m, rows := e.c.shape.Hidden, e.c.m, e.c.shape.Rows
+	w, v := e.c.w.Data(), e.c.v.Data()
+	if e.gramV == nil {
+		e.gramV = make([]float64, h*h)
+	}
+	mf := 1 / float64(m)
+	blas64.Syrk(blas.Trans, mf, blas64.General{Rows: m, Cols: h, Stride: h, Data: v}, 0,
+		blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gramV})
+	ww := mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: w}, blas64.Vector{N: m * h, Inc: 1, Data: w})
+	out := 0.0
+	for ex := range e.rows / rows {
+		u2 := 0.0
+		for r := range rows {
+			gr := g[(ex*rows+r)*h : (ex*rows+r+1)*h]
+			q := 0.0
+			for i, gi := range gr {
+				row := e.gramV[i*h : (i+1)*h]
+				s := row[i] * gi
+				for j := i + 1; j < h; j++ {
+					s += 2 * row[j] * gr[j]
+				}
+				q += gi * s
+			}
+			u2 += math.Max(0, q)
+		}
+		out = math.Max(out, math.Sqrt(u2*ww))
+	}
+	if math.IsNaN(out) {
+		return math.Inf(1)
+	}
+	return out
+}

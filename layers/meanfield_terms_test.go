@@ -196,3 +196,42 @@ func TestMeanTermBound(t *testing.T) {
 		t.Errorf("second-moment bound %v not below half the Cauchy–Schwarz average %v", got, avg)
 	}
 }
+
+// TestMeanVJPBound: for both activations and several states and
+// cotangents, the second-moment bound on the average VJP is at least the
+// largest per-example Frobenius norm of the exact VJP (the average of
+// VJPTerm over all units).
+func TestMeanVJPBound(t *testing.T) {
+	for _, act := range []Activation{ReLU, Tanh} {
+		for seed := range uint64(4) {
+			e, z := termBoundCase(t, "meanfield", act, 256, 40+seed)
+			mf := e.(*mfEval)
+			g := make([]float64, e.Len())
+			rng := rand.New(rand.NewPCG(seed, 9))
+			for i := range g {
+				g[i] = rng.NormFloat64()
+			}
+			exact, one := make([]float64, e.Len()), make([]float64, e.Len())
+			for u := range mf.c.m {
+				if err := mf.VJPTerm(one, z, g, u); err != nil {
+					t.Fatal(err)
+				}
+				for i, x := range one {
+					exact[i] += x / float64(mf.c.m)
+				}
+			}
+			de := e.Len() / 2
+			truth := 0.0
+			for ex := range 2 {
+				s := 0.0
+				for _, d := range exact[ex*de : (ex+1)*de] {
+					s += d * d
+				}
+				truth = math.Max(truth, math.Sqrt(s))
+			}
+			if got := mf.meanVJPBound(g); !(got >= truth) {
+				t.Errorf("%v seed %d: mean VJP bound %v below %v", act, seed, got, truth)
+			}
+		}
+	}
+}
