@@ -187,3 +187,32 @@ func TestSampledStagedCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestSampledCertificateFutility: at a point whose residual is just below
+// the tolerance, so that no stage below M can prove it, the certificate
+// chooses the exact pass before the largest stage: it returns nil with
+// fewer than M/2 terms spent; and at a point whose residual is well below
+// the tolerance it still returns a sampled certificate.
+func TestSampledCertificateFutility(t *testing.T) {
+	const m, d = 1 << 15, 4
+	l2, _ := NewLP(2, d)
+	ts := newTermSum(0, 1, termSet("normal", m, d, 21))
+	b := ts.TermBound(ts.mean, l2)
+	tol := 0.02 * b
+	far := append([]float64(nil), ts.mean...)
+	far[0] += 0.95 * tol
+	c, spent, err := sampledCertificate(context.Background(), ts, far, l2, tol, 0.05, 0, rand.New(rand.NewPCG(2, 3)))
+	if err != nil || c != nil {
+		t.Fatalf("got %v, %v; want the exact pass", c, err)
+	}
+	if spent.samples >= m/2 || spent.samples == 0 {
+		t.Errorf("spent %d terms before the exact pass, want some and fewer than %d", spent.samples, m/2)
+	}
+	near := append([]float64(nil), ts.mean...)
+	near[0] += 0.1 * tol
+	c, _, err = sampledCertificate(context.Background(), ts, near, l2, tol, 0.05, 0, rand.New(rand.NewPCG(2, 3)))
+	if err != nil || c == nil || !(c.Bound <= tol) {
+		t.Fatalf("near point: %v, %v; want a sampled certificate within %v", c, err, tol)
+	}
+	t.Logf("far: exact pass after %d terms; near: certificate of %d terms", spent.samples, c.Samples)
+}
