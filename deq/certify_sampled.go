@@ -80,3 +80,56 @@ func (a *adjointOracle) EvalTerm(dst, g []float64, m int) error {
 	}
 	return nil
 }
+
+var (
+	_ solver.TermsEvaluator = finiteSumMonitor{}
+	_ solver.TermsEvaluator = (*adjointOracle)(nil)
+)
+
+// EvalTerms implements solver.TermsEvaluator with the wrapped oracle's
+// EvalTerms, or its EvalTerm on each index when it evaluates no blocks.
+func (m finiteSumMonitor) EvalTerms(dst, x []float64, idx []int) error {
+	if te, ok := m.Wrapped().(solver.TermsEvaluator); ok {
+		return te.EvalTerms(dst, x, idx)
+	}
+	if len(dst) != len(idx)*len(x) {
+		return fmt.Errorf("deq: dst has %d entries for %d terms of length %d", len(dst), len(idx), len(x))
+	}
+	d := len(x)
+	for j, t := range idx {
+		if err := m.EvalTerm(dst[j*d:(j+1)*d], x, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EvalTerms implements solver.TermsEvaluator: the VJPs of the terms idx at
+// z* for the cotangent m ⊙ g, each plus the right-hand side, with the
+// evaluator's layers.VJPTermsEvaluator when it has one and EvalTerm on
+// each index otherwise.
+func (a *adjointOracle) EvalTerms(dst, g []float64, idx []int) error {
+	d := len(g)
+	if len(dst) != len(idx)*d {
+		return fmt.Errorf("deq: dst has %d entries for %d terms of length %d", len(dst), len(idx), d)
+	}
+	te, ok := a.ev.(layers.VJPTermsEvaluator)
+	if !ok {
+		for j, t := range idx {
+			if err := a.EvalTerm(dst[j*d:(j+1)*d], g, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := te.VJPTerms(dst, a.z, a.masked(g), idx); err != nil {
+		return err
+	}
+	for j := range idx {
+		out := dst[j*d : (j+1)*d]
+		for i, v := range a.rhs {
+			out[i] += v
+		}
+	}
+	return nil
+}

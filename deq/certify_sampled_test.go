@@ -15,7 +15,8 @@ import (
 // ForwardSettings and AdjointSettings, a MeanField cell of M = 2¹⁵ units
 // solved by the growing batch on its sampled oracle stops on sampled
 // certificates (the method's own, at the settings' δ) in both solves,
-// with fewer term evaluations than one exact pass per solve, and the
+// with fewer term evaluations than one exact pass per solve, its terms
+// drawn in blocks (fewer oracle calls than terms), and the
 // forward certificate bounds the exact residual of every example. Without
 // the setting the certificates are exact.
 func TestSampledCertificatesForwardAndAdjoint(t *testing.T) {
@@ -48,6 +49,7 @@ func TestSampledCertificatesForwardAndAdjoint(t *testing.T) {
 			require.True(t, c.Own, name)
 			require.Equal(t, delta, c.Delta, name)
 			require.Len(t, c.PerExample, n, name)
+			require.Less(t, c.Calls, c.Samples, "%s: the certificate's terms are drawn in blocks", name)
 			require.Less(t, r.Stats.Samples, int64(m), "%s: the sampled solve and its certificate cost less than one exact pass", name)
 		}
 		// The forward certificate bounds the exact residual per example.

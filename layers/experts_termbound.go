@@ -102,13 +102,25 @@ func (e *expEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 // termDeviation returns max_m β(m) + (1/M)Σ_m β(m) over the m terms, a
 // bound on ‖φ_m − φ̄‖ when ‖φ_m‖ ≤ β(m), or +Inf if it is NaN.
 func termDeviation(m int, beta func(int) float64) float64 {
-	maxB, sumB := 0.0, 0.0
+	maxB, meanB := termParts(m, beta)
+	return deviationOf(maxB, meanB)
+}
+
+// termParts returns max_t β_t and (1/m)Σ_t β_t over t < m.
+func termParts(m int, beta func(int) float64) (maxB, meanB float64) {
+	sumB := 0.0
 	for t := range m {
 		b := beta(t)
 		maxB = math.Max(maxB, b)
 		sumB += b
 	}
-	out := maxB + sumB/float64(m)
+	return maxB, sumB / float64(m)
+}
+
+// deviationOf returns the deviation bound maxB + meanB, with maxB ≥
+// max_m ‖φ_m‖ and meanB ≥ ‖φ̄‖, or +Inf when it is NaN.
+func deviationOf(maxB, meanB float64) float64 {
+	out := maxB + meanB
 	if math.IsNaN(out) {
 		return math.Inf(1)
 	}

@@ -354,7 +354,11 @@ type mfEval struct {
 	// activations (rows×M), the gathered W columns (Hidden×M), V rows
 	// (M×Hidden) and c entries (M), and the pre-activation cotangent.
 	pre, ws, vs, cs, da []float64
-	graphs              graphs[*mfGraph]
+	// gram and gramC hold the units' second moments (1/M)WWᵀ (upper
+	// triangle) and (1/M)Wc of meanTermBound, gramV (1/M)VᵀV of
+	// meanVJPBound.
+	gram, gramC, gramV []float64
+	graphs             graphs[*mfGraph]
 }
 
 var (

@@ -49,10 +49,13 @@ func (e *sumEval) checkTerm(m int) error {
 // ‖a‖₂‖v_m‖₂, and in ℓ∞ ‖a‖∞‖v_m‖∞. Both activations satisfy |σ(t)| ≤ |t|,
 // so ‖a‖₂ ≤ ‖Z_e‖_F‖w_m‖₂ + √rows·|c_m| and ‖a‖∞ ≤ max_r ‖z_r‖₂‖w_m‖₂ +
 // |c_m|; Tanh also has |σ| ≤ 1, so ‖a‖₂ ≤ √rows and ‖a‖∞ ≤ 1. The largest
-// example's ‖Z_e‖_F (or row norm) is used for all. It costs one pass over
-// the parameters and one over z, O(M·Hidden + Len()), against
-// O(rows·M·Hidden) for an exact evaluation. It returns +Inf in other
-// norms.
+// example's ‖Z_e‖_F (or row norm) is used for all. In the ℓ2 family the
+// average part is also bounded through the units' second moments
+// (meanTermBound), and the smaller of the two is used. It costs one pass
+// over the parameters and one over z, O(M·Hidden + Len()), and in the ℓ2
+// family one symmetric product of W with itself, O(M·Hidden²), against
+// O(rows·M·Hidden) for an exact evaluation (rows = examples × Rows). It
+// returns +Inf in other norms.
 func (e *mfEval) TermBound(z []float64, norm solver.Norm) float64 {
 	if len(z) != e.Len() {
 		return math.Inf(1)
@@ -66,7 +69,7 @@ func (e *mfEval) TermBound(z []float64, norm solver.Norm) float64 {
 	zs := largestExample(z, e.rows/rows, rows, h, inf)
 	w, v, c := e.c.w.Data(), e.c.v.Data(), e.c.c.Data()
 	sr := math.Sqrt(float64(rows))
-	return termDeviation(m, func(t int) float64 {
+	maxB, meanB := termParts(m, func(t int) float64 {
 		wn := 0.0
 		for i := range h {
 			wn += w[i*m+t] * w[i*m+t]
@@ -90,6 +93,10 @@ func (e *mfEval) TermBound(z []float64, norm solver.Norm) float64 {
 		}
 		return a * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: vt})
 	})
+	if !inf {
+		meanB = math.Min(meanB, e.meanTermBound(z))
+	}
+	return deviationOf(maxB, meanB)
 }
 
 // VJPTermBounder is implemented by the evaluators whose sampled VJPs
@@ -126,8 +133,10 @@ func (e *mfEval) VJPTerm(dst, z, g []float64, m int) error {
 // 0 ≤ σ′ ≤ 1 for both activations, so its norm is at most
 // ‖G_e‖_F‖v_m‖₂‖w_m‖₂ in ℓ2 and in ℓp and Schatten-p with p ≥ 2
 // (Frobenius), and max_r ‖g_r‖₂‖v_m‖₂‖w_m‖∞ in ℓ∞; with β_m that bound at the
-// largest example the deviation bound is max_m β_m + (1/M)Σ_m β_m. It
-// does not depend on z. It costs O(M·Hidden + Len()).
+// largest example the deviation bound is max_m β_m + (1/M)Σ_m β_m; in the
+// ℓ2 family the average part is also bounded through the second moments
+// of V (meanVJPBound), and the smaller is used. It does not depend on z.
+// It costs O(M·Hidden + Len()), and O(M·Hidden²) in the ℓ2 family.
 func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 	if len(g) != e.Len() {
 		return math.Inf(1)
@@ -139,7 +148,7 @@ func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 	h, m := e.c.shape.Hidden, e.c.m
 	gs := largestExample(g, e.rows/e.c.shape.Rows, e.c.shape.Rows, h, inf)
 	w, v := e.c.w.Data(), e.c.v.Data()
-	return termDeviation(m, func(t int) float64 {
+	maxB, meanB := termParts(m, func(t int) float64 {
 		wn := 0.0
 		for i := range h {
 			x := w[i*m+t]
@@ -154,6 +163,10 @@ func (e *mfEval) VJPTermBound(_, g []float64, norm solver.Norm) float64 {
 		}
 		return gs * blas64.Nrm2(blas64.Vector{N: h, Inc: 1, Data: v[t*h : (t+1)*h]}) * wn
 	})
+	if !inf {
+		meanB = math.Min(meanB, e.meanVJPBound(g))
+	}
+	return deviationOf(maxB, meanB)
 }
 
 // termNormFamily reports which bound of a rank-one term applies in norm

@@ -1,0 +1,108 @@
+package layers
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// meanTermBound returns a bound on ‖φ̄(z)_e‖_F, the average of the units
+// on example e, for every example: with a_m = σ(Z_e w_m + c_m) (Rows
+// entries) and Cauchy–Schwarz over the units,
+//
+//	‖φ̄_e‖_F ≤ (1/M)Σ_m ‖a_m‖₂‖v_m‖₂
+//	        ≤ ((1/M)Σ_m ‖a_m‖₂²)^{1/2} ((1/M)Σ_m ‖v_m‖₂²)^{1/2},
+//
+// and, as |σ(t)| ≤ |t| for both activations,
+// (1/M)Σ_m ‖a_m‖₂² ≤ Σ_r ẑ_rᵀ G ẑ_r with ẑ_r = (z_r, 1) and G the
+// (Hidden+1)² second-moment matrix (1/M)Σ_m (w_m, c_m)(w_m, c_m)ᵀ; Tanh
+// also has |σ| ≤ 1, so it is at most Rows. Where the units' pre-activations
+// are spread over many directions this is about √Hidden times smaller than
+// (1/M)Σ_m (‖Z_e‖_F‖w_m‖₂ + √Rows|c_m|)‖v_m‖₂, the average of the
+// Cauchy–Schwarz bounds of the units. The Frobenius norm bounds ℓ2 and the
+// ℓp and Schatten-p norms with p ≥ 2, the norms of termNormFamily's ℓ2
+// family. It returns the largest bound over the examples (+Inf if NaN).
+// It costs one symmetric rank-M product, O(M·Hidden²), and O(Len()·Hidden).
+func (e *mfEval) meanTermBound(z []float64) float64 {
+	h, m, rows := e.c.shape.Hidden, e.c.m, e.c.shape.Rows
+	w, v, c := e.c.w.Data(), e.c.v.Data(), e.c.c.Data()
+	if e.gram == nil {
+		e.gram, e.gramC = make([]float64, h*h), make([]float64, h)
+	}
+	mf := 1 / float64(m)
+	// G_ww = (1/M) W Wᵀ (upper triangle), g = (1/M) W c, g_cc = (1/M) cᵀc.
+	blas64.Syrk(blas.NoTrans, mf, blas64.General{Rows: h, Cols: m, Stride: m, Data: w}, 0,
+		blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gram})
+	blas64.Gemv(blas.NoTrans, mf, blas64.General{Rows: h, Cols: m, Stride: m, Data: w},
+		blas64.Vector{N: m, Inc: 1, Data: c}, 0, blas64.Vector{N: h, Inc: 1, Data: e.gramC})
+	gcc := mf * blas64.Dot(blas64.Vector{N: m, Inc: 1, Data: c}, blas64.Vector{N: m, Inc: 1, Data: c})
+	vv := mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: v}, blas64.Vector{N: m * h, Inc: 1, Data: v})
+	out := 0.0
+	for ex := range e.rows / rows {
+		a2 := 0.0
+		for r := range rows {
+			zr := z[(ex*rows+r)*h : (ex*rows+r+1)*h]
+			q := gcc
+			for i, zi := range zr {
+				row := e.gram[i*h : (i+1)*h]
+				s := row[i] * zi
+				for j := i + 1; j < h; j++ {
+					s += 2 * row[j] * zr[j]
+				}
+				q += zi * (s + 2*e.gramC[i])
+			}
+			a2 += math.Max(0, q)
+		}
+		if e.c.act == Tanh {
+			a2 = math.Min(a2, float64(rows))
+		}
+		out = math.Max(out, math.Sqrt(a2*vv))
+	}
+	if math.IsNaN(out) {
+		return math.Inf(1)
+	}
+	return out
+}
+
+// meanVJPBound returns a bound on the Frobenius norm of the average VJP
+// (1/M)Σ_m u_m w_mᵀ on every example, u_m the rows' σ′_r⟨g_r, v_m⟩: as in
+// meanTermBound, by Cauchy–Schwarz over the units and 0 ≤ σ′ ≤ 1,
+//
+//	‖(1/M)Σ_m u_m w_mᵀ‖_F ≤ (Σ_r g_rᵀ G_v g_r)^{1/2} ((1/M)Σ_m ‖w_m‖₂²)^{1/2},
+//
+// G_v = (1/M)VᵀV, one symmetric product, O(M·Hidden²). It returns the
+// largest bound over the examples (+Inf if NaN).
+func (e *mfEval) meanVJPBound(g []float64) float64 {
+	h, m, rows := e.c.shape.Hidden, e.c.m, e.c.shape.Rows
+	w, v := e.c.w.Data(), e.c.v.Data()
+	if e.gramV == nil {
+		e.gramV = make([]float64, h*h)
+	}
+	mf := 1 / float64(m)
+	blas64.Syrk(blas.Trans, mf, blas64.General{Rows: m, Cols: h, Stride: h, Data: v}, 0,
+		blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gramV})
+	ww := mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: w}, blas64.Vector{N: m * h, Inc: 1, Data: w})
+	out := 0.0
+	for ex := range e.rows / rows {
+		u2 := 0.0
+		for r := range rows {
+			gr := g[(ex*rows+r)*h : (ex*rows+r+1)*h]
+			q := 0.0
+			for i, gi := range gr {
+				row := e.gramV[i*h : (i+1)*h]
+				s := row[i] * gi
+				for j := i + 1; j < h; j++ {
+					s += 2 * row[j] * gr[j]
+				}
+				q += gi * s
+			}
+			u2 += math.Max(0, q)
+		}
+		out = math.Max(out, math.Sqrt(u2*ww))
+	}
+	if math.IsNaN(out) {
+		return math.Inf(1)
+	}
+	return out
+}
