@@ -188,16 +188,22 @@ func (s *sampler) grow(n int, b float64) error {
 	return nil
 }
 
-// addChecked folds s.term into the statistics (add) after checking that
-// it is finite.
+// addChecked folds s.term into the statistics (add), or returns an error
+// naming the first non-finite coordinate of the term. The check rides on
+// the statistics' own pass: add accumulates 0·v over the term, which is
+// NaN exactly when some v is NaN or infinite, and only then is the term
+// scanned again for the coordinate. The statistics are unusable after an
+// error, which ends the certificate.
 func (s *sampler) addChecked(b float64) error {
+	if bad := s.add(b); bad == bad {
+		return nil
+	}
 	for i, v := range s.term {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("solver: term %d of the sampled certificate is %v at coordinate %d", s.n, v, i)
+			return fmt.Errorf("solver: term %d of the sampled certificate is %v at coordinate %d", s.n-1, v, i)
 		}
 	}
-	s.add(b)
-	return nil
+	return fmt.Errorf("solver: a term of the sampled certificate is not finite")
 }
 
 // nextTerm returns the next index of a uniform random permutation of
@@ -219,38 +225,55 @@ func (s *sampler) termAt(p int) int {
 	return s.perm[p]
 }
 
-// add folds s.term into the statistics; b is the term bound, which scales
-// the pair statistics of RuleSampledBernstein into [0, 1].
-func (s *sampler) add(b float64) {
+// add folds s.term into the statistics in one pass over it and returns the
+// sum of 0·v over its entries (NaN when some entry is not finite); b is the
+// term bound, which scales the pair statistics of RuleSampledBernstein into
+// [0, 1]. The per-example norm of a pair's difference is the square root of
+// its sum of squares: RuleSampledBernstein is offered only in ℓ2 and
+// Schatten-2, whose norms are the Frobenius norm of the entries.
+func (s *sampler) add(b float64) float64 {
 	s.n++
 	w := 1 / float64(s.n)
+	var bad float64
 	if s.m2 != nil {
+		mean, m2 := s.mean[:len(s.term)], s.m2[:len(s.term)]
 		for i, v := range s.term {
-			d := v - s.mean[i]
-			s.mean[i] += w * d
-			s.m2[i] += d * (v - s.mean[i])
+			bad += 0 * v
+			d := v - mean[i]
+			mean[i] += w * d
+			m2[i] += d * (v - mean[i])
 		}
-		return
-	}
-	for i, v := range s.term {
-		s.mean[i] += w * (v - s.mean[i])
+		return bad
 	}
 	if s.n%2 == 1 {
+		mean := s.mean[:len(s.term)]
+		for i, v := range s.term {
+			bad += 0 * v
+			mean[i] += w * (v - mean[i])
+		}
 		copy(s.prev, s.term)
-		return
+		return bad
 	}
 	// y = ‖X_{2j−1} − X_{2j}‖²/2 / (2B²) ∈ [0, 1], per example.
-	subInto(s.diff, s.term, s.prev)
 	de := s.ex.Len()
 	for e := range s.k {
-		nv := s.ex.Norm(s.diff[e*de : (e+1)*de])
-		y := math.Min(1, nv*nv/(4*b*b))
+		lo, hi := e*de, (e+1)*de
+		t, p, mean := s.term[lo:hi], s.prev[lo:hi], s.mean[lo:hi]
+		ss := 0.0
+		for i, v := range t {
+			bad += 0 * v
+			mean[i] += w * (v - mean[i])
+			d := v - p[i]
+			ss += d * d
+		}
+		y := math.Min(1, ss/(4*b*b))
 		if b == 0 {
 			y = 0
 		}
 		s.ysum[e] += y
 		s.ysq[e] += y * y
 	}
+	return bad
 }
 
 // certificate returns the certificate of the current sample at failure
