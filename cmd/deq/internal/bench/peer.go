@@ -139,7 +139,10 @@ func peer(ctx context.Context, s *settings) (*report.PeerReport, error) {
 // peerModel trains one model on both sides.
 func peerModel(ctx context.Context, s *settings, ps peerSetup, run *peerRunner) (*report.PeerModel, error) {
 	target := report.PeerDenseTarget
-	if isConv(ps.model) {
+	switch {
+	case ps.model == peerConvImplicit:
+		target = report.PeerConvImplicitTarget
+	case isConv(ps.model):
 		target = report.PeerConvTarget
 	}
 	m := &report.PeerModel{Model: ps.model, Data: ps.data, Epochs: ps.epochs, Target: float64(target)}

@@ -68,7 +68,7 @@ func TestPeerCrossRatio(t *testing.T) {
 	}
 	pr := &PeerReport{Models: []PeerModel{
 		{Model: "conv", Ours: side(20, 30), Peer: side(40, 40), Target: PeerConvTarget},
-		{Model: "conv-implicit", Ours: side(35, 35), Peer: side(60, 80), Target: PeerConvTarget},
+		{Model: "conv-implicit", Ours: side(35, 35), Peer: side(60, 80), Target: PeerConvImplicitTarget},
 	}}
 	var b strings.Builder
 	writePeer(&b, pr)
