@@ -354,11 +354,15 @@ type mfEval struct {
 	// activations (rows×M), the gathered W columns (Hidden×M), V rows
 	// (M×Hidden) and c entries (M), and the pre-activation cotangent.
 	pre, ws, vs, cs, da []float64
-	// gram and gramC hold the units' second moments (1/M)WWᵀ (upper
-	// triangle) and (1/M)Wc of meanTermBound, gramV (1/M)VᵀV of
-	// meanVJPBound.
-	gram, gramC, gramV []float64
-	graphs             graphs[*mfGraph]
+	// gram, gramC and gramCC hold the units' second moments (1/M)WWᵀ
+	// (upper triangle), (1/M)Wc and (1/M)cᵀc of meanTermBound, gramVV
+	// (1/M)‖V‖_F²; gramV and gramWW hold (1/M)VᵀV and (1/M)‖W‖_F² of
+	// meanVJPBound. They depend on the parameters only and are recomputed
+	// when those differ from gramAt's and gramVAt's copies.
+	gram, gramC, gramV     []float64
+	gramCC, gramVV, gramWW float64
+	gramAt, gramVAt        paramSnapshot
+	graphs                 graphs[*mfGraph]
 }
 
 var (

@@ -27,31 +27,24 @@ import (
 func (e *mfEval) meanTermBound(z []float64) float64 {
 	h, m, rows := e.c.shape.Hidden, e.c.m, e.c.shape.Rows
 	w, v, c := e.c.w.Data(), e.c.v.Data(), e.c.c.Data()
-	if e.gram == nil {
-		e.gram, e.gramC = make([]float64, h*h), make([]float64, h)
-	}
 	mf := 1 / float64(m)
-	// G_ww = (1/M) W Wᵀ (upper triangle), g = (1/M) W c, g_cc = (1/M) cᵀc.
-	blas64.Syrk(blas.NoTrans, mf, blas64.General{Rows: h, Cols: m, Stride: m, Data: w}, 0,
-		blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gram})
-	blas64.Gemv(blas.NoTrans, mf, blas64.General{Rows: h, Cols: m, Stride: m, Data: w},
-		blas64.Vector{N: m, Inc: 1, Data: c}, 0, blas64.Vector{N: h, Inc: 1, Data: e.gramC})
-	gcc := mf * blas64.Dot(blas64.Vector{N: m, Inc: 1, Data: c}, blas64.Vector{N: m, Inc: 1, Data: c})
-	vv := mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: v}, blas64.Vector{N: m * h, Inc: 1, Data: v})
+	if e.gramAt.changed(w, c, v) {
+		// G_ww = (1/M) W Wᵀ (upper triangle), g = (1/M) W c, g_cc = (1/M) cᵀc.
+		e.gram, e.gramC = grow(e.gram, h*h), grow(e.gramC, h)
+		blas64.Syrk(blas.NoTrans, mf, blas64.General{Rows: h, Cols: m, Stride: m, Data: w}, 0,
+			blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gram})
+		blas64.Gemv(blas.NoTrans, mf, blas64.General{Rows: h, Cols: m, Stride: m, Data: w},
+			blas64.Vector{N: m, Inc: 1, Data: c}, 0, blas64.Vector{N: h, Inc: 1, Data: e.gramC})
+		e.gramCC = mf * blas64.Dot(blas64.Vector{N: m, Inc: 1, Data: c}, blas64.Vector{N: m, Inc: 1, Data: c})
+		e.gramVV = mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: v}, blas64.Vector{N: m * h, Inc: 1, Data: v})
+	}
+	gcc, vv := e.gramCC, e.gramVV
 	out := 0.0
 	for ex := range e.rows / rows {
 		a2 := 0.0
 		for r := range rows {
 			zr := z[(ex*rows+r)*h : (ex*rows+r+1)*h]
-			q := gcc
-			for i, zi := range zr {
-				row := e.gram[i*h : (i+1)*h]
-				s := row[i] * zi
-				for j := i + 1; j < h; j++ {
-					s += 2 * row[j] * zr[j]
-				}
-				q += zi * (s + 2*e.gramC[i])
-			}
+			q := gcc + upperQuad(e.gram, zr) + 2*blas64.Dot(blas64.Vector{N: h, Inc: 1, Data: zr}, blas64.Vector{N: h, Inc: 1, Data: e.gramC})
 			a2 += math.Max(0, q)
 		}
 		if e.c.act == Tanh {
@@ -76,27 +69,20 @@ func (e *mfEval) meanTermBound(z []float64) float64 {
 func (e *mfEval) meanVJPBound(g []float64) float64 {
 	h, m, rows := e.c.shape.Hidden, e.c.m, e.c.shape.Rows
 	w, v := e.c.w.Data(), e.c.v.Data()
-	if e.gramV == nil {
-		e.gramV = make([]float64, h*h)
-	}
 	mf := 1 / float64(m)
-	blas64.Syrk(blas.Trans, mf, blas64.General{Rows: m, Cols: h, Stride: h, Data: v}, 0,
-		blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gramV})
-	ww := mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: w}, blas64.Vector{N: m * h, Inc: 1, Data: w})
+	if e.gramVAt.changed(v, w) {
+		e.gramV = grow(e.gramV, h*h)
+		blas64.Syrk(blas.Trans, mf, blas64.General{Rows: m, Cols: h, Stride: h, Data: v}, 0,
+			blas64.Symmetric{Uplo: blas.Upper, N: h, Stride: h, Data: e.gramV})
+		e.gramWW = mf * blas64.Dot(blas64.Vector{N: m * h, Inc: 1, Data: w}, blas64.Vector{N: m * h, Inc: 1, Data: w})
+	}
+	ww := e.gramWW
 	out := 0.0
 	for ex := range e.rows / rows {
 		u2 := 0.0
 		for r := range rows {
 			gr := g[(ex*rows+r)*h : (ex*rows+r+1)*h]
-			q := 0.0
-			for i, gi := range gr {
-				row := e.gramV[i*h : (i+1)*h]
-				s := row[i] * gi
-				for j := i + 1; j < h; j++ {
-					s += 2 * row[j] * gr[j]
-				}
-				q += gi * s
-			}
+			q := upperQuad(e.gramV, gr)
 			u2 += math.Max(0, q)
 		}
 		out = math.Max(out, math.Sqrt(u2*ww))
@@ -105,4 +91,50 @@ func (e *mfEval) meanVJPBound(g []float64) float64 {
 		return math.Inf(1)
 	}
 	return out
+}
+
+// upperQuad returns xᵀGx for the symmetric len(x)×len(x) matrix G of which
+// g holds the upper triangle (row-major).
+func upperQuad(g, x []float64) float64 {
+	h := len(x)
+	q := 0.0
+	for i, xi := range x {
+		row := g[i*h : (i+1)*h]
+		s := row[i] * xi
+		for j := i + 1; j < h; j++ {
+			s += 2 * row[j] * x[j]
+		}
+		q += xi * s
+	}
+	return q
+}
+
+// paramSnapshot is a copy of the parameter values a derived quantity was
+// last computed from, so that it is recomputed only when they change.
+type paramSnapshot struct{ vals [][]float64 }
+
+// changed reports whether the values of srcs differ (bit for bit) from
+// those last recorded, and records them if so. It is true on the first
+// call. Comparing costs one pass over the values.
+func (s *paramSnapshot) changed(srcs ...[]float64) bool {
+	same := len(s.vals) == len(srcs)
+	for i := 0; same && i < len(srcs); i++ {
+		same = len(s.vals[i]) == len(srcs[i]) && sameBits(s.vals[i], srcs[i])
+	}
+	if same {
+		return false
+	}
+	s.vals = s.vals[:0]
+	for _, src := range srcs {
+		s.vals = append(s.vals, append([]float64(nil), src...))
+	}
+	return true
+}
+
+// grow returns s with length n, reallocated when its capacity is short.
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
 }

@@ -235,3 +235,42 @@ func TestMeanVJPBound(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanBoundsFollowParameters: the second moments behind meanTermBound
+// and meanVJPBound are kept between calls, and after a change of W, c or
+// V (as an optimiser step makes) both bounds are those of a fresh
+// evaluator of the changed cell, not of the cached moments.
+func TestMeanBoundsFollowParameters(t *testing.T) {
+	for _, p := range []struct {
+		name  string
+		param func(c *MeanField) *Param
+	}{{"w", func(c *MeanField) *Param { return c.w }}, {"c", func(c *MeanField) *Param { return c.c }}, {"v", func(c *MeanField) *Param { return c.v }}} {
+		e, z := termBoundCase(t, "meanfield", ReLU, 128, 60)
+		mf := e.(*mfEval)
+		g := make([]float64, e.Len())
+		for i := range g {
+			g[i] = math.Cos(float64(i))
+		}
+		before, beforeVJP := mf.meanTermBound(z), mf.meanVJPBound(g)
+		for i, x := range p.param(mf.c).Data() {
+			p.param(mf.c).Data()[i] = 3*x + 0.5
+		}
+		fresh, err := mf.c.Evaluator(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantVJP := fresh.(*mfEval).meanTermBound(z), fresh.(*mfEval).meanVJPBound(g)
+		got, gotVJP := mf.meanTermBound(z), mf.meanVJPBound(g)
+		for _, c := range []struct {
+			what                string
+			before, got, wanted float64
+		}{{"term", before, got, want}, {"VJP", beforeVJP, gotVJP, wantVJP}} {
+			if math.Abs(c.got-c.wanted) > 1e-12*c.wanted {
+				t.Errorf("%s changed: %s bound %v after the change, a fresh evaluator's %v (before the change %v)", p.name, c.what, c.got, c.wanted, c.before)
+			}
+		}
+		if p.name != "v" && !(math.Abs(want-before) > 1e-6*want) {
+			t.Errorf("%s changed: the term bound did not move (%v before, %v after): the test does not exercise the cache", p.name, before, want)
+		}
+	}
+}
