@@ -96,7 +96,7 @@ func isL2(n solver.Norm) bool {
 func (c *Settings) checkContractions(cell layers.Cell) error {
 	var err error
 	noDropout := c.Dropout == 0
-	if c.Forward, err = withCellGamma("Forward", c.Forward, cell, cell.Proven(c.Norm), noDropout); err != nil {
+	if c.Forward, err = withCellGamma("Forward", c.Forward, cell, c.forwardProven(cell, c.Norm), noDropout); err != nil {
 		return err
 	}
 	if c.Backward != Implicit {

@@ -38,6 +38,12 @@ type batch struct {
 	monitor *layers.LipschitzMonitor
 	masked  *maskedOracle // the dropout layer of fwd, nil without dropout
 	fwd     solver.Oracle // the forward oracle (possibly the monitor)
+	// ref and refFwd are the float64 reference evaluator and the
+	// second stage's oracle under Settings.CertifyFloat64 (nil
+	// otherwise); refMasked is the dropout layer of refFwd.
+	ref       layers.Evaluator
+	refFwd    solver.Oracle
+	refMasked *maskedOracle
 	// work is the scratch memory of the batch's forward and adjoint
 	// solves, which run one at a time (a Layer is not safe for concurrent
 	// use), so that they allocate no vectors in steady state.
@@ -60,6 +66,8 @@ type Solution struct {
 	Sampled bool
 	// Proven reports whether the cell proves its Lipschitz bound in the
 	// forward norm.
+	// With Settings.CertifyFloat64 it is layers.Referenced.ReferenceProven
+	// when Result is the float64 stage's.
 	Proven bool
 	// States are the states of the forward trajectory collected for
 	// fixed-point correction (Settings.CorrectionStates), oldest first; the
@@ -80,6 +88,15 @@ type Solution struct {
 	// evaluated on the whole batch: an exact evaluation counts Terms(), a
 	// minibatch its sample size, an evaluation of a deterministic cell 1.
 	TermEvals int64
+	// Float32 is the first stage's result under Settings.CertifyFloat64:
+	// the solve of the cell's float32 map, whose point the float64 stage
+	// (Result) started from; it has no Certificate (the float64 stage
+	// certifies). Its work is counted in Result.Stats and TermEvals as
+	// well. Nil without CertifyFloat64, and when the first
+	// stage ended the solve (an error, or Status Canceled, TimeLimit,
+	// Diverged or Failure: Result is then the float32 map's, and Proven is
+	// the cell's own Proven).
+	Float32 *solver.Result
 
 	mask dropMask // the dropout mask, nil without one
 }
@@ -135,6 +152,9 @@ func New(cell layers.Cell, s *Settings) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := cell.(layers.Referenced); c.CertifyFloat64 && !ok {
+		return nil, fmt.Errorf("deq: Settings.CertifyFloat64: the cell %T does not evaluate a float64 reference map (layers.Referenced)", cell)
+	}
 	if err := c.checkContractions(cell); err != nil {
 		return nil, err
 	}
@@ -183,12 +203,22 @@ func (l *Layer) newBatch(n int) (*batch, error) {
 	if b.adjNorm, err = solver.NewBatched(l.s.AdjointNorm.Clone(), n); err != nil {
 		return nil, err
 	}
-	b.proven = l.cell.Proven(b.norm)
+	b.proven = l.s.forwardProven(l.cell, b.norm)
 	b.fwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ev, layers.ExactOracle(ev), b.norm)
+	if l.s.CertifyFloat64 {
+		if b.ref, err = l.cell.(layers.Referenced).ReferenceEvaluator(n); err != nil {
+			return nil, err
+		}
+		b.refFwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, b.ref, layers.ExactOracle(b.ref), b.norm)
+	}
 	gamma := l.cell.Gamma()
 	if l.s.Dropout > 0 {
 		b.masked = &maskedOracle{o: b.fwd}
 		b.fwd = b.masked
+		if b.refFwd != nil {
+			b.refMasked = &maskedOracle{o: b.refFwd}
+			b.refFwd = b.refMasked
+		}
 		gamma /= 1 - l.s.Dropout
 	}
 	if l.s.Monitor == MonitorAlways || (l.s.Monitor == MonitorUnproven && !b.proven) {
@@ -274,6 +304,11 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if err := b.ev.SetInput(x); err != nil {
 		return nil, err
 	}
+	if b.ref != nil && b.ref != b.ev {
+		if err := b.ref.SetInput(x); err != nil {
+			return nil, err
+		}
+	}
 	if b.monitor != nil {
 		b.monitor.Reset()
 	}
@@ -284,6 +319,9 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 			mask.draw(l.s.Dropout, l.s.ForwardSettings.Seed)
 		}
 		b.masked.mask = mask
+		if b.refMasked != nil {
+			b.refMasked.mask = mask
+		}
 	}
 	z0 := make([]float64, b.ev.Len())
 	if inj, ok := b.ev.(layers.Injector); ok {
@@ -303,9 +341,28 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		traj = newTrajectory(l.s.CorrectionStates, fs.Recorder)
 		fs.Recorder = traj
 	}
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &fs, l.s.Forward)
+	first32 := fs
+	if b.refFwd != nil {
+		// The float64 stage certifies; the float32 map's certificate
+		// would be work without a use.
+		first32.Certify.Skip = true
+	}
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.fwd, Norm: b.norm}, z0, &first32, l.s.Forward)
 	if res == nil {
 		return nil, fmt.Errorf("deq: forward solve: %w", err)
+	}
+	var first *solver.Result
+	proven := b.proven
+	if b.refFwd != nil {
+		if err == nil && finishes(res.Status) {
+			first = res
+			res, err = l.float64Stage(ctx, b, first, fs)
+			if res == nil {
+				return nil, fmt.Errorf("deq: forward solve, float64 stage: %w", err)
+			}
+		} else {
+			proven = l.cell.Proven(b.norm) // the result is the float32 map's
+		}
 	}
 	if traj != nil && traj.seen == 0 && err == nil {
 		return nil, fmt.Errorf("deq: Settings.CorrectionStates = %d: the forward method %v: %w", l.s.CorrectionStates, l.s.Forward, ErrNoIterates)
@@ -316,11 +373,13 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 		Examples:  n,
 		Result:    res,
 		Sampled:   b.fwd.Model() != solver.Deterministic,
-		Proven:    b.proven,
+		Proven:    proven,
 		Dropout:   mask != nil,
 		mask:      mask,
 		TermEvals: termEvals(res),
+		Float32:   first,
 	}
+
 	if traj != nil && traj.seen > 0 {
 		sol.States = traj.collected(res.X)
 	}

@@ -184,6 +184,38 @@ type Settings struct {
 	// schedule are then lost, and the Lipschitz monitor compares ratios with
 	// γ̄/(1 − p). Zero means no dropout.
 	Dropout float64
+
+	// CertifyFloat64, for a cell that computes in single precision and
+	// evaluates its double-precision map f₆₄ too (layers.Referenced:
+	// Conv and Dense with Precision layers.Float32), solves every forward
+	// pass in two stages with Forward: first on the cell's float32 map,
+	// then on f₆₄ from the point the first stage returned. The second
+	// stage stops at its first certificate when that point already meets
+	// the tolerance, which it does unless the tolerance is near float32
+	// rounding (about 1e-7 relative) or the first stage stopped short of
+	// it; otherwise it iterates on f₆₄ until it meets the tolerance or
+	// its own limits. Solution.Result is then the second stage's, with
+	// both stages' work in its Stats, and its Status, Certificate and the
+	// method's guarantees are those of f₆₄: Solution.Proven is
+	// ReferenceProven, and a contraction constant of Forward is checked
+	// against the cell's bound as for a cell that proves it. Under a
+	// relative tolerance the second stage keeps the first stage's
+	// absolute one. The gradients stay those of the float32 map (the
+	// backward pass and the adjoint solve use the cell's own evaluator).
+	// New refuses CertifyFloat64 for a cell that is not a
+	// layers.Referenced. False, the zero value, solves on the cell's own
+	// map only.
+	CertifyFloat64 bool
+}
+
+// forwardProven reports whether the forward solve's map is proven
+// Lipschitz in norm: the cell's own map, or with CertifyFloat64 its
+// float64 reference.
+func (c *Settings) forwardProven(cell layers.Cell, norm solver.Norm) bool {
+	if r, ok := cell.(layers.Referenced); ok && c.CertifyFloat64 {
+		return r.ReferenceProven(norm)
+	}
+	return cell.Proven(norm)
 }
 
 // withDefaults validates s against a cell of shape sh and returns a copy

@@ -139,6 +139,7 @@ type Conv struct {
 	params    []*Param // the trained parameters, in Params order
 	direct    []*Param // W, [U], b, [scale, shift]: what the VJPs add into
 	evals     mru.Cache[int, *convEval]
+	refs      mru.Cache[int, *convEval] // ReferenceEvaluator's, under Float32
 }
 
 var (
@@ -199,6 +200,7 @@ func NewConv(cfg ConvConfig) (*Conv, error) {
 		pcol:      make([]float64, geom.ColRows()*hw),
 		py:        make([]float64, ch*hw),
 		evals:     mru.Cache[int, *convEval]{Max: MaxCachedBatches},
+		refs:      mru.Cache[int, *convEval]{Max: MaxCachedBatches},
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e6c63d0676a9a99))
 	sd := 1 / math.Sqrt(float64(geom.ColRows()))
@@ -287,7 +289,14 @@ func (c *Conv) Gamma() float64 {
 // WeightNorm, and computes in Float64 (with Float32 products the map meets
 // γ̄ only up to its rounding; see Precision).
 func (c *Conv) Proven(n solver.Norm) bool {
-	if c.groups > 0 || c.rp != nil || c.prec == Float32 {
+	return c.prec != Float32 && c.ReferenceProven(n)
+}
+
+// ReferenceProven implements Referenced: true for the ℓ2 norm and
+// Schatten-2 when the cell has no GroupNorm and no WeightNorm, whatever
+// its Precision.
+func (c *Conv) ReferenceProven(n solver.Norm) bool {
+	if c.groups > 0 || c.rp != nil {
 		return false
 	}
 	if b, ok := n.(*solver.Batched); ok {
@@ -431,5 +440,17 @@ func (c *Conv) Evaluator(n int) (Evaluator, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("layers: Conv.Evaluator: batch size %d must be positive", n)
 	}
-	return c.evals.Get(n, func() (*convEval, error) { return newConvEval(c, n), nil })
+	return c.evals.Get(n, func() (*convEval, error) { return newConvEval(c, n, c.prec), nil })
+}
+
+// ReferenceEvaluator implements Referenced: under Float32 an evaluator
+// whose convolutions run in float64, otherwise Evaluator(n).
+func (c *Conv) ReferenceEvaluator(n int) (Evaluator, error) {
+	if c.prec != Float32 {
+		return c.Evaluator(n)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("layers: Conv.ReferenceEvaluator: batch size %d must be positive", n)
+	}
+	return c.refs.Get(n, func() (*convEval, error) { return newConvEval(c, n, Float64), nil })
 }

@@ -86,7 +86,9 @@ var (
 	_ solver.Exact = (*convEval)(nil)
 )
 
-func newConvEval(c *Conv, n int) *convEval {
+// newConvEval returns an evaluator for n examples whose convolutions run
+// in precision prec (the cell's, or Float64 for ReferenceEvaluator).
+func newConvEval(c *Conv, n int, prec Precision) *convEval {
 	img := c.c * c.hw
 	e := &convEval{c: c, n: n, x: make([]float64, n*img), smp: newSampler()}
 	e.u = e.x
@@ -96,7 +98,7 @@ func newConvEval(c *Conv, n int) *convEval {
 	if c.groups > 0 {
 		e.norm = groupNorm{c: c.c, hw: c.hw, groups: c.groups}
 	}
-	if c.prec == Float32 {
+	if prec == Float32 {
 		e.mats = newConvMats[float32](c, n)
 	} else {
 		e.mats = newConvMats[float64](c, n)

@@ -73,6 +73,7 @@ type Dense struct {
 	params []*Param
 	prec   Precision
 	evals  mru.Cache[int, *denseEval]
+	refs   mru.Cache[int, *denseEval] // ReferenceEvaluator's, under Float32
 }
 
 var _ Cell = (*Dense)(nil)
@@ -107,6 +108,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		b:     newParam("b", 1, h),
 		prec:  prec,
 		evals: mru.Cache[int, *denseEval]{Max: MaxCachedBatches},
+		refs:  mru.Cache[int, *denseEval]{Max: MaxCachedBatches},
 	}
 	initNormal(cfg.Seed, 0xd1b54a32d192ed03, normalInit{c.w, h}, normalInit{c.u, d})
 	c.params = []*Param{c.w, c.u, c.b}
@@ -180,7 +182,13 @@ func (c *Dense) Gamma() float64 {
 // in every norm; under SpectralNorm, whose σ_max is exact, it is what the
 // ℓ2 Projection proves.
 func (c *Dense) Proven(n solver.Norm) bool {
-	if (c.rp != nil && c.rp.kind == WeightNorm) || c.prec == Float32 {
+	return c.prec != Float32 && c.ReferenceProven(n)
+}
+
+// ReferenceProven implements Referenced: what Proven reports for the
+// cell in Float64.
+func (c *Dense) ReferenceProven(n solver.Norm) bool {
+	if c.rp != nil && c.rp.kind == WeightNorm {
 		return false
 	}
 	return c.con.proven(n, c.shape.Rows)
@@ -232,7 +240,16 @@ func (c *Dense) Bound() float64 { return c.con.bound(c.w.Data(), c.shape.Hidden)
 
 // Evaluator implements Cell.
 func (c *Dense) Evaluator(n int) (Evaluator, error) {
-	return evaluator("Dense", &c.evals, n, func() *denseEval { return newDenseEval(c, n) })
+	return evaluator("Dense", &c.evals, n, func() *denseEval { return newDenseEval(c, n, c.prec) })
+}
+
+// ReferenceEvaluator implements Referenced: under Float32 an evaluator
+// whose products run in float64, otherwise Evaluator(n).
+func (c *Dense) ReferenceEvaluator(n int) (Evaluator, error) {
+	if c.prec != Float32 {
+		return c.Evaluator(n)
+	}
+	return evaluator("Dense.Reference", &c.refs, n, func() *denseEval { return newDenseEval(c, n, Float64) })
 }
 
 type denseEval struct {
@@ -276,7 +293,9 @@ var (
 	_ fusedVJP     = (*denseEval)(nil)
 )
 
-func newDenseEval(c *Dense, n int) *denseEval {
+// newDenseEval returns an evaluator for n examples whose products run in
+// precision prec (the cell's, or Float64 for ReferenceEvaluator).
+func newDenseEval(c *Dense, n int, prec Precision) *denseEval {
 	e := &denseEval{
 		evalBase: newEvalBase("Dense", c.shape, n, 1, false),
 		c:        c,
@@ -285,7 +304,7 @@ func newDenseEval(c *Dense, n int) *denseEval {
 	}
 	e.cst = make([]float64, e.Len())
 	e.runner.e = e
-	if c.prec == Float32 {
+	if prec == Float32 {
 		e.f32 = &dense32{}
 	}
 	return e

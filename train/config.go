@@ -175,15 +175,16 @@ func (c Config) Defaults() (Config, error) {
 
 // defaultPrecision returns the precision that layers.DefaultPrecision stands for
 // in the run d (its solvers' defaults filled in): DefaultConvPrecision
-// for the conv cell unless a solve of the run uses a method that needs a
-// proven Lipschitz bound, and layers.Float64 otherwise (see
+// for the conv cell unless the run's adjoint solve uses a method that
+// needs a proven Lipschitz bound (a forward or evaluation one is certified
+// on the float64 map, Model.CertifiesFloat64; the adjoint solve runs on
+// the float32 map), and layers.Float64 otherwise (see
 // ModelConfig.Precision).
 func (d Config) defaultPrecision() layers.Precision {
 	if d.Model.Cell != ConvCell {
 		return layers.Float64
 	}
-	if d.Model.provableConv() && (NeedsProvenBound(d.Forward.Method) || NeedsProvenBound(d.Eval.Method) ||
-		(d.Backward.Mode == deq.Implicit && NeedsProvenBound(d.Backward.Solver.Method))) {
+	if d.Model.provableConv() && d.Backward.Mode == deq.Implicit && NeedsProvenBound(d.Backward.Solver.Method) {
 		return layers.Float64
 	}
 	return DefaultConvPrecision

@@ -75,12 +75,14 @@ const (
 	DefaultConvEncoderLayers = 3
 	// DefaultConvPrecision is the conv model's default Model.Precision:
 	// single-precision products in the cell and in the encoder's blocks
-	// after the first, faster at the same solver work and accuracy. A conv
-	// run whose forward, adjoint or evaluation method needs a proven
-	// Lipschitz bound (NeedsProvenBound) and whose cell would prove it in
-	// float64 (no GroupNorm, the projection, ℓ2 or Schatten-2) defaults to
-	// layers.Float64 instead: float32 products meet γ̄ only up to rounding,
-	// so the cell's bound is not proven (layers.Precision).
+	// after the first, faster at the same solver work and accuracy. A cell
+	// whose float64 map is proven (no GroupNorm, the projection, ℓ2 or
+	// Schatten-2) has its forward and evaluation solves certified on that
+	// map (Model.CertifiesFloat64), so the methods that need a proven
+	// bound (NeedsProvenBound) run on it in float32. A run whose implicit
+	// adjoint method needs one defaults to layers.Float64 instead: the
+	// adjoint solve runs on the float32 map, which meets γ̄ only up to
+	// rounding (layers.Precision).
 	DefaultConvPrecision = layers.Float32
 	// DefaultConvBackward is the conv model's default Backward.Mode: the
 	// one-step Jacobian-free gradient (as TorchDEQ's default, a one-step

@@ -429,7 +429,7 @@ func crossEntropy(grad, logits []float64, labels []int, classes int) (loss float
 // one solve without dropout).
 func (m *Model) checkMethod(field string, meth solver.MethodSpec) error {
 	switch {
-	case m.lacksProof(meth):
+	case m.lacksProof(meth, false):
 		return fieldErr(field, meth, m.unprovenReason())
 	case m.lacksGamma(meth):
 		return fieldErr(field, meth, fmt.Sprintf("needs a Lipschitz bound γ̄, which the cell declares none of (Model.Normalization = %v)", m.Config.Normalization))
@@ -454,6 +454,7 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 		ForwardSettings: s.settings(false, s.Relative),
 		ForwardOracle:   s.oracle(),
 		Monitor:         deq.MonitorNever,
+		CertifyFloat64:  m.CertifiesFloat64(),
 	}
 	if a != nil {
 		ds.CorrectionStates, ds.Dropout = a.CorrectionStates, a.Dropout
@@ -482,13 +483,37 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 	return l, nil
 }
 
-// Proven reports whether the model's cell proves its Lipschitz bound γ̄ in
-// the model's norm (see layers.Cell.Proven): when it does not, the
-// deterministic solvers still run, but a contraction, and the stochastic
-// solver's guarantees, are not proven. The conv cell proves its bound only
-// in ℓ2 (Schatten-2) and only without GroupNorm.
+// Proven reports whether the map of the model's forward solves is proven
+// γ̄-Lipschitz in the model's norm: the cell's own map (see
+// layers.Cell.Proven), or, for a cell with float32 products, the float64
+// map its forward solves are certified on (see CertifiesFloat64). When it
+// is not, the deterministic solvers still run, but a contraction, and the
+// stochastic solver's guarantees, are not proven. The conv cell proves its
+// bound only in ℓ2 (Schatten-2) and only without GroupNorm.
 func (m *Model) Proven() bool {
+	norm, err := m.norm()
+	return err == nil && (m.cell.Proven(norm) || m.CertifiesFloat64())
+}
+
+// CertifiesFloat64 reports whether the model's forward solves (training
+// and evaluation) iterate on the cell's float32 map and are certified on
+// its float64 map (deq.Settings.CertifyFloat64): true for a cell with
+// float32 products (Model.Precision) whose float64 map is proven
+// Lipschitz in the model's norm (layers.Referenced.ReferenceProven): the
+// dense cell in its constraint's norms, the conv cell in ℓ2 without
+// GroupNorm, both under the projection. The adjoint solve and the
+// gradients stay those of the float32 map.
+func (m *Model) CertifiesFloat64() bool {
+	r, ok := m.cell.(layers.Referenced)
+	if !ok || m.Config.Precision != layers.Float32 {
+		return false
+	}
+	norm, err := m.norm()
+	return err == nil && r.ReferenceProven(norm)
+}
+
+// norm returns the per-example norm of the model's hidden state.
+func (m *Model) norm() (solver.Norm, error) {
 	sh := m.cell.Shape()
-	norm, err := m.Config.Norm.Norm(sh.Rows, sh.Hidden)
-	return err == nil && m.cell.Proven(norm)
+	return m.Config.Norm.Norm(sh.Rows, sh.Hidden)
 }

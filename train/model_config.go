@@ -114,18 +114,25 @@ type ModelConfig struct {
 	// products (layers.DenseConfig.Precision, layers.ConvConfig.Precision):
 	// layers.Float64, or layers.Float32, single-precision products (a different map,
 	// within float32 rounding, whose Lipschitz bound is not proven; see
-	// layers.Precision). layers.Float32 only for DenseCell and ConvCell. The zero
+	// layers.Precision). layers.Float32 only for DenseCell and ConvCell.
+	// Where the float64 map of a float32 cell is proven (the conv cell
+	// with Groups < 0, the projection, Norm ℓ2 or Schatten-2; the dense
+	// cell under the projection), the forward and evaluation solves
+	// iterate on the float32 map and are certified on the float64 one
+	// (Model.CertifiesFloat64), so that the stochastic solvers run on it
+	// with their guarantees. The zero
 	// value, layers.DefaultPrecision, selects the cell's default, which Defaults
 	// stores explicitly: DefaultConvPrecision (layers.Float32) for ConvCell,
-	// except that a conv run whose Forward, Eval or (in implicit mode)
-	// Backward.Solver method needs a proven Lipschitz bound
-	// (GHAL, VR-GHAL, growing-batch) takes
-	// layers.Float64 when float64 products would prove it (Groups < 0, the
-	// projection, Norm ℓ2 or Schatten-2; with GroupNorm or weight
-	// normalisation nothing is proven in either precision, and the
-	// default stays layers.Float32); layers.Float64 for the other cells. An explicit layers.Float32 is kept
-	// with any method (the stochastic ones then refuse the conv cell, as
-	// they refuse any conv cell whose bound is not proven; see New).
+	// except that a conv run whose Backward.Solver method (in implicit
+	// mode) needs a proven Lipschitz bound (GHAL, VR-GHAL,
+	// growing-batch) takes layers.Float64 when float64 products would
+	// prove it: the adjoint solve runs on the cell's own map. With
+	// GroupNorm or weight normalisation nothing is proven in either
+	// precision, and the default stays layers.Float32; layers.Float64 for
+	// the other cells. An explicit layers.Float32 is kept with any method
+	// (a stochastic adjoint method then refuses the conv cell, as the
+	// stochastic methods refuse any conv cell whose bound is not proven;
+	// see New).
 	// Checkpoints that omit the precision (written when Float64 was the
 	// zero value, for every cell) load as layers.Float64.
 	//

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -103,16 +104,19 @@ func TestDefaultPrecision(t *testing.T) {
 		{"conv-float64", Config{Model: ModelConfig{Cell: ConvCell, Precision: layers.Float64}}, layers.Float64},
 		{"conv-broyden-picard", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("broyden"), Backward: BackwardConfig{Solver: solve("picard")}}, DefaultConvPrecision},
 		// A cell that proves its bound in float64 (no GroupNorm, the
-		// projection, ℓ2 or Schatten-2) takes layers.Float64 for the solvers that
-		// need it.
-		{"conv-forward-vrghal", Config{Model: provable, Forward: solve("vrghal"), Eval: solve("anderson")}, layers.Float64},
-		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, layers.Float64},
-		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, layers.Float64},
-		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, layers.Float64},
+		// projection, ℓ2 or Schatten-2) keeps float32 products for the
+		// forward and evaluation solvers that need the bound (they are
+		// certified on the float64 map), and takes layers.Float64 for an
+		// adjoint solver that needs it.
+		{"conv-forward-vrghal", Config{Model: provable, Forward: solve("vrghal"), Eval: solve("anderson")}, DefaultConvPrecision},
+		{"conv-forward-ghal", Config{Model: provable, Forward: solve("ghal"), Eval: solve("anderson")}, DefaultConvPrecision},
+		{"conv-growing-batch", Config{Model: provable, Forward: solve("growing-batch"), Eval: solve("anderson")}, DefaultConvPrecision},
+		{"conv-eval-ghal", Config{Model: provable, Eval: solve("ghal")}, DefaultConvPrecision},
 		{"conv-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Mode: deq.Implicit, Solver: solve("vrghal")}}, layers.Float64},
 		// The conv default mode (Jacobian-free) makes no adjoint solve.
 		{"conv-default-backward-vrghal", Config{Model: provable, Backward: BackwardConfig{Solver: solve("vrghal")}}, DefaultConvPrecision},
-		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, layers.Float64},
+		{"conv-schatten2-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Forward: solve("ghal")}, DefaultConvPrecision},
+		{"conv-schatten2-backward-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Norm: schatten2}, Backward: BackwardConfig{Mode: deq.Implicit, Solver: solve("ghal")}}, layers.Float64},
 		// A cell that proves nothing in either precision keeps layers.Float32.
 		{"conv-groupnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell}, Forward: solve("ghal")}, DefaultConvPrecision},
 		{"conv-weightnorm-ghal", Config{Model: ModelConfig{Cell: ConvCell, Groups: -1, Normalization: layers.WeightNorm}, Forward: solve("ghal")}, DefaultConvPrecision},
@@ -133,39 +137,43 @@ func TestDefaultPrecision(t *testing.T) {
 }
 
 // TestDefaultPrecisionProvenSolvers: a conv cell without GroupNorm, in ℓ2,
-// at the default precision trains with the solvers that need its proven
-// bound (its default is then layers.Float64: the cell's bound is proven), while
-// an explicit layers.Float32 is refused for VR-GHAL naming the method's field,
-// as any conv cell whose bound is not proven.
+// trains with the solvers that need its proven bound: forward and
+// evaluation ones in float32, certified on the float64 map (the model is
+// proven and CertifiesFloat64), at the default precision or an explicit
+// layers.Float32; an adjoint one at the default precision, then
+// layers.Float64, while with an explicit layers.Float32 it is refused
+// naming the method's field, as on any conv cell whose bound is not
+// proven.
 func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 	tr, te := squares("squares/train", 32, 6, 1), squares("squares/test", 8, 6, 2)
 	for _, tc := range []struct {
 		name      string
 		set       func(c *Config)
 		precision layers.Precision
-		field     string // of the refusal; "" when accepted
+		field     string           // of the refusal; "" when accepted
+		want      layers.Precision // when accepted
 	}{
 		{"vrghal", func(c *Config) {
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
-		}, layers.DefaultPrecision, ""},
-		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, layers.DefaultPrecision, ""},
+		}, layers.DefaultPrecision, "", layers.Float32},
+		{"ghal", func(c *Config) { c.Forward = SolverConfig{Method: methodNamed("ghal")} }, layers.DefaultPrecision, "", layers.Float32},
 		{"eval-vrghal", func(c *Config) {
 			c.Eval = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
-		}, layers.DefaultPrecision, ""},
+		}, layers.DefaultPrecision, "", layers.Float32},
 		{"backward-vrghal", func(c *Config) {
 			c.Backward.Mode = deq.Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
-		}, layers.DefaultPrecision, ""},
+		}, layers.DefaultPrecision, "", layers.Float64},
 		{"vrghal-float32", func(c *Config) {
 			c.Forward = SolverConfig{Method: methodNamed("vrghal"), Tol: 0.2, MaxIter: 3, MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
-		}, layers.Float32, "Forward.Method"},
+		}, layers.Float32, "", layers.Float32},
 		{"eval-vrghal-float32", func(c *Config) {
 			c.Eval = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
-		}, layers.Float32, "Eval.Method"},
+		}, layers.Float32, "", layers.Float32},
 		{"backward-vrghal-float32", func(c *Config) {
 			c.Backward.Mode = deq.Implicit
 			c.Backward.Solver = SolverConfig{Method: methodNamed("vrghal"), MethodSettings: solver.MethodSettings{SampleScale: 0.005}}
-		}, layers.Float32, "Backward.Solver.Method"},
+		}, layers.Float32, "Backward.Solver.Method", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Seed: 5, Epochs: 1, BatchSize: 16, Model: ModelConfig{Cell: ConvCell, Channels: 2, Groups: -1, Kernels: 2, Precision: tc.precision}, Augment: AugmentConfig{Shift: -1}}
@@ -179,9 +187,12 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, layers.Float64, trn.Config().Model.Precision)
+			require.Equal(t, tc.want, trn.Config().Model.Precision)
 			require.True(t, trn.Model().Proven())
-			require.Equal(t, layers.Float64, trn.model.conv.Precision())
+			require.Equal(t, tc.want == layers.Float32, trn.Model().CertifiesFloat64())
+			require.Equal(t, tc.want, trn.model.conv.Precision())
+			_, err = trn.Run(context.Background())
+			require.NoError(t, err)
 		})
 	}
 }

@@ -41,7 +41,8 @@ func checkProven(c Config, m *Model) error {
 		field string
 		m     solver.MethodSpec
 	}{{"Forward.Method", c.Forward.Method}, {"Backward.Solver.Method", c.Backward.Solver.Method}, {"Eval.Method", c.Eval.Method}} {
-		if (s.field == "Backward.Solver.Method" && c.Backward.Mode != deq.Implicit) || !m.lacksProof(s.m) {
+		adjoint := s.field == "Backward.Solver.Method"
+		if (adjoint && c.Backward.Mode != deq.Implicit) || !m.lacksProof(s.m, adjoint) {
 			continue
 		}
 		if c.Model.Normalization == layers.WeightNorm {
@@ -54,10 +55,16 @@ func checkProven(c Config, m *Model) error {
 
 // lacksProof reports whether meth's guarantees rest on a Lipschitz bound
 // that the model's cell does not prove: meth is stochastic and the cell is
-// a conv cell without a proven bound. The deterministic solvers run either
-// way.
-func (m *Model) lacksProof(meth solver.MethodSpec) bool {
-	return (m.Config.Cell == ConvCell || m.custom) && !m.Proven() && meth.Info().Stochastic
+// a conv cell without a proven bound for the solve (a forward one, or with
+// adjoint the adjoint solve, which runs on the cell's own map, float32
+// products included). The deterministic solvers run either way.
+func (m *Model) lacksProof(meth solver.MethodSpec, adjoint bool) bool {
+	proven := m.Proven()
+	if adjoint {
+		norm, err := m.norm()
+		proven = err == nil && m.cell.Proven(norm)
+	}
+	return (m.Config.Cell == ConvCell || m.custom) && !proven && meth.Info().Stochastic
 }
 
 // lacksGamma reports whether meth needs a Lipschitz bound γ̄ (GHAL,
@@ -74,7 +81,7 @@ func (m *Model) unprovenReason() string {
 	if m.custom {
 		return fmt.Sprintf("needs a proven Lipschitz bound, and the model's cell does not prove its bound γ̄ = %g in Model.Norm = %v (its Proven method is false)", m.cell.Gamma(), c.Norm)
 	}
-	return fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm, under the projection and in float64 (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Normalization = %v; Model.Precision = %v)", c.Norm, c.Groups, c.Normalization, c.Precision)
+	return fmt.Sprintf("needs a proven Lipschitz bound, which the conv cell has only in l2 (or schatten:2), without GroupNorm and under the projection, for its float64 map (a forward solve with float32 products is certified on it; an adjoint solve is not) (Model.Norm = %v, Model.Groups = %d, −1 meaning none; Model.Normalization = %v; Model.Precision = %v)", c.Norm, c.Groups, c.Normalization, c.Precision)
 }
 
 // checkAids refuses the training aids a cell or a solver cannot honour:

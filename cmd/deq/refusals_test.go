@@ -281,7 +281,6 @@ func TestTrainUsageErrors(t *testing.T) {
 		{base("--cell", "conv", "--channels", "4", "--norm", "linf", "--eval-solver", "vrghal"), "--eval-solver"},
 		// An explicit float32 is kept, and VR-GHAL refuses its unproven
 		// bound (the default would be float64).
-		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--solver", "vrghal"), "--solver"},
 		{base("--cell", "conv", "--channels", "4", "--groups", "-1", "--precision", "float32", "--backward", "implicit", "--backward-solver", "vrghal"), "--backward-solver"},
 		// Settings of a backward mode the run does not use are refused:
 		// the conv default makes no adjoint solve.

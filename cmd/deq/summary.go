@@ -217,6 +217,9 @@ func (s *trainSummary) write(w io.Writer) error {
 		100*e.TestAcc, s.TestSize, plural(s.Epochs, "epoch"), 100*e.TrainAcc, e.TrainLoss)
 	fmt.Fprintf(tw, "data\t%s: %d training, %d test images; BLAS %s\n", s.Data, s.TrainSize, s.TestSize, s.BLAS)
 	proof := "proven"
+	if s.Proven && s.Precision == layers.Float32.String() {
+		proof += " (certified on the float64 map)"
+	}
 	if !s.Proven {
 		proof = "not proven"
 		var why []string

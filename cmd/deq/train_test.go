@@ -119,11 +119,12 @@ func TestTrainSummary(t *testing.T) {
 	require.Contains(t, errOut, "‖J‖²_F")
 	require.Contains(t, errOut, "(no γ̄)")
 
-	// Float32 products are named on the model line (and as why the bound
-	// is not proven) and in the JSON.
+	// Float32 products are named on the model line (with the float64 map
+	// the solves are certified on, which proves the bound) and in the
+	// JSON.
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32")...)
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "dense cell, 12 hidden, float32 matrix products, γ̄ 0.9 in l2, not proven (float32 products)")
+	require.Contains(t, out, "dense cell, 12 hidden, float32 matrix products, γ̄ 0.9 in l2, proven (certified on the float64 map)")
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32", "--json")...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "float32", decodeOne(t, out)["precision"])
@@ -380,18 +381,19 @@ func TestTrainEveryOption(t *testing.T) {
 // TestTrainConvCell runs `deq train --cell conv` with every solver,
 // backward mode and norm, GroupNorm and sampled kernels; the summary says
 // whether the cell's bound is proven (only in l2 and schatten:2, without
-// GroupNorm and in float64) and names the precision: by default float32,
-// and float64 with the solvers that need the proven bound, which train
-// the cell without --precision. The other runs pin float64, which they
-// are about.
+// GroupNorm: in float64, or in float32 with the forward solves certified
+// on the float64 map) and names the precision: by default float32, and
+// float64 with an implicit adjoint solver that needs the proven bound.
+// The other runs pin float64, which they are about.
 func TestTrainConvCell(t *testing.T) {
 	type run struct {
 		extra  []string
 		proven bool
 	}
 	var runs []run
-	for _, s := range train.Methods() {
-		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, train.NeedsProvenBound(s)})
+	methods := train.Methods()
+	for _, s := range methods {
+		runs = append(runs, run{[]string{"--solver", s.String(), "--backward", "implicit", "--backward-solver", s.String(), "--kernels", "2"}, true})
 	}
 	methodRuns := len(runs)
 	for _, b := range deq.Backwards() {
@@ -415,10 +417,11 @@ func TestTrainConvCell(t *testing.T) {
 				"--cell", "conv", "--channels", "2", "--batch", "32", "--epochs", "1", "--max-iter", "10", "--quiet", "--json"}, r.extra...)
 			precision := "float64"
 			if i < methodRuns {
-				// The method runs are all without GroupNorm: their bound
-				// is proven exactly when the default precision is float64.
+				// The method runs are all without GroupNorm, proven; the
+				// default precision is float64 where the adjoint solver
+				// needs the bound.
 				args = append(args, "--groups", "-1")
-				if !r.proven {
+				if !train.NeedsProvenBound(methods[i]) {
 					precision = "float32"
 				}
 			} else if r.proven {
