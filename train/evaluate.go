@@ -101,7 +101,7 @@ func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 		if err != nil {
 			return nil, err
 		}
-		acc.add(sol.Result)
+		acc.add(sol.Result, sol.Float32)
 		if i == 0 {
 			if em.TermRelVar, err = m.termRelVar(w.e, sol.Z, n, seed); err != nil {
 				return nil, err

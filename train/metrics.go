@@ -36,6 +36,12 @@ type SolveSummary struct {
 	// (zero, and omitted, when all are exact).
 	CertRules    map[solver.CertRule]int `json:"cert_rules,omitempty"`
 	CertDeltaMax float64                 `json:"cert_delta_max,omitempty"`
+	// Float64CallsMean is the mean oracle calls per solve on the cell's
+	// float64 map when the solves are certified on it
+	// (Model.CertifiesFloat64; included in CallsMean): 1 when every
+	// float32 stage returned a point that met the tolerance on the
+	// float64 map as well. Zero, and omitted, otherwise.
+	Float64CallsMean float64 `json:"float64_calls_mean,omitempty"`
 }
 
 // solveAcc accumulates a SolveSummary. Its fields are exported for the
@@ -52,14 +58,23 @@ type solveAcc struct {
 	BoundSum    float64
 	Rules       map[solver.CertRule]int `json:",omitempty"`
 	DeltaMax    float64                 `json:",omitempty"`
+	// Float64Calls counts the calls on the float64 map of solves
+	// certified on it.
+	Float64Calls int64 `json:",omitempty"`
 }
 
 // add counts a solve. A certified bound meets the tolerance when it is at
 // most the absolute tolerance the solve stopped against (Result.Tol: the
 // configured tolerance, or under a relative tolerance that times the
 // solve's first residual).
-func (a *solveAcc) add(r *solver.Result) {
+//
+// first is the float32 stage of a solve certified on the float64 map
+// (deq.Solution.Float32), nil otherwise: r.Stats counts both stages.
+func (a *solveAcc) add(r, first *solver.Result) {
 	tol := r.Tol
+	if first != nil {
+		a.Float64Calls += r.Stats.Calls - first.Stats.Calls
+	}
 	a.Solves++
 	a.Calls += r.Stats.Calls
 	a.Iters += int64(r.Stats.Iterations)
@@ -93,6 +108,7 @@ func (a *solveAcc) summary() SolveSummary {
 		s.ItersMean = float64(a.Iters) / n
 		s.SamplesMean = float64(a.Samples) / n
 		s.CertMetFrac = float64(a.Met) / n
+		s.Float64CallsMean = float64(a.Float64Calls) / n
 	}
 	if a.Certified > 0 {
 		s.CertBoundMean = a.BoundSum / float64(a.Certified)

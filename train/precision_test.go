@@ -191,8 +191,18 @@ func TestDefaultPrecisionProvenSolvers(t *testing.T) {
 			require.True(t, trn.Model().Proven())
 			require.Equal(t, tc.want == layers.Float32, trn.Model().CertifiesFloat64())
 			require.Equal(t, tc.want, trn.model.conv.Precision())
-			_, err = trn.Run(context.Background())
+			res, err := trn.Run(context.Background())
 			require.NoError(t, err)
+			// Every solve certified on the float64 map evaluates it at
+			// least once; the others never.
+			for _, s := range []SolveSummary{res.Final().Forward, res.Final().Test} {
+				if tc.want == layers.Float32 {
+					require.GreaterOrEqual(t, s.Float64CallsMean, 1.0)
+					require.Less(t, s.Float64CallsMean, s.CallsMean)
+				} else {
+					require.Zero(t, s.Float64CallsMean)
+				}
+			}
 		})
 	}
 }

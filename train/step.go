@@ -70,11 +70,11 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 		t.acc.JacSum += bm.JacFrob
 		t.acc.JacCount++
 	}
-	t.acc.Forward.add(sol.Result)
+	t.acc.Forward.add(sol.Result, sol.Float32)
 	t.acc.FwdTermEvals += bm.FwdTermEvals
 	t.acc.BwdTermEvals += bm.BwdTermEvals
 	if bm.Backward != nil {
-		t.acc.Backward.add(bm.Backward)
+		t.acc.Backward.add(bm.Backward, nil)
 	}
 	if t.acc.Trace == nil {
 		t.acc.Trace = finiteTrace(sol.Result.Stats.Trace)

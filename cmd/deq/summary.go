@@ -249,12 +249,12 @@ func (s *trainSummary) write(w io.Writer) error {
 		shift = "; " + shift
 	}
 	fmt.Fprintf(tw, "model\t%s cell%s, %d hidden%s%s, %s in %s, %s; %d parameters%s\n", s.Cell, conv, s.Hidden, prec, readoutPhrase(s.ReadoutHidden), bound, s.Norm, proof, s.Params, shift)
-	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
-		s.Solver, float64(s.Tol), e.FwdCallsMean, e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
+	fmt.Fprintf(tw, "forward\t%s, tol %g: %.1f calls%s, %.1f iterations per batch; %d of %d batches unconverged, %d skipped\n",
+		s.Solver, float64(s.Tol), e.FwdCallsMean, float64Phrase(e.Forward), e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
 		e.CertBoundMax, e.CertBoundMean, 100*e.CertMetFrac, certRules(e.Forward))
-	fmt.Fprintf(tw, "\ttest (%s, tol %g): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
-		s.EvalSolver, float64(s.EvalTol), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac, certRules(e.Test))
+	fmt.Fprintf(tw, "\ttest (%s, tol %g%s): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
+		s.EvalSolver, float64(s.EvalTol), float64Phrase(e.Test), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac, certRules(e.Test))
 	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
 	fmt.Fprintf(tw, "terms\t%.4g forward, %.4g backward term evaluations per batch (one term on the whole batch; certificate included)", e.FwdTermEvalsMean, e.BwdTermEvalsMean)
 	if e.TermRelVar > 0 {
@@ -276,4 +276,13 @@ func (s *trainSummary) write(w io.Writer) error {
 		fmt.Fprintf(tw, "warning\t%s\n", strings.TrimPrefix(w, "warning: "))
 	}
 	return tw.Flush()
+}
+
+// float64Phrase says how many calls per solve ran on the float64 map of
+// solves certified on it, or "" when none did.
+func float64Phrase(s train.SolveSummary) string {
+	if s.Float64CallsMean == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2g on the float64 map)", s.Float64CallsMean)
 }

@@ -125,6 +125,7 @@ func TestTrainSummary(t *testing.T) {
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32")...)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "dense cell, 12 hidden, float32 matrix products, γ̄ 0.9 in l2, proven (certified on the float64 map)")
+	require.Regexp(t, `forward +broyden, tol 0.001: [0-9.]+ calls \([0-9.]+ on the float64 map\)`, out)
 	code, out, errOut = runCmd(tinyTrain(dir, "--epochs", "1", "--precision", "float32", "--json")...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "float32", decodeOne(t, out)["precision"])
