@@ -41,6 +41,12 @@ import (
 // products of Dense's JacobianPenalty (taken at the float32 map's
 // pre-activation).
 //
+// Package train extends a Float32 cell's precision beyond the cell
+// (train.ModelConfig.Precision): its dense model runs the encoder's and
+// the readout's products in float32 in the same way (float32 copies of
+// the weights, float32 accumulation, results widened to float64), and its
+// conv model the encoder's blocks after the first (ConvEncoderConfig).
+//
 // The zero value, DefaultPrecision, is unset: it selects the default of the
 // configuration that holds it, Float64 for this package's configurations.
 // The text form is "float64" or "float32", and "" for DefaultPrecision.
