@@ -9,8 +9,9 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	G "gorgonia.org/gorgonia"
 
+	"github.com/deqgo/deq/internal/f32"
 	"github.com/deqgo/deq/internal/mru"
-	"github.com/deqgo/deq/layers/internal/conv"
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -268,7 +269,7 @@ type denseEval struct {
 // Float32: float32 copies of W and U, the input rounded at SetInput, and
 // the operands and results of the products, each allocated on first use.
 type dense32 struct {
-	w, u   mirror32
+	w, u   f32.Mirror
 	x      []float32 // rows×Input
 	z, d   []float32 // rows×Hidden: the state or a cotangent, rounded
 	out    []float32 // rows×Hidden: a product
@@ -323,8 +324,8 @@ func (e *denseEval) SetInput(x []float64) error {
 	if f := e.f32; f != nil {
 		c := e.c
 		h, d := c.shape.Hidden, c.shape.Input
-		out := scratch32(&f.out, e.rows*h)
-		gemm32(blas.NoTrans, blas.NoTrans, e.rows, h, d, round32(&f.x, e.x), f.u.of(c.u.Data()), 0, out)
+		out := f32.Scratch(&f.out, e.rows*h)
+		f32.Gemm(blas.NoTrans, blas.NoTrans, e.rows, h, d, f32.Round(&f.x, e.x), f.u.Of(c.u.Data()), 0, out)
 		b := c.b.Data()
 		for i, v := range out {
 			e.cst[i] = b[i%h] + float64(v)
@@ -347,8 +348,8 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 	}
 	h := e.c.shape.Hidden
 	if f := e.f32; f != nil {
-		out := scratch32(&f.out, len(z))
-		gemm32(blas.NoTrans, blas.NoTrans, e.rows, h, h, round32(&f.z, z), f.w.of(e.c.w.Data()), 0, out)
+		out := f32.Scratch(&f.out, len(z))
+		f32.Gemm(blas.NoTrans, blas.NoTrans, e.rows, h, h, f32.Round(&f.z, z), f.w.Of(e.c.w.Data()), 0, out)
 		for i, v := range out {
 			dst[i] = e.cst[i] + float64(v)
 		}
@@ -370,7 +371,7 @@ func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
 	h := e.c.shape.Hidden
 	delta := e.delta(z, g)
 	if f := e.f32; f != nil {
-		e.mulWt32(dst, round32(&f.d, delta))
+		e.mulWt32(dst, f32.Round(&f.d, delta))
 		return
 	}
 	mulABt(1, dense(e.rows, h, delta), dense(h, h, e.c.w.Data()), 0, dense(e.rows, h, dst))
@@ -379,9 +380,9 @@ func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
 // mulWt32 writes d·Wᵀ into dst in single precision (Float32).
 func (e *denseEval) mulWt32(dst []float64, d []float32) {
 	f, h := e.f32, e.c.shape.Hidden
-	out := scratch32(&f.out, e.rows*h)
-	gemm32(blas.NoTrans, blas.Trans, e.rows, h, h, d, f.w.of(e.c.w.Data()), 0, out)
-	conv.Convert(dst, out)
+	out := f32.Scratch(&f.out, e.rows*h)
+	f32.Gemm(blas.NoTrans, blas.Trans, e.rows, h, h, d, f.w.Of(e.c.w.Data()), 0, out)
+	f32.Convert(dst, out)
 }
 
 // affineVJP32 is affineVJP for W, U and b in single precision (Float32):
@@ -390,21 +391,21 @@ func (e *denseEval) mulWt32(dst []float64, d []float32) {
 func (e *denseEval) affineVJP32(dz, dx, z, delta []float64) {
 	f, c := e.f32, e.c
 	rows, h, d := e.rows, c.shape.Hidden, c.shape.Input
-	d32 := round32(&f.d, delta)
+	d32 := f32.Round(&f.d, delta)
 	if dz != nil {
 		e.mulWt32(dz, d32)
 	}
-	gw := scratch32(&f.gw, h*h)
-	gemm32(blas.Trans, blas.NoTrans, h, h, rows, round32(&f.z, z), d32, 0, gw)
-	conv.AddTo(c.w.GradData(), gw)
+	gw := f32.Scratch(&f.gw, h*h)
+	f32.Gemm(blas.Trans, blas.NoTrans, h, h, rows, f32.Round(&f.z, z), d32, 0, gw)
+	f32.AddTo(c.w.GradData(), gw)
 	if dx != nil {
-		out := scratch32(&f.dx, rows*d)
-		gemm32(blas.NoTrans, blas.Trans, rows, d, h, d32, f.u.of(c.u.Data()), 0, out)
-		conv.Convert(dx, out)
+		out := f32.Scratch(&f.dx, rows*d)
+		f32.Gemm(blas.NoTrans, blas.Trans, rows, d, h, d32, f.u.Of(c.u.Data()), 0, out)
+		f32.Convert(dx, out)
 	}
-	gu := scratch32(&f.gu, d*h)
-	gemm32(blas.Trans, blas.NoTrans, d, h, rows, f.x, d32, 0, gu)
-	conv.AddTo(c.u.GradData(), gu)
+	gu := f32.Scratch(&f.gu, d*h)
+	f32.Gemm(blas.Trans, blas.NoTrans, d, h, rows, f.x, d32, 0, gu)
+	f32.AddTo(c.u.GradData(), gu)
 	addColSums(c.b.GradData(), delta, rows, h)
 }
 
@@ -433,7 +434,7 @@ func (e *denseEval) readGrads(dx []float64, grads G.Nodes) {
 func (e *denseEval) delta(z, g []float64) []float64 {
 	f := &e.fused
 	w := e.c.w.Data()
-	if f.inputs != e.inputs || !sameBits(f.z, z) || !sameBits(f.w, w) {
+	if f.inputs != e.inputs || !numeric.SameBits(f.z, z) || !numeric.SameBits(f.w, w) {
 		if f.deriv == nil {
 			f.deriv = make([]float64, e.Len())
 			f.delta = make([]float64, e.Len())

@@ -1,8 +1,6 @@
 package layers
 
 import (
-	"math"
-
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -96,18 +94,4 @@ func mulInto(dst []float64, alpha float64, a, b []float64) {
 	for i, v := range a {
 		dst[i] = alpha * v * b[i]
 	}
-}
-
-// sameBits reports whether a and b hold the same float64 bit patterns (so
-// a NaN matches itself and 0 does not match −0).
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if math.Float64bits(v) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package layers
 import (
 	"math"
 
+	"github.com/deqgo/deq/internal/numeric"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -119,7 +120,7 @@ type paramSnapshot struct{ vals [][]float64 }
 func (s *paramSnapshot) changed(srcs ...[]float64) bool {
 	same := len(s.vals) == len(srcs)
 	for i := 0; same && i < len(srcs); i++ {
-		same = len(s.vals[i]) == len(srcs[i]) && sameBits(s.vals[i], srcs[i])
+		same = len(s.vals[i]) == len(srcs[i]) && numeric.SameBits(s.vals[i], srcs[i])
 	}
 	if same {
 		return false

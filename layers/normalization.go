@@ -175,7 +175,7 @@ func (u units) norms(dst, w []float64) {
 // sync recomputes W into w unless V and g are bit for bit those of the
 // last compute.
 func (r *reparam) sync(w []float64) error {
-	if r.vAt != nil && sameBits(r.vAt, r.v.Data()) && (r.g == nil || sameBits(r.gAt, r.g.Data())) {
+	if r.vAt != nil && numeric.SameBits(r.vAt, r.v.Data()) && (r.g == nil || numeric.SameBits(r.gAt, r.g.Data())) {
 		return nil
 	}
 	return r.compute(w)

@@ -3,11 +3,7 @@ package layers
 import (
 	"fmt"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
-
 	"github.com/deqgo/deq/internal/enum"
-	"github.com/deqgo/deq/layers/internal/conv"
 )
 
 // Precision selects the floating-point precision of the matrix products of
@@ -44,6 +40,12 @@ import (
 // (EvalGraph and the reference VJPs) stay in float64, and so do the
 // products of Dense's JacobianPenalty (taken at the float32 map's
 // pre-activation).
+//
+// Package train extends a Float32 cell's precision beyond the cell
+// (train.ModelConfig.Precision): its dense model runs the encoder's and
+// the readout's products in float32 in the same way (float32 copies of
+// the weights, float32 accumulation, results widened to float64), and its
+// conv model the encoder's blocks after the first (ConvEncoderConfig).
 //
 // The zero value, DefaultPrecision, is unset: it selects the default of the
 // configuration that holds it, Float64 for this package's configurations.
@@ -95,60 +97,3 @@ func (p Precision) MarshalText() ([]byte, error) { return precisions.MarshalText
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParsePrecision.
 func (p *Precision) UnmarshalText(text []byte) error { return precisions.UnmarshalText(p, text) }
-
-// mirror32 is a float32 copy of float64 values (a parameter's), refreshed
-// when they change.
-type mirror32 struct {
-	src []float64 // the values last rounded
-	f32 []float32
-}
-
-// of returns v rounded to float32, rounding again only when v differs (bit
-// for bit) from the values last rounded.
-func (m *mirror32) of(v []float64) []float32 {
-	if len(m.f32) != len(v) {
-		m.src = make([]float64, len(v))
-		m.f32 = make([]float32, len(v))
-	} else if sameBits(m.src, v) {
-		return m.f32
-	}
-	copy(m.src, v)
-	conv.Convert(m.f32, v)
-	return m.f32
-}
-
-// round32 writes src rounded to float32 into dst (grown to len(src)) and
-// returns it.
-func round32(dst *[]float32, src []float64) []float32 {
-	d := scratch32(dst, len(src))
-	conv.Convert(d, src)
-	return d
-}
-
-// scratch32 returns *s with length n, allocating it when its capacity is
-// short.
-func scratch32(s *[]float32, n int) []float32 {
-	if cap(*s) < n {
-		*s = make([]float32, n)
-	}
-	return (*s)[:n]
-}
-
-// gemm32 sets (beta = 0) or adds to (beta = 1) the row-major m×n matrix
-// dst the product op(a)·op(b) of the row-major matrices a (m×k, or k×m
-// with ta) and b (k×n, or n×k with tb), in single precision (blas32).
-//
-// It is one call on the whole matrices, as Dense's float64 products are,
-// with every BLAS; conv.Gemm, which tiles in 64×64×64 blocks under gonum's
-// own BLAS, would there sum in another order (different float32 results
-// for a transposed b when k is not a multiple of 64).
-func gemm32(ta, tb blas.Transpose, m, n, k int, a, b []float32, beta float32, dst []float32) {
-	lda, ldb := k, n
-	if ta == blas.Trans {
-		lda = m
-	}
-	if tb == blas.Trans {
-		ldb = k
-	}
-	blas32.Implementation().Sgemm(ta, tb, m, n, k, 1, a, max(lda, 1), b, max(ldb, 1), beta, dst, max(n, 1))
-}

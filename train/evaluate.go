@@ -93,7 +93,7 @@ func (m *Model) evaluate(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 		n := b.Len()
 		w := m.work(n)
 		m.standardize(w.xs, b.X.RawMatrix().Data)
-		if err := m.encode(w.e, w.xs, n); err != nil {
+		if err := m.encode(w, w.e, n); err != nil {
 			return nil, err
 		}
 		l.SetSeeds(numeric.Mix(seed, uint64(i)), 0)

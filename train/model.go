@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
-
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/internal/f32"
 	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/layers"
@@ -25,7 +23,8 @@ type param struct {
 	name       string
 	rows, cols int
 	data, grad []float64
-	decay      bool // weight decay applies (matrices, not biases or normalisation)
+	decay      bool       // weight decay applies (matrices, not biases or normalisation)
+	m32        f32.Mirror // data rounded to float32, for the float32 products of affine
 }
 
 func newParam(name string, rows, cols int, decay bool) *param {
@@ -62,6 +61,7 @@ type Model struct {
 
 	rows, cols int // image size (the conv model's encoder reads it)
 	cell       layers.Cell
+	io32       bool                // the dense encoder and readout multiply in float32 (Config.Precision)
 	encW, encB *param              // the dense encoder (nil for conv)
 	conv       *layers.ConvEncoder // the conv encoder (nil otherwise)
 	hidW, hidB *param              // the readout's hidden layer (nil without Config.ReadoutHidden)
@@ -85,6 +85,7 @@ type work struct {
 	logits  []float64 // n·Classes
 	dlogits []float64 // ∂L/∂logits, n·Classes
 	gz      []float64 // ∂L/∂z*, n·HiddenLen
+	s32     work32    // the float32 operands and products of affine (Model.io32 only), grown on first use
 
 	// The training aids' scratch, allocated on first use: the Jacobian
 	// penalty's cotangents of z* and of the encoder's features, the
@@ -153,6 +154,9 @@ func newModelWith(cfg ModelConfig, rows, cols, classes int, norm *datasets.Norma
 			return nil, err
 		}
 	} else {
+		// The dense model's encoder and readout follow the cell's
+		// precision (the conv encoder follows it through ConvEncoder).
+		m.io32 = cfg.Cell == DenseCell && cfg.Precision == layers.Float32
 		con, err := layers.ConstraintFor(fnorm)
 		if err != nil {
 			return nil, err
@@ -272,40 +276,13 @@ func (m *Model) standardize(dst, x []float64) {
 	}
 }
 
-// general returns the rows×cols row-major matrix over data.
-func general(rows, cols int, data []float64) blas64.General {
-	return blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: data[:rows*cols]}
-}
-
-// affine writes y = x·W + b (n rows) into dst.
-func affine(dst []float64, n int, x []float64, w, b *param) {
-	for r := range n {
-		copy(dst[r*w.cols:(r+1)*w.cols], b.data)
-	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, general(n, w.rows, x), general(w.rows, w.cols, w.data), 1, general(n, w.cols, dst))
-}
-
-// affineBackward adds the gradients of ⟨g, x·W + b⟩ (n rows) to W and b
-// and, if dx is not nil, writes g·Wᵀ into dx.
-func affineBackward(dx []float64, n int, x, g []float64, w, b *param) {
-	blas64.Gemm(blas.Trans, blas.NoTrans, 1, general(n, w.rows, x), general(n, w.cols, g), 1, general(w.rows, w.cols, w.grad))
-	for r := range n {
-		for j, v := range g[r*w.cols : (r+1)*w.cols] {
-			b.grad[j] += v
-		}
-	}
-	if dx != nil {
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, general(n, w.cols, g), general(w.rows, w.cols, w.data), 0, general(n, w.rows, dx))
-	}
-}
-
-// encode writes the encoder features of the n standardised images xs into
-// e: relu(xs·We + be), or the conv encoder's output.
-func (m *Model) encode(e, xs []float64, n int) error {
+// encode writes the encoder features of the n standardised images w.xs
+// into e: relu(xs·We + be), or the conv encoder's output.
+func (m *Model) encode(w *work, e []float64, n int) error {
 	if m.conv != nil {
-		return m.conv.Forward(e, xs)
+		return m.conv.Forward(e, w.xs)
 	}
-	affine(e, n, xs, m.encW, m.encB)
+	affine(e, n, w.xs, m.encW, m.encB, m.scratch32(w), opEncoder)
 	for i, v := range e {
 		if v < 0 {
 			e[i] = 0
@@ -315,17 +292,18 @@ func (m *Model) encode(e, xs []float64, n int) error {
 }
 
 // encodeBackward adds the encoder's parameter gradients for the cotangent
-// de of the features e of the last encode of xs; it overwrites de.
-func (m *Model) encodeBackward(xs, e, de []float64, n int) error {
+// w.de of the features w.e of the last encode of w.xs; it overwrites w.de.
+func (m *Model) encodeBackward(w *work, n int) error {
 	if m.conv != nil {
-		return m.conv.Backward(de)
+		return m.conv.Backward(w.de)
 	}
-	for i, v := range e {
+	de := w.de
+	for i, v := range w.e {
 		if v <= 0 {
 			de[i] = 0
 		}
 	}
-	affineBackward(nil, n, xs, de, m.encW, m.encB)
+	affineBackward(nil, n, w.xs, de, m.encW, m.encB, m.scratch32(w), opEncoder)
 	return nil
 }
 
@@ -339,39 +317,51 @@ func (m *Model) readout(w *work, z []float64, n int) {
 		m.pool.forward(w.h, z, n)
 		h = w.h
 	}
+	s := m.scratch32(w)
 	if m.hidW != nil {
 		u := w.u[:n*m.hidW.cols]
-		affine(u, n, h, m.hidW, m.hidB)
+		affine(u, n, h, m.hidW, m.hidB, s, opFeatures)
 		for i, v := range u {
 			u[i] = max(v, 0)
 		}
-		h = u
+		affine(w.logits[:n*m.Classes], n, u, m.outW, m.outB, s, opHidden)
+		return
 	}
-	affine(w.logits[:n*m.Classes], n, h, m.outW, m.outB)
+	affine(w.logits[:n*m.Classes], n, h, m.outW, m.outB, s, opFeatures)
 }
 
 // readoutBackward adds the readout's parameter gradients for w.dlogits and
-// writes ∂L/∂z* into w.gz.
+// writes ∂L/∂z* into w.gz, for the last readout, which was of z.
 func (m *Model) readoutBackward(w *work, z []float64, n int) {
 	dh, h := w.gz, z // the features' cotangent and the features
 	if m.conv != nil {
 		dh, h = w.dh, w.h
 	}
+	s := m.scratch32(w)
 	if m.hidW != nil {
 		u, du := w.u[:n*m.hidW.cols], w.du[:n*m.hidW.cols]
-		affineBackward(du, n, u, w.dlogits, m.outW, m.outB)
+		affineBackward(du, n, u, w.dlogits, m.outW, m.outB, s, opHidden)
 		for i, v := range u {
 			if v <= 0 {
 				du[i] = 0
 			}
 		}
-		affineBackward(dh, n, h, du, m.hidW, m.hidB)
+		affineBackward(dh, n, h, du, m.hidW, m.hidB, s, opFeatures)
 	} else {
-		affineBackward(dh, n, h, w.dlogits, m.outW, m.outB)
+		affineBackward(dh, n, h, w.dlogits, m.outW, m.outB, s, opFeatures)
 	}
 	if m.conv != nil {
 		m.pool.backward(w.gz, w.dh, n)
 	}
+}
+
+// scratch32 returns w's float32 scratch if the model's encoder and
+// readout multiply in float32, and nil otherwise.
+func (m *Model) scratch32(w *work) *work32 {
+	if m.io32 {
+		return &w.s32
+	}
+	return nil
 }
 
 // Encode returns the encoder features of the n raw images x (row-major,
@@ -385,7 +375,7 @@ func (m *Model) Encode(x []float64, n int) ([]float64, error) {
 	w := m.work(n)
 	m.standardize(w.xs, x)
 	e := make([]float64, n*m.encLen)
-	if err := m.encode(e, w.xs, n); err != nil {
+	if err := m.encode(w, e, n); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -141,6 +141,20 @@ type ModelConfig struct {
 	// A float32 checkpoint of a deeper encoder written by a build that
 	// computed those blocks in float64 resumes with them in float32: a
 	// different map, within float32 rounding, not the exact continuation.
+	//
+	// For DenseCell it is also the precision of the encoder's and the
+	// readout's matrix products: forward xs·We and z·Wr (or z·W₁ and
+	// u·Wr with ReadoutHidden), backward the weight gradients xᵀg and the
+	// readout's cotangents g·Wᵀ. Their operands are rounded to float32
+	// (the weights through float32 copies refreshed whenever their
+	// float64 values change), the sums accumulated in float32 (blas32's
+	// Sgemm) and the results widened to float64. The biases, the ReLUs,
+	// the loss and its softmax, the parameters' gradients (to which the
+	// widened products are added) and the optimiser stay float64, and so
+	// do the conv model's readout and its encoder's first block. A float32 dense checkpoint written by a build
+	// that computed the encoder and readout in float64 evaluates and
+	// resumes with them in float32: likewise a different map, within
+	// float32 rounding.
 	Precision layers.Precision `json:",omitzero"`
 	// ReadoutHidden, if positive, puts a hidden layer of ReadoutHidden
 	// ReLU units between the fixed point's features (z*, or for the conv

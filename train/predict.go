@@ -52,7 +52,7 @@ func (m *Model) Predict(ctx context.Context, pixels []float64, s SolverConfig) (
 	}
 	w := m.work(1)
 	m.standardize(w.xs, pixels)
-	if err := m.encode(w.e, w.xs, 1); err != nil {
+	if err := m.encode(w, w.e, 1); err != nil {
 		return nil, err
 	}
 	l.SetSeeds(0, 0)

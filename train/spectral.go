@@ -61,7 +61,7 @@ func (m *Model) spectral(ctx context.Context, l *deq.Layer, d *datasets.Dataset,
 	}
 	w := m.work(n)
 	m.standardize(w.xs, d.X[:n*m.InputDim])
-	if err := m.encode(w.e, w.xs, n); err != nil {
+	if err := m.encode(w, w.e, n); err != nil {
 		return Spectrum{}, err
 	}
 	l.SetSeeds(seed, 0)

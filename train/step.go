@@ -104,7 +104,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 	if t.beforeRun != nil {
 		t.beforeRun(t.epoch, t.batch, w.xs)
 	}
-	if err := m.encode(w.e, w.xs, n); err != nil {
+	if err := m.encode(w, w.e, n); err != nil {
 		return nil, 0, "", err
 	}
 	t.clock.lap(&t.clock.encode)
@@ -164,7 +164,7 @@ func (t *Trainer) gradient(x []float64, labels []int, bm *BatchMetrics) (sol *de
 			return sol, correct, skip, err
 		}
 	}
-	err = m.encodeBackward(w.xs, w.e, w.de, n)
+	err = m.encodeBackward(w, n)
 	t.clock.lap(&t.clock.backward)
 	return sol, correct, "", err
 }

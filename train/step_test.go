@@ -113,7 +113,7 @@ func evalLoss(t *testing.T, m *Model, l *deq.Layer, x []float64, labels []int) f
 	n := len(labels)
 	w := m.work(n)
 	m.standardize(w.xs, x)
-	require.NoError(t, m.encode(w.e, w.xs, n))
+	require.NoError(t, m.encode(w, w.e, n))
 	sol, err := l.Forward(context.Background(), w.e)
 	require.NoError(t, err)
 	require.Equal(t, solver.Success, sol.Result.Status)
@@ -205,8 +205,8 @@ func TestStepMatchesGorgoniaGraph(t *testing.T) {
 // products run on one goroutine.
 func TestStepAllocatesNothingOfItsOwn(t *testing.T) {
 	chosen := map[string]bool{"dense": true, "conv-groupnorm": true, "conv-groupnorm-encoder-layers": true,
-		"conv-encoder-layers": true, "conv-groupnorm-readout-hidden": true}
-	for _, c := range stepCases() {
+		"conv-encoder-layers": true, "conv-groupnorm-readout-hidden": true, "dense-float32-readout-hidden": true}
+	for _, c := range append(stepCases(), denseFloat32Case()) {
 		if !chosen[c.name] {
 			continue
 		}
@@ -242,11 +242,11 @@ func stepAllocations(t *testing.T, c stepCase, mode deq.Backward) {
 	require.NoError(t, err)
 	own := testing.AllocsPerRun(20, func() {
 		m.standardize(w.xs, x)
-		require.NoError(t, m.encode(w.e, w.xs, n))
+		require.NoError(t, m.encode(w, w.e, n))
 		m.readout(w, sol.Z, n)
 		crossEntropy(w.dlogits, w.logits, labels, m.Classes)
 		m.readoutBackward(w, sol.Z, n)
-		require.NoError(t, m.encodeBackward(w.xs, w.e, w.de, n))
+		require.NoError(t, m.encodeBackward(w, n))
 		clipTo(trn.grads, globalNorm(trn.grads), 1e-3)
 		decay(trn.vals, trn.decay, 1-1e-6)
 		require.NoError(t, trn.adam.Update(trn.vals, trn.grads))

@@ -1,5 +1,7 @@
 package numeric
 
+import "math"
+
 // Golden is 2⁶⁴/φ, the increment of the SplitMix64 generator.
 const Golden = 0x9e3779b97f4a7c15
 
@@ -27,6 +29,20 @@ func Mix(a, b uint64) uint64 { return Finalize(a ^ (b + Golden + (a << 6) + (a >
 func AllFinite(x []float64) bool {
 	for _, v := range x {
 		if v-v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// SameBits reports whether a and b hold the same float64 bit patterns (so
+// a NaN matches itself and 0 does not match −0).
+func SameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if math.Float64bits(v) != math.Float64bits(b[i]) {
 			return false
 		}
 	}

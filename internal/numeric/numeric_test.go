@@ -48,3 +48,21 @@ func TestAllFinite(t *testing.T) {
 		require.Equal(t, tc.want, AllFinite(tc.x), "%v", tc.x)
 	}
 }
+
+func TestSameBits(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		a, b []float64
+		want bool
+	}{
+		{nil, nil, true},
+		{nil, []float64{}, true},
+		{[]float64{1, 2}, []float64{1, 2}, true},
+		{[]float64{1, 2}, []float64{1}, false},
+		{[]float64{1, 2}, []float64{1, math.Nextafter(2, 3)}, false},
+		{[]float64{nan}, []float64{nan}, true},
+		{[]float64{0}, []float64{math.Copysign(0, -1)}, false},
+	} {
+		require.Equal(t, tc.want, SameBits(tc.a, tc.b), "%v, %v", tc.a, tc.b)
+	}
+}

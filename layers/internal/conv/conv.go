@@ -251,20 +251,3 @@ func gemm[T Float](ta, tb blas.Transpose, m, n, k int, alpha T, a []T, lda int, 
 		blas32.Implementation().Sgemm(ta, tb, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 	}
 }
-
-// Convert writes src into dst, element by element, converted to D (rounded
-// from float64 to float32, or widened from float32 to float64).
-func Convert[D, S Float](dst []D, src []S) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = D(v)
-	}
-}
-
-// AddTo adds src into dst, element by element, in float64.
-func AddTo[S Float](dst []float64, src []S) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] += float64(v)
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deqgo/deq/internal/f32"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -385,8 +386,8 @@ func TestGemmFloat32(t *testing.T) {
 	const m, n, k = 70, 130, 150
 	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
 	a32, b32 := make([]float32, m*k), make([]float32, k*n)
-	Convert(a32, a)
-	Convert(b32, b)
+	f32.Convert(a32, a)
+	f32.Convert(b32, b)
 	c, ca := make([]float64, m*n), make([]float64, m*n)
 	Gemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
 	Gemm(false, false, m, n, k, 1, absAll(a), k, absAll(b), n, 0, ca, n)

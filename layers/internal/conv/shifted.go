@@ -89,7 +89,7 @@ func (s Shifted[T]) move(pack bool, mat []T, img []float64, ld, rows, b int) {
 		mc := mat[c*ld+at:]
 		for y := range s.H {
 			// Rows of W entries: an inline loop (T's shape is known here)
-			// costs less than a call to Convert per row.
+			// costs less than a call to f32.Convert per row.
 			mr, ir := mc[y*(w+1):y*(w+1)+w], ic[y*w:(y+1)*w]
 			if pack {
 				for i, v := range ir {
