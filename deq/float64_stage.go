@@ -2,7 +2,6 @@ package deq
 
 import (
 	"context"
-	"slices"
 
 	"github.com/deqgo/deq/solver"
 )
@@ -31,13 +30,12 @@ func (l *Layer) float64Stage(ctx context.Context, b *batch, first *solver.Result
 		s.Relative, s.Tol = false, first.Tol
 	}
 	s.Seed = fs.Seed ^ 0x6a09e667f3bcc909 // fresh draws for a stochastic cell
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.refFwd, Norm: b.norm}, slices.Clone(first.X), &s, l.s.Forward)
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: b.refFwd, Norm: b.norm}, first.X, &s, l.s.Forward)
 	if res == nil {
 		return nil, err
 	}
 	f, st := first.Stats, res.Stats
-	trace := make([]solver.TracePoint, 0, len(f.Trace)+len(st.Trace))
-	trace = append(trace, f.Trace...)
+	trace := f.Trace // appended to: first's own view keeps its length
 	for _, p := range st.Trace {
 		p.Iter += f.Iterations
 		p.Calls += f.Calls

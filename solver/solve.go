@@ -349,7 +349,8 @@ func (e *Env) RecordBound(x []float64, residual, bound float64) error {
 	return nil
 }
 
-// Solve finds a fixed point of p from x0 with method m. It validates its
+// Solve finds a fixed point of p from x0 with method m; it does not modify
+// x0. It validates its
 // arguments, runs the method, and certifies the residual of the returned
 // point (see Certificate). A nil settings means the defaults.
 //
