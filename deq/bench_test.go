@@ -56,6 +56,28 @@ func BenchmarkLayerPhantom(b *testing.B)      { benchLayer(b, Phantom) }
 // solves allocate once their workspace has grown.
 func BenchmarkLayerBroydenImplicit(b *testing.B) { benchLayerWith(b, Implicit, solver.Broyden{}) }
 
+// benchLayerFloat32 times the forward pass of BenchmarkLayerForward's
+// batch through the same dense cell with float32 products, Broyden to an
+// absolute 1e-3, certified on the cell's float64 map or not: the
+// difference is the float64 stage's cost.
+func benchLayerFloat32(b *testing.B, certify bool) {
+	cell := must(layers.NewDense(layers.DenseConfig{Hidden: 128, Input: 128, Lipschitz: layers.Constraint{Gamma: 0.8}, Precision: layers.Float32, Seed: 1}))
+	l := must(New(cell, &Settings{Forward: solver.Broyden{}, ForwardSettings: solver.Settings{Tol: 1e-3, NoTrace: true}, CertifyFloat64: certify}))
+	x := randVec(rand.New(rand.NewPCG(1, 1)), 256*128, 1)
+	calls := int64(0)
+	for b.Loop() {
+		sol, err := l.Forward(context.Background(), x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls = sol.Result.Stats.Calls
+	}
+	b.ReportMetric(float64(calls), "calls")
+}
+
+func BenchmarkLayerForwardFloat32(b *testing.B)          { benchLayerFloat32(b, false) }
+func BenchmarkLayerForwardFloat32Certified(b *testing.B) { benchLayerFloat32(b, true) }
+
 // redundantMeanField returns a tanh MeanField cell of m units whose units
 // are copies of its first prototypes units plus noise of relative size
 // 0.1, then projected: the "redundant" cells of the regime map, whose
