@@ -112,3 +112,19 @@ func TestCertifyFloat64Refused(t *testing.T) {
 	_, err := New(cell, &Settings{CertifyFloat64: true})
 	require.ErrorContains(t, err, "CertifyFloat64")
 }
+
+// TestCertifyFloat64OneStageInFloat64: for a cell in float64, whose
+// reference map is its own, CertifyFloat64 solves once: the same calls and
+// point as without it, no first stage, the solution proven.
+func TestCertifyFloat64OneStageInFloat64(t *testing.T) {
+	_, c64, x := float64Pair(t, 2)
+	st := solver.Settings{Tol: 1e-6, MaxIter: 200}
+	plain, err := must(New(c64, &Settings{Forward: solver.Anderson{}, ForwardSettings: st})).Forward(context.Background(), x)
+	require.NoError(t, err)
+	sol, err := must(New(c64, &Settings{Forward: solver.Anderson{}, ForwardSettings: st, CertifyFloat64: true})).Forward(context.Background(), x)
+	require.NoError(t, err)
+	require.Nil(t, sol.Float32)
+	require.True(t, sol.Proven)
+	require.Equal(t, plain.Result.Stats.Calls, sol.Result.Stats.Calls)
+	require.InDeltaSlice(t, plain.Z, sol.Z, 1e-12, "the same solve")
+}

@@ -92,7 +92,8 @@ type Solution struct {
 	// the solve of the cell's float32 map, whose point the float64 stage
 	// (Result) started from; it has no Certificate (the float64 stage
 	// certifies). Its work is counted in Result.Stats and TermEvals as
-	// well. Nil without CertifyFloat64, and when the first
+	// well. Nil without CertifyFloat64, for a float64 cell (one stage), and
+	// when the first
 	// stage ended the solve (an error, or Status Canceled, TimeLimit,
 	// Diverged or Failure: Result is then the float32 map's, and Proven is
 	// the cell's own Proven).
@@ -206,10 +207,14 @@ func (l *Layer) newBatch(n int) (*batch, error) {
 	b.proven = l.s.forwardProven(l.cell, b.norm)
 	b.fwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ev, layers.ExactOracle(ev), b.norm)
 	if l.s.CertifyFloat64 {
-		if b.ref, err = l.cell.(layers.Referenced).ReferenceEvaluator(n); err != nil {
+		ref, err := l.cell.(layers.Referenced).ReferenceEvaluator(n)
+		if err != nil {
 			return nil, err
 		}
-		b.refFwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, b.ref, layers.ExactOracle(b.ref), b.norm)
+		if ref != ev { // a Float64 cell's reference is its own map: one stage
+			b.ref = ref
+			b.refFwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ref, layers.ExactOracle(ref), b.norm)
+		}
 	}
 	gamma := l.cell.Gamma()
 	if l.s.Dropout > 0 {
@@ -304,7 +309,7 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if err := b.ev.SetInput(x); err != nil {
 		return nil, err
 	}
-	if b.ref != nil && b.ref != b.ev {
+	if b.ref != nil {
 		if err := b.ref.SetInput(x); err != nil {
 			return nil, err
 		}

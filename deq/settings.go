@@ -202,7 +202,8 @@ type Settings struct {
 	// relative tolerance the second stage keeps the first stage's
 	// absolute one. The gradients stay those of the float32 map (the
 	// backward pass and the adjoint solve use the cell's own evaluator).
-	// New refuses CertifyFloat64 for a cell that is not a
+	// For a cell in float64, whose reference map is its own, the solve
+	// has one stage. New refuses CertifyFloat64 for a cell that is not a
 	// layers.Referenced. False, the zero value, solves on the cell's own
 	// map only.
 	CertifyFloat64 bool

@@ -115,19 +115,22 @@ func upperQuad(g, x []float64) float64 {
 type paramSnapshot struct{ vals [][]float64 }
 
 // changed reports whether the values of srcs differ (bit for bit) from
-// those last recorded, and records them if so. It is true on the first
-// call. Comparing costs one pass over the values.
+// those last recorded, and records them if so, in the storage of the last
+// record when the lengths are unchanged. It is true on the first call.
+// Comparing costs one pass over the values.
 func (s *paramSnapshot) changed(srcs ...[]float64) bool {
 	same := len(s.vals) == len(srcs)
 	for i := 0; same && i < len(srcs); i++ {
-		same = len(s.vals[i]) == len(srcs[i]) && numeric.SameBits(s.vals[i], srcs[i])
+		same = numeric.SameBits(s.vals[i], srcs[i])
 	}
 	if same {
 		return false
 	}
-	s.vals = s.vals[:0]
-	for _, src := range srcs {
-		s.vals = append(s.vals, append([]float64(nil), src...))
+	if len(s.vals) != len(srcs) {
+		s.vals = make([][]float64, len(srcs))
+	}
+	for i, src := range srcs {
+		s.vals[i] = append(grow(s.vals[i], 0), src...)
 	}
 	return true
 }

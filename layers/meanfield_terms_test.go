@@ -274,3 +274,25 @@ func TestMeanBoundsFollowParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestParamSnapshotReusesStorage: recording changed values of unchanged
+// lengths allocates nothing, and the record follows the values.
+func TestParamSnapshotReusesStorage(t *testing.T) {
+	a, b := make([]float64, 64), make([]float64, 8)
+	var s paramSnapshot
+	if !s.changed(a, b) {
+		t.Fatal("the first call reports no change")
+	}
+	if s.changed(a, b) {
+		t.Fatal("unchanged values reported changed")
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		a[3]++
+		if !s.changed(a, b) {
+			t.Fatal("a change went unnoticed")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("recording a change allocates %v times", allocs)
+	}
+}
