@@ -32,6 +32,13 @@ type AugmentConfig struct {
 	// Scale is the largest random relative change of scale of a training
 	// image (see Rotate).
 	Scale float64 `json:",omitempty"`
+	// Flip mirrors every training image left to right with probability
+	// one half (datasets.Flipper), after its rotation and scaling and
+	// before its translation, the coins drawn from their own stream of
+	// Config.Seed and the batch's position, so that runs and resumed runs
+	// repeat. It suits classes symmetric under the reflection (clothing),
+	// not digits. No cell mirrors by default.
+	Flip bool `json:",omitempty"`
 }
 
 // defaults fills the defaults of a from the cell's, base (the shift's

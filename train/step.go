@@ -21,6 +21,9 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 	if t.warper != nil {
 		t.warper.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamWarp, t.position()))
 	}
+	if t.flipper != nil {
+		t.flipper.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamFlip, t.position()))
+	}
 	if t.shifter != nil {
 		t.shifter.Apply(b.X.RawMatrix().Data, mix3(t.cfg.Seed, streamAugment, t.position()))
 	}

@@ -262,7 +262,7 @@ func TestAugmentShiftsTrainingBatchesOnly(t *testing.T) {
 	cfg.Epochs, cfg.LR = 3, 0.01
 	_, plain := run(t, cfg, tr, te, tempPath(t, "plain.ckpt"))
 	var runs [][]byte
-	for _, aug := range []AugmentConfig{{Shift: 1}, {Rotate: 20, Scale: 0.15}, {Shift: 1, Rotate: 20}} {
+	for _, aug := range []AugmentConfig{{Shift: 1}, {Rotate: 20, Scale: 0.15}, {Shift: 1, Rotate: 20}, {Flip: true}, {Flip: true, Shift: 1}} {
 		t.Run(fmt.Sprintf("%+v", aug), func(t *testing.T) {
 			cfg := cfg
 			cfg.Augment = aug
@@ -319,17 +319,20 @@ func TestAugmentRefusesBadWarps(t *testing.T) {
 }
 
 // TestAugmentWarpsBeforeShifting: each training batch is rotated and
-// scaled (from the warp stream of the batch's position) and then
-// translated (from the augmentation stream), so that translations stay
-// whole pixels; the other order gives other images.
+// scaled (from the warp stream of the batch's position), then mirrored
+// (from the flip stream) and then translated (from the augmentation
+// stream), so that translations stay whole pixels; the other order gives
+// other images.
 func TestAugmentWarpsBeforeShifting(t *testing.T) {
 	tr, te := blobData(256, 100) // 4×4 images
 	cfg := tinyConfig()
 	cfg.Epochs = 1
-	cfg.Augment = AugmentConfig{Shift: 1, Rotate: 30, Scale: 0.2}
+	cfg.Augment = AugmentConfig{Shift: 1, Rotate: 30, Scale: 0.2, Flip: true}
 	trn, err := New(cfg, tr, te, nil)
 	require.NoError(t, err)
 	w, err := datasets.NewWarper(tr.Rows, tr.Cols, cfg.Augment.Rotate, cfg.Augment.Scale)
+	require.NoError(t, err)
+	f, err := datasets.NewFlipper(tr.Rows, tr.Cols)
 	require.NoError(t, err)
 	s, err := datasets.NewShifter(tr.Rows, tr.Cols, cfg.Augment.Shift)
 	require.NoError(t, err)
@@ -354,10 +357,12 @@ func TestAugmentWarpsBeforeShifting(t *testing.T) {
 		}
 		want := raw()
 		w.Apply(want, mix3(cfg.Seed, streamWarp, pos))
+		f.Apply(want, mix3(cfg.Seed, streamFlip, pos))
 		s.Apply(want, mix3(cfg.Seed, streamAugment, pos))
 		require.InDeltaSlice(t, standardized(want), xs, 1e-12, "batch %d", b)
 		other := raw()
 		s.Apply(other, mix3(cfg.Seed, streamAugment, pos))
+		f.Apply(other, mix3(cfg.Seed, streamFlip, pos))
 		w.Apply(other, mix3(cfg.Seed, streamWarp, pos))
 		require.NotEqual(t, standardized(other), xs, "batch %d in the other order", b)
 		checked++

@@ -90,6 +90,7 @@ type Trainer struct {
 	batcher   *datasets.Batcher
 	shifter   *datasets.Shifter // nil without Config.Augment.Shift
 	warper    *datasets.Warper  // nil without Config.Augment.Rotate or Scale
+	flipper   *datasets.Flipper // nil without Config.Augment.Flip
 	// The parameters' values and gradients in checkpoint order, and
 	// whether weight decay applies to each.
 	vals, grads [][]float64
@@ -210,6 +211,11 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 				field, v = "Augment.Scale", a.Scale // the rotation alone passes
 			}
 			return nil, &FieldError{Field: field, Value: v, Reason: "is refused: " + err.Error(), cause: err}
+		}
+	}
+	if c.Augment.Flip {
+		if t.flipper, err = datasets.NewFlipper(train.Rows, train.Cols); err != nil {
+			return nil, &FieldError{Field: "Augment.Flip", Value: true, Reason: "is refused: " + err.Error(), cause: err}
 		}
 	}
 	return t, nil
@@ -359,4 +365,6 @@ const (
 	// streamWarp draws the rotations and scalings of Augment; its value
 	// lies apart from the sequence above, which grows by one per stream.
 	streamWarp = 0x1a2b_3c4d_0000_0109
+	// streamFlip draws the mirrorings of Augment.
+	streamFlip = 0x1a2b_3c4d_0000_010a
 )

@@ -25,10 +25,13 @@ type progress struct {
 	total  int
 	done   int
 	last   *train.BatchMetrics
+	// evalSet names the set evaluated after every epoch: "test", or
+	// "validation" under --val.
+	evalSet string
 }
 
 func newProgress(w io.Writer, quiet, force bool) *progress {
-	p := &progress{w: w, quiet: quiet}
+	p := &progress{w: w, quiet: quiet, evalSet: "test"}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.useTTY = true
 	}
@@ -54,11 +57,11 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 		}
 	}
 	size += encoderPhrase(c.Model.EncoderLayers) + readoutPhrase(c.Model.ReadoutHidden)
-	if s := augmentPhrase(c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale); s != "" {
+	if s := augmentPhrase(c.Augment.Shift, c.Augment.Rotate, c.Augment.Scale, c.Augment.Flip); s != "" {
 		size += ", " + s
 	}
-	fmt.Fprintf(p.w, "training on %s (%d training, %d test images): %s cell, %s, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",
-		data.Name, data.Train.Len(), data.Test.Len(), c.Model.Cell, size, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)
+	fmt.Fprintf(p.w, "training on %s (%d training, %d %s images): %s cell, %s, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",
+		data.Name, data.Train.Len(), data.Test.Len(), p.evalSet, c.Model.Cell, size, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)
 	if epoch > 0 || batch > 0 {
 		fmt.Fprintf(p.w, "resuming at epoch %d batch %d\n", epoch+1, batch)
 	}
@@ -116,9 +119,17 @@ func (p *progress) epoch(e *train.EpochMetrics, epochs int, gamma float64) {
 	if !math.IsInf(gamma, 1) {
 		bound = fmt.Sprintf("γ̄ %g", gamma)
 	}
-	fmt.Fprintf(p.w, "epoch %d/%d  loss %.4f  train %.2f%%  test %.2f%%  fwd %.1f calls  bwd %.1f iters  cert max %.2g (%.0f%% ≤ tol)  ρ %.3f ‖J‖₂ %.3f (%s)%s  skipped %d  %.1f s\n",
-		e.Epoch, epochs, e.TrainLoss, 100*e.TrainAcc, 100*e.TestAcc, e.FwdCallsMean, e.BwdItersMean, e.CertBoundMax, 100*e.CertMetFrac,
+	fmt.Fprintf(p.w, "epoch %d/%d  loss %.4f  train %.2f%%  %s %.2f%%  fwd %.1f calls  bwd %.1f iters  cert max %.2g (%.0f%% ≤ tol)  ρ %.3f ‖J‖₂ %.3f (%s)%s  skipped %d  %.1f s\n",
+		e.Epoch, epochs, e.TrainLoss, 100*e.TrainAcc, p.evalShort(), 100*e.TestAcc, e.FwdCallsMean, e.BwdItersMean, e.CertBoundMax, 100*e.CertMetFrac,
 		e.SpectralRadius, e.SpectralNorm, bound, aids, e.Skipped, e.EpochSeconds)
+}
+
+// evalShort is evalSet as the epoch line spells it.
+func (p *progress) evalShort() string {
+	if p.evalSet == "validation" {
+		return "val"
+	}
+	return p.evalSet
 }
 
 func (p *progress) logf(format string, args ...any) {

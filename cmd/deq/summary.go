@@ -20,6 +20,10 @@ type trainSummary struct {
 	Data      string `json:"data"`
 	TrainSize int    `json:"train_size"`
 	TestSize  int    `json:"test_size"`
+	// Validation reports that the run evaluated on training images held
+	// out by --val instead of the test set: TestSize and the final
+	// metrics' test fields are then the validation set's.
+	Validation bool `json:"validation,omitempty"`
 	BLAS      string `json:"blas"`
 	Cell      string `json:"cell"`
 	Hidden    int    `json:"hidden"`
@@ -69,6 +73,9 @@ type trainSummary struct {
 	// Scale is their largest random relative change of scale, omitted
 	// when none.
 	Scale float64 `json:"scale,omitempty"`
+	// Flip reports that the training images were mirrored left to right
+	// at random, omitted when they were not.
+	Flip bool `json:"flip,omitempty"`
 	// Final is the last epoch's metrics line.
 	Final train.EpochMetrics `json:"final"`
 	// LossGrowth is the largest train.EpochMetrics.LossGrowth of the
@@ -83,10 +90,13 @@ type trainSummary struct {
 }
 
 // augmentPhrase describes a run's random translations, rotations and
-// scalings of its training images (Config.Augment's Shift, Rotate and
-// Scale), "" for none.
-func augmentPhrase(shift int, rotate, scale float64) string {
+// scalings and mirrorings of its training images (Config.Augment's Shift,
+// Rotate, Scale and Flip), "" for none.
+func augmentPhrase(shift int, rotate, scale float64, flip bool) string {
 	var parts []string
+	if flip {
+		parts = append(parts, "mirrored at random")
+	}
 	if shift > 0 {
 		parts = append(parts, "translated by up to "+plural(shift, "pixel"))
 	}
@@ -174,7 +184,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 		Backward: c.Backward.Mode.String(), EvalSolver: c.Eval.Method.String(), EvalTol: number(c.Eval.Tol),
 		Epochs: len(res.Epochs), WallSeconds: wall.Seconds(), Proven: tr.Model().Proven(),
 		Normalization: c.Model.Normalization.String(), Precision: c.Model.Precision.String(), Aids: c.Aids,
-		Shift: max(c.Augment.Shift, 0), Rotate: c.Augment.Rotate, Scale: c.Augment.Scale,
+		Shift: max(c.Augment.Shift, 0), Rotate: c.Augment.Rotate, Scale: c.Augment.Scale, Flip: c.Augment.Flip,
 		ReadoutHidden: c.Model.ReadoutHidden,
 		Seed:          c.Seed, Batch: c.BatchSize, LR: c.LR, Schedule: c.Schedule.String(),
 		WeightDecay: c.WeightDecay, ClipNorm: max(c.ClipNorm, 0),
@@ -212,10 +222,14 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 
 func (s *trainSummary) write(w io.Writer) error {
 	e := s.Final
+	set := "test"
+	if s.Validation {
+		set = "validation"
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "test accuracy\t%.2f%% (%d test images) after %s; train accuracy %.2f%%, loss %.4f\n",
-		100*e.TestAcc, s.TestSize, plural(s.Epochs, "epoch"), 100*e.TrainAcc, e.TrainLoss)
-	fmt.Fprintf(tw, "data\t%s: %d training, %d test images; BLAS %s\n", s.Data, s.TrainSize, s.TestSize, s.BLAS)
+	fmt.Fprintf(tw, "%s accuracy\t%.2f%% (%d %s images) after %s; train accuracy %.2f%%, loss %.4f\n",
+		set, 100*e.TestAcc, s.TestSize, set, plural(s.Epochs, "epoch"), 100*e.TrainAcc, e.TrainLoss)
+	fmt.Fprintf(tw, "data\t%s: %d training, %d %s images; BLAS %s\n", s.Data, s.TrainSize, s.TestSize, set, s.BLAS)
 	proof := "proven"
 	if s.Proven && s.Precision == layers.Float32.String() {
 		proof += " (certified on the float64 map)"
@@ -244,7 +258,7 @@ func (s *trainSummary) write(w io.Writer) error {
 	// The precision is always named: its default depends on the cell (and
 	// for the conv cell on the solvers).
 	prec := ", " + s.Precision + " matrix products"
-	shift := augmentPhrase(s.Shift, s.Rotate, s.Scale)
+	shift := augmentPhrase(s.Shift, s.Rotate, s.Scale, s.Flip)
 	if shift != "" {
 		shift = "; " + shift
 	}
@@ -253,16 +267,16 @@ func (s *trainSummary) write(w io.Writer) error {
 		s.Solver, float64(s.Tol), e.FwdCallsMean, float64Phrase(e.Forward), e.FwdItersMean, e.Forward.Unconverged, e.Batches, e.Skipped)
 	fmt.Fprintf(tw, "certificates\ttraining (last epoch): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
 		e.CertBoundMax, e.CertBoundMean, 100*e.CertMetFrac, certRules(e.Forward))
-	fmt.Fprintf(tw, "\ttest (%s, tol %g%s): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
-		s.EvalSolver, float64(s.EvalTol), float64Phrase(e.Test), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac, certRules(e.Test))
+	fmt.Fprintf(tw, "\t%s (%s, tol %g%s): ‖f(z) − z‖ ≤ %.3g max, %.3g mean; %.1f%% of batches ≤ tol%s\n",
+		set, s.EvalSolver, float64(s.EvalTol), float64Phrase(e.Test), e.Test.CertBoundMax, e.Test.CertBoundMean, 100*e.Test.CertMetFrac, certRules(e.Test))
 	fmt.Fprintf(tw, "backward\t%s: %.1f iterations, %.1f calls per batch\n", s.Backward, e.BwdItersMean, e.BwdCallsMean)
 	fmt.Fprintf(tw, "terms\t%.4g forward, %.4g backward term evaluations per batch (one term on the whole batch; certificate included)", e.FwdTermEvalsMean, e.BwdTermEvalsMean)
 	if e.TermRelVar > 0 {
 		fmt.Fprintf(tw, "; single-term relative variance σ²/‖z*‖² %.3g", e.TermRelVar)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d test images)%s\n",
-		e.SpectralRadius, e.SpectralNorm, train.SpectralBatch, besideGamma(float64(s.Gamma), s.Normalization))
+	fmt.Fprintf(tw, "jacobian\tspectral radius %.4g, spectral norm %.4g at z* (first %d %s images)%s\n",
+		e.SpectralRadius, e.SpectralNorm, train.SpectralBatch, set, besideGamma(float64(s.Gamma), s.Normalization))
 	if aids := s.aids(); aids != "" {
 		fmt.Fprintf(tw, "aids\t%s\n", aids)
 	}

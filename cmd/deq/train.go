@@ -214,6 +214,9 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		cfg = dataDefaults(cfg, spec, cmd.Flags().Changed)
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)
+	if f.val > 0 {
+		lg.evalSet = "validation"
+	}
 	var metricsFile *os.File // opened once the trainer accepts the data
 	var metricsErr error
 	warned := false   // the loss-growth warning was printed
@@ -294,6 +297,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		}
 	}
 	sum := summarize(data, tr, res, wall)
+	sum.Validation = f.val > 0
 	if f.json {
 		b, err := json.Marshal(sum)
 		if err != nil {

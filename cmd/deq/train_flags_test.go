@@ -325,6 +325,28 @@ func TestValFlagHoldsOutTrainingImages(t *testing.T) {
 	m := decodeOne(t, out)
 	require.Equal(t, 50.0, m["train_size"])
 	require.Equal(t, 30.0, m["test_size"])
+	require.Equal(t, true, m["validation"])
+
+	// The progress lines and the text summary name the validation set,
+	// and a run without --val names the test set.
+	args := []string{"train", "--data", "synthetic", "--train-limit", "80", "--test-limit", "10",
+		"--hidden", "8", "--batch", "16", "--epochs", "1"}
+	code, out, errOut = runCmd(append(args, "--val", "30")...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "(50 training, 30 validation images)")
+	require.Regexp(t, `epoch 1/1 .* val \d`, errOut)
+	require.Contains(t, out, "validation accuracy")
+	require.Contains(t, out, "(30 validation images)")
+	require.NotContains(t, out, "test")
+	code, out, errOut = runCmd(args...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "(80 training, 10 test images)")
+	require.Regexp(t, `epoch 1/1 .* test \d`, errOut)
+	require.Contains(t, out, "test accuracy")
+	require.NotContains(t, out, "validation")
+	code, out, errOut = runCmd(append(args, "--quiet", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, decodeOne(t, out), "validation")
 }
 
 // TestValHoldsOutTheDataSeedsSplit: the images --val holds out (through

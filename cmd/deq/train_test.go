@@ -182,21 +182,24 @@ func TestTrainSummary(t *testing.T) {
 }
 
 // TestAugmentPhrase: the phrase names each augmentation in use
-// (translations, rotations, scalings) and is empty without any.
+// (mirrorings, translations, rotations, scalings) and is empty without any.
 func TestAugmentPhrase(t *testing.T) {
 	for _, tc := range []struct {
 		shift         int
 		rotate, scale float64
+		flip          bool
 		want          string
 	}{
-		{0, 0, 0, ""},
-		{-1, 0, 0, ""},
-		{2, 0, 0, "training images translated by up to 2 pixels"},
-		{0, 15, 0, "training images rotated by up to 15°"},
-		{0, 0, 0.1, "training images scaled by up to 10%"},
-		{1, 12.5, 0.05, "training images translated by up to 1 pixel, rotated by up to 12.5°, scaled by up to 5%"},
+		{0, 0, 0, false, ""},
+		{-1, 0, 0, false, ""},
+		{2, 0, 0, false, "training images translated by up to 2 pixels"},
+		{0, 15, 0, false, "training images rotated by up to 15°"},
+		{0, 0, 0.1, false, "training images scaled by up to 10%"},
+		{0, 0, 0, true, "training images mirrored at random"},
+		{1, 12.5, 0.05, false, "training images translated by up to 1 pixel, rotated by up to 12.5°, scaled by up to 5%"},
+		{1, 0, 0, true, "training images mirrored at random, translated by up to 1 pixel"},
 	} {
-		require.Equal(t, tc.want, augmentPhrase(tc.shift, tc.rotate, tc.scale), "%+v", tc)
+		require.Equal(t, tc.want, augmentPhrase(tc.shift, tc.rotate, tc.scale, tc.flip), "%+v", tc)
 	}
 }
 
