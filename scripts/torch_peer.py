@@ -55,7 +55,9 @@ names of deq's train.PhaseSeconds: "encode", "solve" (the forward solve under
 no_grad), "readout" (readout and loss, without their gradients), "backward"
 (the graph of the cell step at z* and loss.backward(), the adjoint solve and
 every gradient included), "step" (clipping, Adam, schedule, projection) and
-"eval" (the test-set evaluation, outside "train_seconds").
+"eval" (the test-set evaluation, outside "train_seconds"); its "phase_cpu"
+are the same phases' processor seconds (time.process_time, every thread of
+the process), so that phase_cpu over phases is the cores a phase kept busy.
 """
 
 import argparse
@@ -121,6 +123,7 @@ class SolveStats:
         self.iters = 0
         self.met = True
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
 
 
 def batch_residual(fz, z):
@@ -343,10 +346,11 @@ def deq_forward(model, inj, fwd, bwd, training):
     differentiation; bwd None: the one-step Jacobian-free gradient, the
     step alone, TorchDEQ's default grad=1, tau=1)."""
     f = lambda z: model.cell(z, inj)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with torch.no_grad():
         z_star, fst = fwd(f, torch.zeros_like(inj))
     fst.seconds = time.perf_counter() - t0
+    fst.cpu_seconds = time.process_time() - c0
     bst = SolveStats()
     if not training:
         return z_star, fst, bst
@@ -421,26 +425,34 @@ def run(args):
         # backward: the graph of the cell step at z*, then loss.backward()
         # with the adjoint solve in its hook; the optimiser step.
         ph = {"encode": 0.0, "solve": 0.0, "readout": 0.0, "backward": 0.0, "step": 0.0}
+        # The same phases' processor seconds (time.process_time: every
+        # thread of the process, torch's intra-op pool included).
+        cpu = {"encode": 0.0, "solve": 0.0, "readout": 0.0, "backward": 0.0, "step": 0.0}
         for i in range(nb):
             idx = perm[i * args.batch : (i + 1) * args.batch]
             x, y = xtr[idx], ytr[idx]
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             inj = model.injection(x)
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             z, fst, bst = deq_forward(model, inj, fwd, bwd, True)
-            t3 = time.perf_counter()
+            t3, c3 = time.perf_counter(), time.process_time()
             h = F.avg_pool2d(z, 2).flatten(1) if args.model == "conv" else z
             logits = model.out(h)
             loss = F.cross_entropy(logits, y)
-            t4 = time.perf_counter()
+            t4, c4 = time.perf_counter(), time.process_time()
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            t5 = time.perf_counter()
+            t5, c5 = time.perf_counter(), time.process_time()
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()
             sched.step()
             model.project()
-            t6 = time.perf_counter()
+            t6, c6 = time.perf_counter(), time.process_time()
+            cpu["encode"] += c2 - c1
+            cpu["solve"] += fst.cpu_seconds
+            cpu["backward"] += (c3 - c2 - fst.cpu_seconds) + (c5 - c4)
+            cpu["readout"] += c4 - c3
+            cpu["step"] += c6 - c5
             ph["encode"] += t2 - t1
             ph["solve"] += fst.seconds
             ph["backward"] += (t3 - t2 - fst.seconds) + (t5 - t4)
@@ -453,7 +465,7 @@ def run(args):
             fwd_met += int(fst.met)
         train_seconds = time.perf_counter() - t0
         model.eval()
-        t_eval = time.perf_counter()
+        t_eval, c_eval = time.perf_counter(), time.process_time()
         test_correct = 0
         with torch.no_grad():
             for i in range(0, len(xte), args.eval_batch):
@@ -463,6 +475,7 @@ def run(args):
                 h = F.avg_pool2d(z, 2).flatten(1) if args.model == "conv" else z
                 test_correct += (model.out(h).argmax(1) == yte[i : i + args.eval_batch]).sum().item()
         ph["eval"] = time.perf_counter() - t_eval
+        cpu["eval"] = time.process_time() - c_eval
         rec = {
             "epoch": epoch + 1,
             "train_seconds": train_seconds,
@@ -473,6 +486,7 @@ def run(args):
             "bwd_iters_mean": bwd_iters / nb,
             "fwd_met_frac": fwd_met / nb,
             "phases": ph,
+            "phase_cpu": cpu,
         }
         history.append(rec)
         print(json.dumps(rec), flush=True)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/deqgo/deq/internal/cputime"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -244,6 +245,13 @@ type EpochMetrics struct {
 	TrainSeconds float64      `json:"train_seconds"`
 	EvalSeconds  float64      `json:"eval_seconds"`
 	Phases       PhaseSeconds `json:"phases,omitzero"`
+	// PhaseCPU is the processor time of the process in each phase, in
+	// seconds: user and system time of all its threads (the Go runtime's
+	// and OpenBLAS's), so that PhaseCPU.Solve / Phases.Solve is the number
+	// of cores the forward solves kept busy on average. It is zero on a
+	// platform where the processor time is not read (other than unix),
+	// and like the wall times it is not saved in checkpoints.
+	PhaseCPU PhaseSeconds `json:"phase_cpu,omitzero"`
 }
 
 // PhaseSeconds splits the wall time of a training epoch by phase, in
@@ -278,34 +286,43 @@ type PhaseSeconds struct {
 // Train returns the sum of the training phases (all but Eval).
 func (p PhaseSeconds) Train() float64 { return p.Encode + p.Solve + p.Readout + p.Backward + p.Step }
 
-// phaseClock accumulates the training phases of an epoch. It is kept
-// apart from epochAcc, which checkpoints save, since wall times differ
-// between runs.
+// phaseClock accumulates the wall and processor times of the training
+// phases of an epoch. It is kept apart from epochAcc, which checkpoints
+// save, since times differ between runs.
 type phaseClock struct {
-	encode, solve, readout, backward, step time.Duration
-	last                                   time.Time // end of the previous phase
+	encode, solve, readout, backward, step phaseTime
+	last                                   time.Time     // end of the previous phase
+	lastCPU                                time.Duration // the process's processor time then
 }
+
+// phaseTime is the wall and processor time of a phase.
+type phaseTime struct{ wall, cpu time.Duration }
 
 // start marks the beginning of a batch's first phase.
-func (c *phaseClock) start() { c.last = time.Now() }
+func (c *phaseClock) start() { c.last, c.lastCPU = time.Now(), cputime.Process() }
 
-// lap adds the time since the end of the previous phase (or start) to
-// *phase and returns it.
-func (c *phaseClock) lap(phase *time.Duration) {
-	now := time.Now()
-	*phase += now.Sub(c.last)
-	c.last = now
+// lap adds the times since the end of the previous phase (or start) to
+// *phase.
+func (c *phaseClock) lap(phase *phaseTime) {
+	now, cpu := time.Now(), cputime.Process()
+	phase.wall += now.Sub(c.last)
+	phase.cpu += cpu - c.lastCPU
+	c.last, c.lastCPU = now, cpu
 }
 
-// seconds returns the training phases, with Eval zero.
-func (c *phaseClock) seconds() PhaseSeconds {
-	return PhaseSeconds{Encode: c.encode.Seconds(), Solve: c.solve.Seconds(), Readout: c.readout.Seconds(),
-		Backward: c.backward.Seconds(), Step: c.step.Seconds()}
+// seconds returns the training phases' wall and processor seconds, with
+// Eval zero.
+func (c *phaseClock) seconds() (wall, cpu PhaseSeconds) {
+	wall = PhaseSeconds{Encode: c.encode.wall.Seconds(), Solve: c.solve.wall.Seconds(), Readout: c.readout.wall.Seconds(),
+		Backward: c.backward.wall.Seconds(), Step: c.step.wall.Seconds()}
+	cpu = PhaseSeconds{Encode: c.encode.cpu.Seconds(), Solve: c.solve.cpu.Seconds(), Readout: c.readout.cpu.Seconds(),
+		Backward: c.backward.cpu.Seconds(), Step: c.step.cpu.Seconds()}
+	return wall, cpu
 }
 
 // clearTimes zeroes the wall times, as checkpoints store the epoch.
 func (e *EpochMetrics) clearTimes() {
-	e.EpochSeconds, e.TrainSeconds, e.EvalSeconds, e.Phases = 0, 0, 0, PhaseSeconds{}
+	e.EpochSeconds, e.TrainSeconds, e.EvalSeconds, e.Phases, e.PhaseCPU = 0, 0, 0, PhaseSeconds{}, PhaseSeconds{}
 }
 
 // LossGrowthFactor is the ratio of an epoch's mean training loss to the

@@ -3,7 +3,10 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
+
+	"github.com/deqgo/deq/internal/cputime"
 
 	"github.com/stretchr/testify/require"
 )
@@ -11,7 +14,8 @@ import (
 // TestPhaseSeconds: every training phase of an epoch is timed, the phases
 // lie within the epoch's training time and account for most of it, the
 // evaluation phase is EvalSeconds, and the breakdown survives the JSON
-// boundary under its documented names.
+// boundary under its documented names; so do the phases' processor
+// times, which never exceed every core for the phase's wall time.
 func TestPhaseSeconds(t *testing.T) {
 	tr, te := blobData(512, 150)
 	cfg := tinyConfig()
@@ -33,6 +37,21 @@ func TestPhaseSeconds(t *testing.T) {
 		// What the phases leave out is drawing the batch and the epoch's
 		// bookkeeping: a small part, whatever the load.
 		require.GreaterOrEqual(t, p.Train(), e.TrainSeconds/2, "phases %+v of %.4g s", p, e.TrainSeconds)
+
+		// Processor time: some in the training phases, never more than
+		// every core for the whole wall time (with getrusage's rounding).
+		c := e.PhaseCPU
+		if !cputime.Supported {
+			require.Equal(t, PhaseSeconds{}, c)
+			continue
+		}
+		require.Positive(t, c.Train(), "epoch %d", e.Epoch)
+		cores := float64(runtime.NumCPU())
+		for name, v := range map[string][2]float64{"encode": {c.Encode, p.Encode}, "solve": {c.Solve, p.Solve}, "readout": {c.Readout, p.Readout},
+			"backward": {c.Backward, p.Backward}, "step": {c.Step, p.Step}, "eval": {c.Eval, p.Eval}} {
+			require.GreaterOrEqual(t, v[0], 0.0, "epoch %d phase %s", e.Epoch, name)
+			require.LessOrEqual(t, v[0], cores*v[1]+0.02, "epoch %d phase %s: %.4g s of processor time in %.4g s", e.Epoch, name, v[0], v[1])
+		}
 	}
 
 	b, err := json.Marshal(res.Epochs[0])
@@ -44,9 +63,13 @@ func TestPhaseSeconds(t *testing.T) {
 	for _, k := range []string{"encode", "solve", "readout", "backward", "step", "eval"} {
 		require.Contains(t, phases, k)
 	}
+	if cputime.Supported {
+		require.Contains(t, raw, "phase_cpu")
+	}
 	var back EpochMetrics
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, res.Epochs[0].Phases, back.Phases)
+	require.Equal(t, res.Epochs[0].PhaseCPU, back.PhaseCPU)
 }
 
 // TestPhaseSecondsNotCheckpointed: a checkpoint does not keep the wall
@@ -59,9 +82,11 @@ func TestPhaseSecondsNotCheckpointed(t *testing.T) {
 	res, b := run(t, cfg, tr, te, path)
 	require.Positive(t, res.Epochs[0].Phases.Solve)
 	require.NotContains(t, string(b), `"phases"`, "the checkpoint's bytes do not depend on wall times")
+	require.NotContains(t, string(b), `"phase_cpu"`, "nor on processor times")
 	trn, err := Resume(path, tr, te, nil)
 	require.NoError(t, err)
 	h := trn.History()
 	require.Len(t, h, 1)
 	require.Equal(t, PhaseSeconds{}, h[0].Phases)
+	require.Equal(t, PhaseSeconds{}, h[0].PhaseCPU)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
+	"github.com/deqgo/deq/internal/cputime"
 	"github.com/deqgo/deq/internal/numeric"
 )
 
@@ -277,7 +278,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			first = t.history[0].TrainLoss
 		}
 		em.LossGrowth = lossGrowth(em.TrainLoss, first, t.model.Classes)
-		evalStart := time.Now()
+		evalStart, evalCPU := time.Now(), cputime.Process()
 		ev, err := t.model.evaluate(ctx, t.evalLayer, t.test, t.cfg.EvalBatchSize, t.cfg.Eval.Tol, mix3(t.cfg.Seed, streamEval, uint64(t.epoch)))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -298,8 +299,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		em.TrainSeconds = trainTime.Seconds()
 		em.EvalSeconds = time.Since(evalStart).Seconds()
 		em.EpochSeconds = time.Since(start).Seconds()
-		em.Phases = t.clock.seconds()
+		em.Phases, em.PhaseCPU = t.clock.seconds()
 		em.Phases.Eval = em.EvalSeconds
+		em.PhaseCPU.Eval = (cputime.Process() - evalCPU).Seconds()
 		t.history = append(t.history, em)
 		t.epoch++
 		t.batch = 0

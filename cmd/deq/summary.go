@@ -23,10 +23,10 @@ type trainSummary struct {
 	// Validation reports that the run evaluated on training images held
 	// out by --val instead of the test set: TestSize and the final
 	// metrics' test fields are then the validation set's.
-	Validation bool `json:"validation,omitempty"`
-	BLAS      string `json:"blas"`
-	Cell      string `json:"cell"`
-	Hidden    int    `json:"hidden"`
+	Validation bool   `json:"validation,omitempty"`
+	BLAS       string `json:"blas"`
+	Cell       string `json:"cell"`
+	Hidden     int    `json:"hidden"`
 	// Channels, Groups and Kernels describe the conv cell, EncoderLayers
 	// the convolution blocks of its encoder (conv only).
 	Channels      int `json:"channels,omitempty"`
@@ -282,14 +282,24 @@ func (s *trainSummary) write(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "time\t%.1f s, %.1f s per epoch\n", s.WallSeconds, s.SecondsPerEpoch)
 	if e.EpochSeconds > 0 {
-		p := e.Phases
-		fmt.Fprintf(tw, "phases\tlast epoch: encoder %.3g s, forward solve %.3g s, readout and loss %.3g s, backward %.3g s, optimiser %.3g s, other %.3g s; evaluation %.3g s\n",
-			p.Encode, p.Solve, p.Readout, p.Backward, p.Step, max(e.TrainSeconds-p.Train(), 0), p.Eval)
+		p, c := e.Phases, e.PhaseCPU
+		fmt.Fprintf(tw, "phases\tlast epoch: encoder %s, forward solve %s, readout and loss %s, backward %s, optimiser %s, other %.3g s; evaluation %s\n",
+			phaseTime(p.Encode, c.Encode), phaseTime(p.Solve, c.Solve), phaseTime(p.Readout, c.Readout), phaseTime(p.Backward, c.Backward),
+			phaseTime(p.Step, c.Step), max(e.TrainSeconds-p.Train(), 0), phaseTime(p.Eval, c.Eval))
 	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", strings.TrimPrefix(w, "warning: "))
 	}
 	return tw.Flush()
+}
+
+// phaseTime gives a phase's wall seconds and, where its processor
+// seconds cpu are known (positive), the cores it kept busy on average.
+func phaseTime(wall, cpu float64) string {
+	if cpu <= 0 || wall <= 0 {
+		return fmt.Sprintf("%.3g s", wall)
+	}
+	return fmt.Sprintf("%.3g s (%.1f cores)", wall, cpu/wall)
 }
 
 // float64Phrase says how many calls per solve ran on the float64 map of

@@ -530,3 +530,19 @@ func TestTrainCPUProfile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "{}\n", string(b), "the profile's file is created before --metrics is opened")
 }
+
+// TestPhaseTime: a phase's seconds, with the cores it kept busy where its
+// processor time is known.
+func TestPhaseTime(t *testing.T) {
+	for _, tc := range []struct {
+		wall, cpu float64
+		want      string
+	}{
+		{2.5, 0, "2.5 s"},
+		{2.5, 4.75, "2.5 s (1.9 cores)"},
+		{0.0123, 0.0123, "0.0123 s (1.0 cores)"},
+		{0, 0.01, "0 s"},
+	} {
+		require.Equal(t, tc.want, phaseTime(tc.wall, tc.cpu), "%+v", tc)
+	}
+}

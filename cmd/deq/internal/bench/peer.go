@@ -22,6 +22,7 @@ import (
 	"github.com/deqgo/deq/datasets"
 	"github.com/deqgo/deq/deq"
 	"github.com/deqgo/deq/internal/blasimpl"
+	"github.com/deqgo/deq/internal/cputime"
 	"github.com/deqgo/deq/layers"
 	"github.com/deqgo/deq/train"
 )
@@ -222,16 +223,19 @@ func peerOurs(ctx context.Context, s *settings, ps peerSetup, cfg train.Config, 
 	if cfg.Model.Precision == layers.Float32 {
 		side.DType = "float32 cell products, float64 state"
 	}
-	var phases []report.Phases
+	var phases, cpu []report.Phases
 	for _, e := range res.Epochs {
 		side.EpochSeconds = append(side.EpochSeconds, e.TrainSeconds)
 		side.EpochTestAcc = append(side.EpochTestAcc, e.TestAcc)
 		side.SecondsPerEpoch += e.TrainSeconds / float64(len(res.Epochs))
 		side.TestAcc = e.TestAcc
-		p := e.Phases
-		phases = append(phases, report.Phases{Encode: p.Encode, Solve: p.Solve, Readout: p.Readout, Backward: p.Backward, Step: p.Step, Eval: p.Eval})
+		phases = append(phases, reportPhases(e.Phases))
+		cpu = append(cpu, reportPhases(e.PhaseCPU))
 	}
 	side.Phases = meanPhases(phases)
+	if cputime.Supported {
+		side.PhaseCPU = meanPhases(cpu)
+	}
 	if batches > 0 {
 		side.FwdIters, side.BwdIters, side.FwdMet = fwd/batches, bwd/batches, met/batches
 	}
@@ -424,6 +428,9 @@ type peerEpoch struct {
 	// Phases is the epoch's seconds by phase; nil from a script that
 	// does not time them.
 	Phases *report.Phases `json:"phases"`
+	// PhaseCPU is the epoch's processor seconds by phase; nil from a
+	// script that does not report them.
+	PhaseCPU *report.Phases `json:"phase_cpu"`
 }
 
 type peerFinal struct {
@@ -461,8 +468,8 @@ func (r *peerRunner) train(ctx context.Context, dir string, args []string, progr
 func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) (*report.PeerSide, error) {
 	side := &report.PeerSide{}
 	var fin *peerFinal
-	var phases []report.Phases
-	timed := true // every epoch line has its phases
+	var phases, cpu []report.Phases
+	timed, cpuTimed := true, true // every epoch line has its phases, its processor times
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -494,6 +501,11 @@ func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) 
 		} else {
 			phases = append(phases, *e.Phases)
 		}
+		if e.PhaseCPU == nil {
+			cpuTimed = false
+		} else {
+			cpu = append(cpu, *e.PhaseCPU)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -509,8 +521,16 @@ func parsePeer(r interface{ Read([]byte) (int, error) }, progress func(string)) 
 	side.Backward = cmp.Or(fin.Backward, "implicit") // scripts before the option differentiated implicitly
 	if timed {
 		side.Phases = meanPhases(phases)
+		if cpuTimed {
+			side.PhaseCPU = meanPhases(cpu)
+		}
 	}
 	return side, nil
+}
+
+// reportPhases converts train's phases to the report's.
+func reportPhases(p train.PhaseSeconds) report.Phases {
+	return report.Phases{Encode: p.Encode, Solve: p.Solve, Readout: p.Readout, Backward: p.Backward, Step: p.Step, Eval: p.Eval}
 }
 
 // meanPhases returns the mean of the epochs' phases, nil for none.

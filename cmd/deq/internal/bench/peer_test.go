@@ -147,6 +147,19 @@ func TestParsePeerPhases(t *testing.T) {
 	require.NotNil(t, side.Phases)
 	require.InDelta(t, 2, side.Phases.Encode, 1e-12)
 	require.InDelta(t, 0.5, side.Phases.Solve, 1e-12)
+	require.Nil(t, side.PhaseCPU, "no processor times")
+
+	// Processor times on every epoch line: their means.
+	cpu := strings.NewReplacer(`"epoch": 1,`, `"epoch": 1, "phase_cpu": {"solve": 1.5},`,
+		`"epoch": 2,`, `"epoch": 2, "phases": {"encode": 3}, "phase_cpu": {"solve": 2.5},`).Replace(out)
+	side, err = parsePeer(strings.NewReader(cpu), nil)
+	require.NoError(t, err)
+	require.NotNil(t, side.PhaseCPU)
+	require.InDelta(t, 2, side.PhaseCPU.Solve, 1e-12)
+	// On one line only: none.
+	side, err = parsePeer(strings.NewReader(strings.Replace(cpu, `"phase_cpu": {"solve": 1.5},`, "", 1)), nil)
+	require.NoError(t, err)
+	require.Nil(t, side.PhaseCPU)
 }
 
 // TestPeerArgs checks that the peer's arguments mirror the conv defaults.

@@ -117,6 +117,12 @@ type PeerSide struct {
 	// Phases is the mean over the epochs of the seconds per phase; nil
 	// when the side did not report them.
 	Phases *Phases `json:"phases,omitempty"`
+	// PhaseCPU is the mean over the epochs of the process's processor
+	// seconds per phase (every thread: ours through getrusage, the
+	// peer's through Python's time.process_time); nil when the side did
+	// not report them. PhaseCPU over Phases is the cores a phase kept
+	// busy.
+	PhaseCPU *Phases `json:"phase_cpu,omitempty"`
 }
 
 // Phases are the seconds of a training epoch by phase, with the JSON
@@ -215,6 +221,33 @@ func writePhases(b *strings.Builder, m *PeerModel) {
 			max(x.s.SecondsPerEpoch-ph.Train(), 0), ph.Eval)
 	}
 	p("\n")
+	var cores []side
+	for _, x := range sides {
+		if x.s.PhaseCPU != nil {
+			cores = append(cores, x)
+		}
+	}
+	if len(cores) == 0 {
+		return
+	}
+	p("Cores kept busy by phase (the process's processor seconds, every thread, over the phase's wall seconds; the whole epoch is the training phases together):\n\n")
+	p("| | encoder | forward solve | readout and loss | backward | optimiser | training phases | evaluation |\n|---|---|---|---|---|---|---|---|\n")
+	for _, x := range cores {
+		w, c := x.s.Phases, x.s.PhaseCPU
+		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", x.name, coresText(c.Encode, w.Encode), coresText(c.Solve, w.Solve),
+			coresText(c.Readout, w.Readout), coresText(c.Backward, w.Backward), coresText(c.Step, w.Step),
+			coresText(c.Train(), w.Train()), coresText(c.Eval, w.Eval))
+	}
+	p("\n")
+}
+
+// coresText gives cpu over wall seconds with one decimal, "–" where the
+// wall time is zero.
+func coresText(cpu, wall float64) string {
+	if !(wall > 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", cpu/wall)
 }
 
 // writeCrossRatio compares, when both ran, our side of the conv model (the

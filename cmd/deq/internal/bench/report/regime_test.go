@@ -82,7 +82,8 @@ func TestPeerCrossRatio(t *testing.T) {
 
 // TestPeerPhasesTable: the per-phase table has a row per side that
 // reported its phases, with the columns of every phase and the
-// unattributed rest; without phases there is no table.
+// unattributed rest; without phases there is no table. A side that
+// reported its processor times also gets a row of cores per phase.
 func TestPeerPhasesTable(t *testing.T) {
 	ph := &Phases{Encode: 0.5, Solve: 2, Readout: 0.25, Backward: 1.5, Step: 0.25, Eval: 0.75}
 	pr := &PeerReport{Models: []PeerModel{{Model: "dense", Target: PeerDenseTarget,
@@ -100,6 +101,19 @@ func TestPeerPhasesTable(t *testing.T) {
 	require.Equal(t, "| deq (Go) | 0.5 | 2 | 0.25 | 1.5 | 0.25 | 0.5 | 0.75 |", lines[2])
 	require.Equal(t, "| PyTorch peer | 1 | 2 | 0.5 | 2 | 0.5 | 0 | 1 |", lines[3])
 	require.Equal(t, 8, strings.Count(lines[2], "|")-1, "a cell per column")
+	require.NotContains(t, out, "Cores kept busy", "no processor times, no cores table")
+
+	// With processor times, a table of the cores each phase kept busy.
+	pr.Models[0].Ours.PhaseCPU = &Phases{Encode: 0.75, Solve: 3.8, Readout: 0.25, Backward: 2.7, Step: 0.25, Eval: 1.5}
+	b.Reset()
+	writePeer(&b, pr)
+	out = b.String()
+	cores := "| | encoder | forward solve | readout and loss | backward | optimiser | training phases | evaluation |"
+	require.Contains(t, out, cores)
+	lines = strings.Split(out[strings.Index(out, cores):], "\n")
+	require.Equal(t, "| deq (Go) | 1.5 | 1.9 | 1.0 | 1.8 | 1.0 | 1.7 | 2.0 |", lines[2])
+	require.Empty(t, lines[3], "only the side that reported processor times")
+	pr.Models[0].Ours.PhaseCPU = nil
 
 	pr.Models[0].Peer.Phases = nil
 	b.Reset()
