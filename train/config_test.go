@@ -394,15 +394,35 @@ func TestAugmentDefaults(t *testing.T) {
 	require.Zero(t, DefaultsFor(DenseCell).Augment.Shift)
 }
 
+// TestDataAugment: the conv cell mirrors Fashion-MNIST's training images
+// and translates them as it does every data set's; nothing else mirrors.
+func TestDataAugment(t *testing.T) {
+	for _, tc := range []struct {
+		cell CellKind
+		data string
+		want AugmentConfig
+	}{
+		{ConvCell, datasets.FashionMNIST, AugmentConfig{Shift: DefaultConvShift, Flip: true}},
+		{ConvCell, datasets.MNIST, AugmentConfig{Shift: DefaultConvShift}},
+		{ConvCell, datasets.MNIST10k, AugmentConfig{Shift: DefaultConvShift}},
+		{ConvCell, datasets.KMNIST, AugmentConfig{Shift: DefaultConvShift}},
+		{ConvCell, "some/idx/dir", AugmentConfig{Shift: DefaultConvShift}},
+		{DenseCell, datasets.FashionMNIST, AugmentConfig{}},
+		{MeanFieldCell, datasets.FashionMNIST, AugmentConfig{}},
+	} {
+		require.Equal(t, tc.want, DataAugment(tc.cell, tc.data), "%v on %s", tc.cell, tc.data)
+	}
+}
+
 // TestNewFieldsJSON pins the JSON spelling of the fields added after the
 // golden file (the hidden readout, the conv encoder's layers, the
-// rotations and scalings), which checkpoints store, and that they are
-// omitted when zero.
+// rotations, scalings and mirroring), which checkpoints store, and that
+// they are omitted when zero.
 func TestNewFieldsJSON(t *testing.T) {
-	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: layers.Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125}}
+	c := Config{Model: ModelConfig{ReadoutHidden: 16, EncoderLayers: 2, Precision: layers.Float32}, Augment: AugmentConfig{Rotate: 10, Scale: 0.125, Flip: true}}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
-	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Precision":"float32"`, `"Augment":{"Rotate":10,"Scale":0.125}`} {
+	for _, want := range []string{`"ReadoutHidden":16`, `"EncoderLayers":2`, `"Precision":"float32"`, `"Augment":{"Rotate":10,"Scale":0.125,"Flip":true}`} {
 		require.Contains(t, string(b), want)
 	}
 	var back Config

@@ -81,8 +81,7 @@ func TestTrainAidFlagsSetConfig(t *testing.T) {
 // TestShiftFlagSetsConfig: --shift sets Config.Augment.Shift, 0 meaning
 // none (spelt −1 where the cell's default is a shift), and without it each
 // cell takes its default (train.DefaultConvShift for the conv cell, none
-// for the others), except that dataDefaults turns the conv cell's off on
-// Fashion-MNIST; a given --shift wins on every data set.
+// for the others) on every data set; a given --shift wins.
 func TestShiftFlagSetsConfig(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
@@ -96,7 +95,7 @@ func TestShiftFlagSetsConfig(t *testing.T) {
 		{[]string{"--shift", "1"}, datasets.FashionMNIST, 1, 1},
 		{[]string{"--cell", "conv"}, datasets.MNIST10k, train.DefaultConvShift, train.DefaultConvShift},
 		{[]string{"--cell", "conv"}, datasets.SyntheticName, train.DefaultConvShift, train.DefaultConvShift},
-		{[]string{"--cell", "conv"}, datasets.FashionMNIST, train.DefaultConvShift, 0},
+		{[]string{"--cell", "conv"}, datasets.FashionMNIST, train.DefaultConvShift, train.DefaultConvShift},
 		{[]string{"--cell", "conv", "--shift", "0"}, datasets.MNIST10k, -1, 0},
 		{[]string{"--cell", "conv", "--shift", "1"}, datasets.MNIST10k, 1, 1},
 		{[]string{"--cell", "conv", "--shift", "2"}, datasets.FashionMNIST, 2, 2},
@@ -108,6 +107,35 @@ func TestShiftFlagSetsConfig(t *testing.T) {
 		d, err := dataDefaults(c, tc.spec, changed).Defaults()
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.final, max(d.Augment.Shift, 0), "%v on %s", tc.args, tc.spec)
+	}
+}
+
+// TestFlipFlagSetsConfig: --flip sets Config.Augment.Flip; without it the
+// conv cell mirrors Fashion-MNIST's training images (train.DataAugment)
+// and nothing else mirrors; --flip=false turns the default off.
+func TestFlipFlagSetsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		spec string
+		want bool
+	}{
+		{nil, datasets.FashionMNIST, false},
+		{nil, datasets.MNIST, false},
+		{[]string{"--cell", "conv"}, datasets.FashionMNIST, true},
+		{[]string{"--cell", "conv"}, datasets.MNIST, false},
+		{[]string{"--cell", "conv"}, datasets.MNIST10k, false},
+		{[]string{"--cell", "conv"}, datasets.KMNIST, false},
+		{[]string{"--cell", "conv"}, datasets.SyntheticName, false},
+		{[]string{"--cell", "conv", "--flip=false"}, datasets.FashionMNIST, false},
+		{[]string{"--cell", "conv", "--flip"}, datasets.MNIST, true},
+		{[]string{"--flip"}, datasets.FashionMNIST, true},
+	} {
+		f, changed, c, err := parseTrainFlags(t, tc.args...)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, "flip", f.flagOf("Augment.Flip"))
+		d, err := dataDefaults(c, tc.spec, changed).Defaults()
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, d.Augment.Flip, "%v on %s", tc.args, tc.spec)
 	}
 }
 
