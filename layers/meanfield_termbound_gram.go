@@ -130,7 +130,7 @@ func (s *paramSnapshot) changed(srcs ...[]float64) bool {
 		s.vals = make([][]float64, len(srcs))
 	}
 	for i, src := range srcs {
-		s.vals[i] = append(grow(s.vals[i], 0), src...)
+		s.vals[i] = append(s.vals[i][:0], src...)
 	}
 	return true
 }

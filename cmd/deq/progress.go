@@ -25,13 +25,13 @@ type progress struct {
 	total  int
 	done   int
 	last   *train.BatchMetrics
-	// evalSet names the set evaluated after every epoch: "test", or
-	// "validation" under --val.
-	evalSet string
+	// validation reports that the set evaluated after every epoch is
+	// held out from the training set (--val), not the test set.
+	validation bool
 }
 
 func newProgress(w io.Writer, quiet, force bool) *progress {
-	p := &progress{w: w, quiet: quiet, evalSet: "test"}
+	p := &progress{w: w, quiet: quiet}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.useTTY = true
 	}
@@ -61,7 +61,7 @@ func (p *progress) start(tr *train.Trainer, data *datasets.Data) {
 		size += ", " + s
 	}
 	fmt.Fprintf(p.w, "training on %s (%d training, %d %s images): %s cell, %s, %s forward, %s backward, %d epochs of %d batches, BLAS %s\n",
-		data.Name, data.Train.Len(), data.Test.Len(), p.evalSet, c.Model.Cell, size, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)
+		data.Name, data.Train.Len(), data.Test.Len(), evalSetName(p.validation), c.Model.Cell, size, c.Forward.Method, c.Backward.Mode, c.Epochs, nb, blasimpl.Name)
 	if epoch > 0 || batch > 0 {
 		fmt.Fprintf(p.w, "resuming at epoch %d batch %d\n", epoch+1, batch)
 	}
@@ -124,12 +124,21 @@ func (p *progress) epoch(e *train.EpochMetrics, epochs int, gamma float64) {
 		e.SpectralRadius, e.SpectralNorm, bound, aids, e.Skipped, e.EpochSeconds)
 }
 
-// evalShort is evalSet as the epoch line spells it.
+// evalShort names the evaluated set as the epoch line spells it.
 func (p *progress) evalShort() string {
-	if p.evalSet == "validation" {
+	if p.validation {
 		return "val"
 	}
-	return p.evalSet
+	return "test"
+}
+
+// evalSetName names the set a run evaluates after every epoch: the
+// validation set held out by --val, or the test set.
+func evalSetName(validation bool) string {
+	if validation {
+		return "validation"
+	}
+	return "test"
 }
 
 func (p *progress) logf(format string, args ...any) {

@@ -222,10 +222,7 @@ func summarize(data *datasets.Data, tr *train.Trainer, res *train.Result, wall t
 
 func (s *trainSummary) write(w io.Writer) error {
 	e := s.Final
-	set := "test"
-	if s.Validation {
-		set = "validation"
-	}
+	set := evalSetName(s.Validation)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s accuracy\t%.2f%% (%d %s images) after %s; train accuracy %.2f%%, loss %.4f\n",
 		set, 100*e.TestAcc, s.TestSize, set, plural(s.Epochs, "epoch"), 100*e.TrainAcc, e.TrainLoss)

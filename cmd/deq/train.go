@@ -212,9 +212,7 @@ func (f *trainFlags) run(cmd *cobra.Command) error {
 		cfg = dataDefaults(cfg, spec, cmd.Flags().Changed)
 	}
 	lg := newProgress(stderr, f.quiet, f.progressFlag)
-	if f.val > 0 {
-		lg.evalSet = "validation"
-	}
+	lg.validation = f.val > 0
 	var metricsFile *os.File // opened once the trainer accepts the data
 	var metricsErr error
 	warned := false   // the loss-growth warning was printed
