@@ -431,13 +431,13 @@ func (e *ConvEncoder) delta(wk *encoderWork, k, b int, d, gb, dscale, dshift []f
 	switch {
 	case e.groups == 0:
 		copy(d, gb)
-		activationGrad(e.act, d, wk.out[k][s:s+out])
+		e.act.backward(d, wk.out[k][s:s+out])
 	case k == len(e.blocks)-1:
 		e.norm.backward(d, gb, wk.xhat[k][s:s+out], wk.rstd[k][b*e.groups:(b+1)*e.groups],
 			bl.nscale.Data(), dscale, dshift)
 	default:
 		copy(d, gb)
-		activationGrad(ReLU, d, wk.out[k][s:s+out])
+		ReLU.backward(d, wk.out[k][s:s+out])
 		e.norm.backward(d, d, wk.xhat[k][s:s+out], wk.rstd[k][b*e.groups:(b+1)*e.groups],
 			bl.nscale.Data(), dscale, dshift)
 	}

@@ -96,10 +96,10 @@ func encoderReference(e *ConvEncoder, x, g []float64) (y []float64, grads [][]fl
 			bl := e.blocks[k]
 			gw, gb := grads[k*per], grads[k*per+1]
 			if e.groups == 0 {
-				activationGrad(e.act, d, post[k])
+				e.act.backward(d, post[k])
 			} else {
 				if k < layers-1 {
-					activationGrad(ReLU, d, post[k])
+					ReLU.backward(d, post[k])
 				}
 				e.norm.backward(d, d, xhat[k], rstd[k], bl.nscale.Data(), grads[k*per+2], grads[k*per+3])
 			}

@@ -2,7 +2,6 @@ package layers
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 
@@ -282,7 +281,7 @@ func (e *convEval) backward(wk *convWork, b int, gb []float64, k int, dscale, ds
 			e.norm.backward(d, d, xhat[s:s+img], rstd[j*c.groups:(j+1)*c.groups], c.nscale.Data(), dscale, dshift)
 		}
 	}
-	activationGrad(c.act, delta, act)
+	c.act.backward(delta, act)
 	return delta
 }
 
@@ -563,25 +562,4 @@ func (e *convEval) EvalGraph(dst, z []float64) error {
 	}
 	copy(dst, nodeData(e.graph.out))
 	return nil
-}
-
-// activationGrad multiplies d by σ'(pre), given out = σ(pre): the indicator
-// of out > 0 for ReLU, 1 − out² for tanh.
-func activationGrad(a Activation, d, out []float64) {
-	switch a {
-	case ReLU:
-		d = d[:len(out)]
-		for i, v := range out {
-			// Without a branch (the signs of pre-activations are close
-			// to random): keep d[i] unless v is zero or negative.
-			b := math.Float64bits(v)
-			nz := b << 1
-			keep := -(((nz | -nz) >> 63) &^ (b >> 63))
-			d[i] = math.Float64frombits(math.Float64bits(d[i]) & keep)
-		}
-	case Tanh:
-		for i, v := range out {
-			d[i] *= 1 - v*v
-		}
-	}
 }

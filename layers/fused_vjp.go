@@ -37,45 +37,6 @@ func mulAB(alpha float64, a, b blas64.General, beta float64, c blas64.General) {
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, alpha, a, b, beta, c)
 }
 
-// backward multiplies every delta[i] by σ′ at the pre-activation whose
-// activation is act[i] (delta and act may be the same slice only if delta
-// holds 1s): for ReLU σ′ is 1 where the activation is positive and 0
-// elsewhere, for tanh it is 1 − act[i]².
-func (a Activation) backward(delta, act []float64) {
-	act = act[:len(delta)]
-	switch a {
-	case ReLU:
-		for i, v := range act {
-			if !(v > 0) {
-				delta[i] = 0
-			}
-		}
-	case Tanh:
-		for i, v := range act {
-			delta[i] *= 1 - v*v
-		}
-	}
-}
-
-// derivative replaces every activation act[i] by σ′ at its pre-activation
-// (see backward).
-func (a Activation) derivative(act []float64) {
-	switch a {
-	case ReLU:
-		for i, v := range act {
-			if v > 0 {
-				act[i] = 1
-			} else {
-				act[i] = 0
-			}
-		}
-	case Tanh:
-		for i, v := range act {
-			act[i] = 1 - v*v
-		}
-	}
-}
-
 // addColSums adds the column sums of the row-major rows×cols matrix m to
 // dst (length cols).
 func addColSums(dst, m []float64, rows, cols int) {
