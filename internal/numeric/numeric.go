@@ -1,6 +1,9 @@
 package numeric
 
-import "math"
+import (
+	"bytes"
+	"unsafe"
+)
 
 // Golden is 2⁶⁴/φ, the increment of the SplitMix64 generator.
 const Golden = 0x9e3779b97f4a7c15
@@ -36,15 +39,15 @@ func AllFinite(x []float64) bool {
 }
 
 // SameBits reports whether a and b hold the same float64 bit patterns (so
-// a NaN matches itself and 0 does not match −0).
+// a NaN matches itself and 0 does not match −0). It compares their bytes
+// with bytes.Equal, whose vectorised loop is several times faster than a
+// loop over the values.
 func SameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if math.Float64bits(v) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
+	return len(a) == len(b) && bytes.Equal(asBytes(a), asBytes(b))
+}
+
+// asBytes returns the bytes of x's values, in memory order, sharing x's
+// storage.
+func asBytes(x []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 8*len(x))
 }

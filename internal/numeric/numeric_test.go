@@ -2,6 +2,7 @@ package numeric
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,5 +65,21 @@ func TestSameBits(t *testing.T) {
 		{[]float64{0}, []float64{math.Copysign(0, -1)}, false},
 	} {
 		require.Equal(t, tc.want, SameBits(tc.a, tc.b), "%v, %v", tc.a, tc.b)
+	}
+}
+
+// BenchmarkSameBits compares two equal vectors of a dense cell's weights
+// (128×128), as f32.Mirror does before every product.
+func BenchmarkSameBits(b *testing.B) {
+	x := make([]float64, 128*128)
+	for i := range x {
+		x[i] = float64(i) / 7
+	}
+	y := slices.Clone(x)
+	b.SetBytes(int64(16 * len(x)))
+	for b.Loop() {
+		if !SameBits(x, y) {
+			b.Fatal("equal vectors differ")
+		}
 	}
 }
