@@ -54,8 +54,10 @@ func TestReLUKeepsNaN(t *testing.T) {
 	}
 }
 
-func BenchmarkReLUApply(b *testing.B)    { benchActivation(b, ReLU.apply) }
-func BenchmarkReLUBackward(b *testing.B) { benchActivation(b, func(x []float64) { ReLU.backward(x, x) }) }
+func BenchmarkReLUApply(b *testing.B) { benchActivation(b, ReLU.apply) }
+func BenchmarkReLUBackward(b *testing.B) {
+	benchActivation(b, func(x []float64) { ReLU.backward(x, x) })
+}
 
 // benchActivation times kernel on a dense-batch-sized vector (128×128) of
 // pre-activations whose signs are random, as in training.
