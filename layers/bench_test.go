@@ -2,6 +2,7 @@ package layers
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -108,7 +109,26 @@ func BenchmarkDenseForwardFloat32(b *testing.B) {
 func BenchmarkDenseVJPHiddenFloat32(b *testing.B) {
 	benchOp(b, benchDensePrec(Float32), "vjp-hidden", 0)
 }
-func BenchmarkDenseVJPFloat32(b *testing.B)  { benchOp(b, benchDensePrec(Float32), "vjp", 0) }
+func BenchmarkDenseVJPFloat32(b *testing.B) { benchOp(b, benchDensePrec(Float32), "vjp", 0) }
+
+// The Float32 dense products split the batch's rows between the cores
+// (denseSplitMin); these run the same products on one core, for the
+// comparison.
+func BenchmarkDenseForwardFloat32OneCore(b *testing.B) {
+	oneCore(b)
+	benchOp(b, benchDensePrec(Float32), "eval", 0)
+}
+func BenchmarkDenseVJPHiddenFloat32OneCore(b *testing.B) {
+	oneCore(b)
+	benchOp(b, benchDensePrec(Float32), "vjp-hidden", 0)
+}
+
+// oneCore sets GOMAXPROCS to 1 until b ends.
+func oneCore(b *testing.B) {
+	prev := runtime.GOMAXPROCS(1)
+	b.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+}
+
 func BenchmarkMeanFieldForward(b *testing.B) { benchOp(b, benchMeanField(), "eval", 0) }
 func BenchmarkMeanFieldForwardSampled(b *testing.B) {
 	benchOp(b, benchMeanField(), "eval", benchSample)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -12,6 +13,7 @@ import (
 	"github.com/deqgo/deq/internal/f32"
 	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/internal/numeric"
+	"github.com/deqgo/deq/layers/internal/conv"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -275,6 +277,14 @@ type dense32 struct {
 	out    []float32 // rows×Hidden: a product
 	dx     []float32 // rows×Input: δUᵀ
 	gw, gu []float32 // Hidden×Hidden, Input×Hidden: zᵀδ and xᵀδ
+
+	// team splits the rows of the forward evaluations and hidden VJPs
+	// between goroutines; nil runs them on the caller (newDenseTeam).
+	team *conv.Team
+	call denseCall // the arguments of the split call in progress
+	// evalPart and hiddenPart are the evaluator's methods of the same
+	// names, bound once so that a split call allocates nothing.
+	evalPart, hiddenPart func(p, lo, hi int)
 }
 
 // denseScratch is the scratch of the fused VJPs, allocated on first use:
@@ -306,7 +316,11 @@ func newDenseEval(c *Dense, n int, prec Precision) *denseEval {
 	e.cst = make([]float64, e.Len())
 	e.runner.e = e
 	if prec == Float32 {
-		e.f32 = &dense32{}
+		e.f32 = &dense32{team: newDenseTeam(e.rows, c.shape.Hidden)}
+		e.f32.evalPart, e.f32.hiddenPart = e.evalPart, e.hiddenPart
+		if e.f32.team != nil {
+			runtime.AddCleanup(e, (*conv.Team).Close, e.f32.team)
+		}
 	}
 	return e
 }
@@ -347,13 +361,8 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 		return err
 	}
 	h := e.c.shape.Hidden
-	if f := e.f32; f != nil {
-		out := f32.Scratch(&f.out, len(z))
-		f32.Gemm(blas.NoTrans, blas.NoTrans, e.rows, h, h, f32.Round(&f.z, z), f.w.Of(e.c.w.Data()), 0, out)
-		for i, v := range out {
-			dst[i] = e.cst[i] + float64(v)
-		}
-		e.c.act.apply(dst)
+	if e.f32 != nil {
+		e.eval32(dst, z)
 		return nil
 	}
 	copy(dst, e.cst)
@@ -369,12 +378,11 @@ func (e *denseEval) EvalExact(dst, z []float64) error {
 // c = xU + b cached by SetInput as for Eval.
 func (e *denseEval) fusedHidden(dst, z, g []float64, _ []int, _ int) {
 	h := e.c.shape.Hidden
-	delta := e.delta(z, g)
-	if f := e.f32; f != nil {
-		e.mulWt32(dst, f32.Round(&f.d, delta))
+	if e.f32 != nil {
+		e.hidden32(dst, g, e.derivative(z))
 		return
 	}
-	mulABt(1, dense(e.rows, h, delta), dense(h, h, e.c.w.Data()), 0, dense(e.rows, h, dst))
+	mulABt(1, dense(e.rows, h, e.delta(z, g)), dense(h, h, e.c.w.Data()), 0, dense(e.rows, h, dst))
 }
 
 // mulWt32 writes d·Wᵀ into dst in single precision (Float32).
@@ -429,9 +437,16 @@ func (e *denseEval) readGrads(dx []float64, grads G.Nodes) {
 	e.c.chainW()
 }
 
-// delta returns g ⊙ σ′(zW + c) in the scratch, computing σ′(zW + c) unless
-// the scratch holds it for the same z, W (bit for bit) and input.
+// delta returns g ⊙ σ′(zW + c) in the scratch (see derivative).
 func (e *denseEval) delta(z, g []float64) []float64 {
+	f := &e.fused
+	mulInto(f.delta, 1, g, e.derivative(z))
+	return f.delta
+}
+
+// derivative returns σ′(zW + c) in the scratch, computing it unless the
+// scratch holds it for the same z, W (bit for bit) and input.
+func (e *denseEval) derivative(z []float64) []float64 {
 	f := &e.fused
 	w := e.c.w.Data()
 	if f.inputs != e.inputs || !numeric.SameBits(f.z, z) || !numeric.SameBits(f.w, w) {
@@ -448,8 +463,7 @@ func (e *denseEval) delta(z, g []float64) []float64 {
 		copy(f.w, w)
 		f.inputs = e.inputs
 	}
-	mulInto(f.delta, 1, g, f.deriv)
-	return f.delta
+	return f.deriv
 }
 
 // denseGraph is the graph σ(zW + xU + b) (full) or σ(zW + c) (hidden, with
