@@ -48,11 +48,7 @@ func (e *denseEval) splitRows(part func(p, lo, hi int)) {
 // float32, split by rows.
 func (e *denseEval) eval32(dst, z []float64) {
 	f := e.f32
-	f.call = denseCall{dst: dst, z: z, w: f.w.Of(e.c.w.Data())}
-	f32.Scratch(&f.z, len(z))
-	f32.Scratch(&f.out, len(z))
-	e.splitRows(f.evalPart)
-	f.call = denseCall{}
+	e.runSplit(denseCall{dst: dst, z: z, w: f.w.Of(e.c.w.Data())}, &f.z, f.evalPart)
 }
 
 // evalPart is eval32 on the rows [lo, hi).
@@ -72,10 +68,17 @@ func (e *denseEval) evalPart(_, lo, hi int) {
 // product rounded to float32, split by rows; deriv is σ′(zW + c).
 func (e *denseEval) hidden32(dst, g, deriv []float64) {
 	f := e.f32
-	f.call = denseCall{dst: dst, z: deriv, g: g, w: f.w.Of(e.c.w.Data())}
-	f32.Scratch(&f.d, len(g))
-	f32.Scratch(&f.out, len(g))
-	e.splitRows(f.hiddenPart)
+	e.runSplit(denseCall{dst: dst, z: deriv, g: g, w: f.w.Of(e.c.w.Data())}, &f.d, f.hiddenPart)
+}
+
+// runSplit runs part over the rows with call's arguments, after sizing
+// the float32 operand in and the product's scratch to call.dst.
+func (e *denseEval) runSplit(call denseCall, in *[]float32, part func(p, lo, hi int)) {
+	f := e.f32
+	f.call = call
+	f32.Scratch(in, len(call.dst))
+	f32.Scratch(&f.out, len(call.dst))
+	e.splitRows(part)
 	f.call = denseCall{}
 }
 
