@@ -64,7 +64,11 @@ type DenseConfig struct {
 //
 // With DenseConfig.Precision = Float32 the products zW, xU and those of
 // the VJPs run in single precision: a different deterministic map, within
-// float32 rounding of this one (see Precision).
+// float32 rounding of this one (see Precision). Its evaluators then split
+// the rows of a batch between GOMAXPROCS goroutines for the evaluations
+// and the VJPs in z once the product zW has at least 2^20 multiply–adds
+// (a batch of 64 rows of 128 hidden features); each row's products are
+// those of the serial call.
 type Dense struct {
 	shape  Shape
 	act    Activation
