@@ -67,8 +67,9 @@ type DenseConfig struct {
 // float32 rounding of this one (see Precision). Its evaluators then split
 // the rows of a batch between GOMAXPROCS goroutines for the evaluations
 // and the VJPs in z once the product zW has at least 2^20 multiply–adds
-// (a batch of 64 rows of 128 hidden features); each row's products are
-// those of the serial call.
+// (a batch of 64 rows of 128 hidden features), for as many parts as there
+// are cores: the result depends on GOMAXPROCS only through the BLAS's
+// rounding of products of fewer rows.
 type Dense struct {
 	shape  Shape
 	act    Activation
