@@ -18,8 +18,10 @@ const denseSplitMin = 1 << 20
 // denseCall holds the arguments of the row-split call in progress, which
 // the parts of dense32.team read.
 type denseCall struct {
-	dst, z, g []float64
-	w         []float32 // W's float32 mirror
+	dst []float64
+	z   []float64 // eval32's state z, or hidden32's derivative σ′(zW + c)
+	g   []float64 // hidden32's cotangent
+	w   []float32 // W's float32 mirror
 }
 
 // newDenseTeam starts the team that splits the rows of a Float32 evaluator
