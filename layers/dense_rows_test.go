@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,7 +63,8 @@ func TestDenseSplitRowsMatchesOneCall(t *testing.T) {
 }
 
 // TestDenseTeamStopsWithEvaluator checks that the goroutines splitting a
-// Float32 Dense evaluator's rows stop once the evaluator is unreachable.
+// Float32 Dense evaluator's rows keep no reference to it, so that it is
+// collected once unreachable, and that they stop then.
 func TestDenseTeamStopsWithEvaluator(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		prev := runtime.GOMAXPROCS(2)
@@ -70,17 +72,26 @@ func TestDenseTeamStopsWithEvaluator(t *testing.T) {
 	}
 	c := mustCell(NewDense(DenseConfig{Hidden: 128, Input: 8, Precision: Float32, Seed: 1}))
 	before := runtime.NumGoroutine()
-	func() {
+	ref := func() weak.Pointer[denseEval] {
 		ev, err := c.Evaluator(128)
 		require.NoError(t, err)
-		require.NotNil(t, ev.(*denseEval).f32.team)
-		require.NoError(t, ev.SetInput(make([]float64, 128*8)))
-		z := make([]float64, ev.Len())
-		_, err = ev.Eval(z, z, solver.Sample{})
+		e := ev.(*denseEval)
+		require.NotNil(t, e.f32.team)
+		require.NoError(t, e.SetInput(make([]float64, 128*8)))
+		z := make([]float64, e.Len())
+		_, err = e.Eval(z, z, solver.Sample{})
 		require.NoError(t, err)
-		require.Greater(t, runtime.NumGoroutine(), before, "the team's helpers run")
+		_, err = e.VJPHidden(z, z, z, solver.Sample{})
+		require.NoError(t, err)
+		return weak.Make(e)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
+	for ref.Value() != nil && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Nil(t, ref.Value(), "the evaluator is collected once unreachable")
+	// Its cleanup closes the team; the helpers then exit.
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
