@@ -168,6 +168,18 @@ func inputArg(name string, v []float64) solutionArg {
 // that the arguments have the lengths of sol's state or input; what names
 // the caller in errors.
 func (l *Layer) prepareSolution(what string, sol *Solution, args ...solutionArg) (*batch, error) {
+	b, err := l.checkSolution(what, sol, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ev.SetInput(sol.X); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkSolution is prepareSolution without setting the evaluator's input.
+func (l *Layer) checkSolution(what string, sol *Solution, args ...solutionArg) (*batch, error) {
 	if sol == nil {
 		return nil, fmt.Errorf("deq: %s: nil Solution", what)
 	}
@@ -191,9 +203,6 @@ func (l *Layer) prepareSolution(what string, sol *Solution, args ...solutionArg)
 		return nil, err
 	}
 	if err := checkFinite(what+": Solution.X", sol.X, sol.Examples); err != nil {
-		return nil, err
-	}
-	if err := b.ev.SetInput(sol.X); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -27,6 +27,9 @@ type Layer struct {
 	applied int // number of Apply calls, to name graph nodes
 	// evaluation turns dropout off (SetEvaluation).
 	evaluation bool
+	// forks are Settings.Split forks of the cell, one per part of a
+	// split batch; nil without a split.
+	forks []layers.Cell
 }
 
 // batch is the state of a Layer for one batch size.
@@ -48,6 +51,9 @@ type batch struct {
 	// solves, which run one at a time (a Layer is not safe for concurrent
 	// use), so that they allocate no vectors in steady state.
 	work solver.Workspace
+	// parts are the states of the parts of a split batch (Settings.Split),
+	// each on its own fork of the cell; nil for one solve.
+	parts []part
 }
 
 // Solution is the result of one forward pass of a batch, and what Backward
@@ -98,6 +104,17 @@ type Solution struct {
 	// Diverged or Failure: Result is then the float32 map's, and Proven is
 	// the cell's own Proven).
 	Float32 *solver.Result
+	// Parts are the forward results of the parts of a split batch
+	// (Settings.Split), in the order of their examples; nil for one
+	// solve. Result (and Float32) merge them: the Status is the most
+	// severe of theirs; the Residual, Tol, Stats.Iterations, Calls and
+	// Samples are the largest of theirs (the parts evaluate concurrently,
+	// so their k-th evaluations make one evaluation of the batch, and
+	// TermEvals counts the same way); Stats.Wall is the time the parts
+	// took together; and the Certificate bounds the batch's residual by
+	// the largest of their bounds, with the sum of their failure
+	// probabilities (a union bound).
+	Parts []*solver.Result
 
 	mask dropMask // the dropout mask, nil without one
 }
@@ -108,7 +125,12 @@ type BackwardStats struct {
 	Mode Backward
 	// Adjoint is the adjoint solve's result (Implicit only): its residual
 	// certificate bounds ‖J_f(z*)ᵀg + ∂L/∂z* − g‖ in Settings.AdjointNorm.
+	// For a split batch it merges AdjointParts as Solution.Result merges
+	// Solution.Parts.
 	Adjoint *solver.Result
+	// AdjointParts are the adjoint results of the parts of a split batch
+	// (Settings.Split, Implicit only), in order; nil for one solve.
+	AdjointParts []*solver.Result
 	// VJPs counts the full vector–Jacobian products (with parameter
 	// gradients) computed.
 	VJPs int
@@ -159,7 +181,18 @@ func New(cell layers.Cell, s *Settings) (*Layer, error) {
 	if err := c.checkContractions(cell); err != nil {
 		return nil, err
 	}
-	return &Layer{cell: cell, s: c, batches: mru.Cache[int, *batch]{Max: layers.MaxCachedBatches}}, nil
+	l := &Layer{cell: cell, s: c, batches: mru.Cache[int, *batch]{Max: layers.MaxCachedBatches}}
+	if c.Split > 1 {
+		f, ok := cell.(layers.Forker)
+		if !ok {
+			return nil, fmt.Errorf("deq: Settings.Split = %d: the cell %T cannot be forked (layers.Forker)", c.Split, cell)
+		}
+		l.forks = make([]layers.Cell, c.Split)
+		for i := range l.forks {
+			l.forks[i] = f.Fork()
+		}
+	}
+	return l, nil
 }
 
 // Cell returns the layer's cell.
@@ -191,9 +224,34 @@ func (l *Layer) batch(n int) (*batch, error) {
 	return l.batches.Get(n, func() (*batch, error) { return l.newBatch(n) })
 }
 
-// newBatch builds the state for n examples.
+// newBatch builds the state for n examples, and for the parts of a split
+// batch.
 func (l *Layer) newBatch(n int) (*batch, error) {
-	ev, err := l.cell.Evaluator(n)
+	b, err := l.newBatchOf(l.cell, n)
+	if err != nil || len(l.forks) < 2 || n < 2 {
+		return b, err
+	}
+	b.parts = make([]part, min(len(l.forks), n))
+	lo := 0
+	for i := range b.parts {
+		p := &b.parts[i]
+		p.lo = lo
+		p.n = n / len(b.parts)
+		if i < n%len(b.parts) {
+			p.n++
+		}
+		lo += p.n
+		if p.b, err = l.newBatchOf(l.forks[i], p.n); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// newBatchOf builds the state for n examples on cell (the layer's cell or
+// one of its forks).
+func (l *Layer) newBatchOf(cell layers.Cell, n int) (*batch, error) {
+	ev, err := cell.Evaluator(n)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +265,11 @@ func (l *Layer) newBatch(n int) (*batch, error) {
 	b.proven = l.s.forwardProven(l.cell, b.norm)
 	b.fwd = chooseOracle(l.s.ForwardOracle, l.s.Forward, ev, layers.ExactOracle(ev), b.norm)
 	if l.s.CertifyFloat64 {
-		ref, err := l.cell.(layers.Referenced).ReferenceEvaluator(n)
+		r, ok := cell.(layers.Referenced)
+		if !ok {
+			return nil, fmt.Errorf("deq: Settings.CertifyFloat64: a fork of the cell is a %T, which does not evaluate a float64 reference map (layers.Referenced)", cell)
+		}
+		ref, err := r.ReferenceEvaluator(n)
 		if err != nil {
 			return nil, err
 		}
@@ -306,6 +368,25 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mask dropMask
+	if b.masked != nil && !l.evaluation {
+		mask = make(dropMask, b.ev.Len())
+		mask.draw(l.s.Dropout, l.s.ForwardSettings.Seed)
+	}
+	if b.parts != nil {
+		return l.forwardSplit(ctx, b, x, mask)
+	}
+	z0, err := l.start(b, x, n, mask)
+	if err != nil {
+		return nil, err
+	}
+	return l.solve(ctx, b, x, z0, n, mask, l.s.ForwardSettings)
+}
+
+// start prepares b's forward solve of the n examples x with dropout mask
+// mask (nil: none): it sets the evaluators' input, resets the monitor,
+// sets the mask and returns the starting point.
+func (l *Layer) start(b *batch, x []float64, n int, mask dropMask) ([]float64, error) {
 	if err := b.ev.SetInput(x); err != nil {
 		return nil, err
 	}
@@ -317,12 +398,7 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if b.monitor != nil {
 		b.monitor.Reset()
 	}
-	var mask dropMask
 	if b.masked != nil {
-		if !l.evaluation {
-			mask = make(dropMask, b.ev.Len())
-			mask.draw(l.s.Dropout, l.s.ForwardSettings.Seed)
-		}
 		b.masked.mask = mask
 		if b.refMasked != nil {
 			b.refMasked.mask = mask
@@ -339,7 +415,12 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 			return nil, err
 		}
 	}
-	fs := l.s.ForwardSettings
+	return z0, nil
+}
+
+// solve runs b's forward solve from z0, after start, with settings fs,
+// and returns its Solution for the n examples x.
+func (l *Layer) solve(ctx context.Context, b *batch, x, z0 []float64, n int, mask dropMask, fs solver.Settings) (*Solution, error) {
 	fs.Workspace = &b.work
 	var traj *trajectory
 	if l.s.CorrectionStates > 0 {
@@ -413,7 +494,7 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 // (BackwardStats.Adjoint then has Status Diverged, see solver.Solve) or
 // during Phantom's steps. No gradient is written then.
 func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (*BackwardStats, error) {
-	b, err := l.prepareSolution("Backward", sol, stateArg("gz", gz, false), inputArg("dx", dx))
+	b, err := l.checkSolution("Backward", sol, stateArg("gz", gz, false), inputArg("dx", dx))
 	if err != nil {
 		return nil, err
 	}
@@ -423,33 +504,59 @@ func (l *Layer) Backward(ctx context.Context, sol *Solution, gz, dx []float64) (
 	st := &BackwardStats{Mode: l.s.Backward}
 	terms := int64(b.ev.Terms())
 	defer func() { st.TermEvals += int64(st.VJPs) * terms }()
-	switch l.s.Backward {
-	case JacobianFree:
-		st.VJPs = 1
-		g := slices.Clone(gz)
-		sol.mask.apply(g)
-		return st, b.ev.VJP(nil, dx, sol.Z, g)
-	case Phantom:
-		return st, l.phantom(b, sol, gz, dx, st)
+	if b.parts != nil {
+		return st, l.backwardSplit(ctx, b, sol, gz, dx, st)
 	}
-	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask}
-	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask, exact: true}
-	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
-	as := l.s.AdjointSettings
-	as.Workspace = &b.work
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &as, l.s.Adjoint)
+	if err := b.ev.SetInput(sol.X); err != nil {
+		return nil, err
+	}
+	if l.s.Backward != Implicit {
+		return st, l.direct(b, sol, gz, dx, st)
+	}
+	res, err := l.adjoint(ctx, b, sol, gz, l.s.AdjointSettings)
 	st.Adjoint = res
 	st.TermEvals = termEvals(res)
 	if err != nil {
-		return st, fmt.Errorf("deq: adjoint solve: %w", err)
+		return st, err
 	}
-	st.VJPs = 1
-	g := res.X
+	return st, l.adjointVJP(b, sol, res.X, dx, st)
+}
+
+// direct runs the backward modes without an adjoint solve (JacobianFree
+// and Phantom) on b, whose evaluator holds sol's input.
+func (l *Layer) direct(b *batch, sol *Solution, gz, dx []float64, st *BackwardStats) error {
+	if l.s.Backward == Phantom {
+		return l.phantom(b, sol, gz, dx, st)
+	}
+	st.VJPs++
+	g := slices.Clone(gz)
+	sol.mask.apply(g)
+	return b.ev.VJP(nil, dx, sol.Z, g)
+}
+
+// adjoint solves g = J_f(z*)ᵀ(m ⊙ g) + gz on b, whose evaluator holds
+// sol's input, with settings as.
+func (l *Layer) adjoint(ctx context.Context, b *batch, sol *Solution, gz []float64, as solver.Settings) (*solver.Result, error) {
+	adj := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask}
+	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask, exact: true}
+	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
+	as.Workspace = &b.work
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &as, l.s.Adjoint)
+	if err != nil {
+		return res, fmt.Errorf("deq: adjoint solve: %w", err)
+	}
+	return res, nil
+}
+
+// adjointVJP adds the parameter gradients (∂f/∂θ)ᵀ(m ⊙ g) at sol's point
+// and writes (∂f/∂x)ᵀ(m ⊙ g) into dx, for the adjoint solution g.
+func (l *Layer) adjointVJP(b *batch, sol *Solution, g, dx []float64, st *BackwardStats) error {
+	st.VJPs++
 	if sol.mask != nil {
 		g = slices.Clone(g)
 		sol.mask.apply(g)
 	}
-	return st, b.ev.VJP(nil, dx, sol.Z, g)
+	return b.ev.VJP(nil, dx, sol.Z, g)
 }
 
 // phantom backpropagates through k damped steps from z*.

@@ -207,6 +207,27 @@ type Settings struct {
 	// layers.Referenced. False, the zero value, solves on the cell's own
 	// map only.
 	CertifyFloat64 bool
+
+	// Split is the number of parts into which Forward and Backward split a
+	// batch's examples, for a cell that can be forked (layers.Forker):
+	// consecutive groups of examples, of sizes differing by at most one,
+	// each solved on its own goroutine with an evaluator of its own (a
+	// fork of the cell), so that a batch's solves use up to Split cores.
+	// Each part is its own solve (and its own float64 stage, adjoint
+	// solve and dropout mask slice): its method's iterations and stopping
+	// are its own, so the iterates differ from those of one solve of the
+	// whole batch, a batched method's (Anderson's, Broyden's) coupling
+	// between examples is cut at the parts' boundaries, and every part
+	// stops when its own examples meet the tolerance. The parts' results
+	// are merged into one (see Solution.Parts): since a Batched norm is
+	// the largest per-example norm, the merged certificate bounds the
+	// whole batch's residual. The parameter gradients are then added part
+	// by part, one part at a time. A batch of fewer examples than Split is
+	// split into one part per example. Zero and one mean one solve of the
+	// whole batch. New refuses Split > 1 for a cell that is not a
+	// layers.Forker, and with CorrectionStates, whose trajectory is one
+	// solve's.
+	Split int
 }
 
 // forwardProven reports whether the forward solve's map is proven
@@ -243,6 +264,10 @@ func (s *Settings) withDefaults(sh layers.Shape) (Settings, error) {
 		return c, fmt.Errorf("deq: Settings.CorrectionStates = %d must not be negative", c.CorrectionStates)
 	case !c.Monitor.valid():
 		return c, fmt.Errorf("deq: Settings.Monitor = %v is not a monitor mode", c.Monitor)
+	case c.Split < 0:
+		return c, fmt.Errorf("deq: Settings.Split = %d must not be negative", c.Split)
+	case c.Split > 1 && c.CorrectionStates > 0:
+		return c, fmt.Errorf("deq: Settings.Split = %d: CorrectionStates = %d collects the trajectory of one solve, not of %d parts", c.Split, c.CorrectionStates, c.Split)
 	}
 	var err error
 	if c.Norm, err = exampleNorm("Norm", c.Norm, sh); err != nil {

@@ -101,6 +101,12 @@ type Config struct {
 	// DefaultConvShift pixels for the conv cell, none for the others, and
 	// no rotation or scaling for any cell.
 	Augment AugmentConfig `json:",omitzero"`
+
+	// Split is the number of parts into which the training and evaluation
+	// layers split each batch's examples, each part solved on its own
+	// goroutine (deq.Settings.Split): dense cell only. Zero and one mean
+	// one solve per batch.
+	Split int `json:",omitzero"`
 }
 
 // Defaults validates c and returns a copy with every default filled in.
@@ -108,7 +114,7 @@ type Config struct {
 func (c Config) Defaults() (Config, error) {
 	d := c
 	if err := nonNegative(intField{"Epochs", c.Epochs}, intField{"BatchSize", c.BatchSize}, intField{"EvalBatchSize", c.EvalBatchSize},
-		intField{"MaxBadBatches", c.MaxBadBatches}, intField{"Backward.PhantomSteps", c.Backward.PhantomSteps}); err != nil {
+		intField{"MaxBadBatches", c.MaxBadBatches}, intField{"Backward.PhantomSteps", c.Backward.PhantomSteps}, intField{"Split", c.Split}); err != nil {
 		return d, err
 	}
 	switch {
@@ -133,6 +139,12 @@ func (c Config) Defaults() (Config, error) {
 	}
 	if !c.Model.Cell.valid() {
 		return d, fieldErr("Model.Cell", c.Model.Cell, "is not a cell kind")
+	}
+	switch {
+	case c.Split > 1 && c.Model.Cell != DenseCell:
+		return d, fieldErr("Split", c.Split, "applies to the dense cell only, whose cell can be forked (layers.Forker)")
+	case c.Split > 1 && c.Aids.CorrectionStates > 0:
+		return d, fieldErr("Split", c.Split, "cannot be combined with Aids.CorrectionStates, which collects the trajectory of one solve")
 	}
 	base := DefaultsFor(c.Model.Cell)
 	d.Epochs = cmp.Or(c.Epochs, base.Epochs)

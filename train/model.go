@@ -62,6 +62,7 @@ type Model struct {
 	rows, cols int // image size (the conv model's encoder reads it)
 	cell       layers.Cell
 	io32       bool                // the dense encoder and readout multiply in float32 (Config.Precision)
+	split      int                 // deq.Settings.Split of the layers (train.Config.Split)
 	encW, encB *param              // the dense encoder (nil for conv)
 	conv       *layers.ConvEncoder // the conv encoder (nil otherwise)
 	hidW, hidB *param              // the readout's hidden layer (nil without Config.ReadoutHidden)
@@ -445,6 +446,7 @@ func (m *Model) layer(s SolverConfig, b *BackwardConfig, a *AidsConfig) (*deq.La
 		ForwardOracle:   s.oracle(),
 		Monitor:         deq.MonitorNever,
 		CertifyFloat64:  m.CertifiesFloat64(),
+		Split:           m.split,
 	}
 	if a != nil {
 		ds.CorrectionStates, ds.Dropout = a.CorrectionStates, a.Dropout

@@ -185,6 +185,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 	}
 	t.adam = &Adam{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.AdamEps}
 	var err error
+	m.split = c.Split
 	if t.layer, err = m.layer(c.Forward, &c.Backward, &c.Aids); err != nil {
 		return nil, err
 	}
