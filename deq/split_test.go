@@ -187,3 +187,30 @@ func TestSplitPartFailure(t *testing.T) {
 	require.Equal(t, solver.IterationLimit, sol.Result.Status)
 	require.Greater(t, sol.Result.Certificate.Bound, 1e-12)
 }
+
+// TestSplitFloat32Teams runs a split batch of the float32 dense cell at a
+// size where each part's evaluator splits its rows between goroutines too
+// (run it with -race), and checks its fixed point against one solve's:
+// both are certified within tol in the batched ℓ2 norm of a γ̄-contraction,
+// so each example's points lie within tol/(1 − γ̄) of the fixed point of
+// the float64 map.
+func TestSplitFloat32Teams(t *testing.T) {
+	const n, h, tol, gamma = 128, 128, 1e-3, 0.9
+	cell := must(layers.NewDense(layers.DenseConfig{Hidden: h, Input: 8, Lipschitz: layers.Constraint{Gamma: gamma}, Precision: layers.Float32, Seed: 4}))
+	x := randVec(rand.New(rand.NewPCG(5, 6)), n*8, 1)
+	s := Settings{Forward: solver.Broyden{}, Adjoint: solver.Broyden{}, CertifyFloat64: true,
+		ForwardSettings: solver.Settings{Tol: tol, MaxIter: 60}, AdjointSettings: solver.Settings{Tol: 1e-3, MaxIter: 60}}
+	one, _, oneDx, _ := splitPass(t, cell, s, x)
+	s.Split = 2
+	sol, st, dx, _ := splitPass(t, cell, s, x)
+	require.Equal(t, solver.Success, sol.Result.Status)
+	require.LessOrEqual(t, sol.Result.Certificate.Bound, tol)
+	require.Len(t, st.AdjointParts, 2)
+	norm := must(solver.NewBatched(must(solver.NewLP(2, h)), n))
+	diff := slices.Clone(sol.Z)
+	for i := range diff {
+		diff[i] -= one.Z[i]
+	}
+	require.LessOrEqual(t, norm.Norm(diff), 2*tol/(1-gamma))
+	require.Len(t, dx, len(oneDx))
+}

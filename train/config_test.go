@@ -151,6 +151,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Backward: BackwardConfig{Mode: -1}}, "Backward.Mode"},
 		{Config{Backward: BackwardConfig{Solver: SolverConfig{MethodSettings: solver.MethodSettings{Delta: 1}}}}, "Backward.Solver.Delta"},
 		{Config{Eval: SolverConfig{MaxIter: -1}}, "Eval.MaxIter"},
+		{Config{Split: -1}, "Split"},
+		{Config{Split: 2, Model: ModelConfig{Cell: MeanFieldCell}}, "Split"},
+		{Config{Split: 2, Aids: AidsConfig{CorrectionStates: 2}}, "Split"},
 	} {
 		_, err := tc.c.Defaults()
 		require.ErrorContains(t, err, "Config."+tc.field)
