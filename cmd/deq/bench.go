@@ -26,6 +26,8 @@ type benchFlags struct {
 	problems    []string
 	peerModels  []string
 	peerThreads int
+	// peerSplit is our dense side's train.Config.Split in the peer section.
+	peerSplit int
 	// peerPrecision is our side's precision in the peer section.
 	peerPrecision layers.Precision
 	sampleScale   float64
@@ -58,6 +60,7 @@ Sample counts are reproducible from the flags; timings depend on the machine.
 	fl.StringSliceVar(&f.only, "only", nil, "run only these sections: "+strings.Join(bench.Sections(), ", ")+" (comma-separated or repeated)")
 	fl.StringSliceVar(&f.problems, "problems", nil, "stochastic section: only these problems: "+strings.Join(bench.ProblemNames(), ", "))
 	fl.StringSliceVar(&f.peerModels, "peer-models", nil, "peer section: only these models: "+strings.Join(bench.PeerModels(), ", "))
+	fl.IntVar(&f.peerSplit, "peer-split", bench.DefaultPeerSplit, "peer section: solve each batch of our dense model as N concurrent parts (deq train --split; 1: one solve per batch)")
 	fl.IntVar(&f.peerThreads, "peer-threads", bench.DefaultPeerThreads, "peer section: torch threads of the PyTorch peer (ours runs OpenBLAS on one thread)")
 	fl.Var(&textValue{&f.peerPrecision}, "peer-precision", "peer section: precision of our cell's matrix products, float64 or float32 (default: deq train's, float32 for the conv model and float64 for the dense one)")
 	fl.Float64Var(&f.sampleScale, "sample-scale", bench.DefaultSampleScale, "VR-GHAL's SampleScale: multiplier on the paper's sample sizes (> 0)")
@@ -114,6 +117,8 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 		return bench.Config{}, usagef("--workers = %d must not be negative", f.workers)
 	case f.peerThreads < 1:
 		return bench.Config{}, usagef("--peer-threads = %d must be positive", f.peerThreads)
+	case f.peerSplit < 1:
+		return bench.Config{}, usagef("--peer-split = %d must be positive", f.peerSplit)
 	}
 	for _, s := range f.only {
 		if !slices.Contains(bench.Sections(), s) {
@@ -131,7 +136,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 		}
 	}
 	return bench.Config{
-		Quick: f.quick, Sections: f.only, Problems: f.problems, PeerModels: f.peerModels, PeerThreads: f.peerThreads, PeerPrecision: f.peerPrecision, Seeds: f.seeds, Seed: f.seed,
+		Quick: f.quick, Sections: f.only, Problems: f.problems, PeerModels: f.peerModels, PeerThreads: f.peerThreads, PeerSplit: f.peerSplit, PeerPrecision: f.peerPrecision, Seeds: f.seeds, Seed: f.seed,
 		SampleScale: f.sampleScale, Workers: f.workers, Command: reproduceCommand(cmd),
 		Data: f.data, CacheDir: f.out,
 	}, nil
@@ -141,7 +146,7 @@ func (f benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 // flags that change results, not --out, --markdown or --workers.
 func reproduceCommand(cmd *cobra.Command) string {
 	parts := []string{"deq bench"}
-	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "peer-models", "peer-threads", "peer-precision", "sample-scale", "data"} {
+	for _, name := range []string{"quick", "seeds", "seed", "only", "problems", "peer-models", "peer-threads", "peer-split", "peer-precision", "sample-scale", "data"} {
 		fl := cmd.Flags().Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue

@@ -97,6 +97,11 @@ type Config struct {
 	// the conv model, float64 for the dense one. (Before
 	// train.DefaultConvPrecision it meant float64 for both.)
 	PeerPrecision layers.Precision
+	// PeerSplit is the number of concurrent parts into which our side
+	// splits each batch of the dense model in the peer section
+	// (train.Config.Split). Zero means DefaultPeerSplit; one means one
+	// solve per batch.
+	PeerSplit int
 	// Seeds is the number of solver seeds per method and accuracy. Zero
 	// means 20 (3 when Quick).
 	Seeds int
@@ -203,7 +208,7 @@ func (c Config) withDefaults() (*settings, error) {
 		negative bool
 		v        any
 	}{
-		{"Seeds", c.Seeds < 0, c.Seeds}, {"Workers", c.Workers < 0, c.Workers}, {"PeerThreads", c.PeerThreads < 0, c.PeerThreads},
+		{"Seeds", c.Seeds < 0, c.Seeds}, {"Workers", c.Workers < 0, c.Workers}, {"PeerThreads", c.PeerThreads < 0, c.PeerThreads}, {"PeerSplit", c.PeerSplit < 0, c.PeerSplit},
 		{"SigmaDraws", c.SigmaDraws < 0, c.SigmaDraws}, {"OverheadRuns", c.OverheadRuns < 0, c.OverheadRuns},
 		{"MaxRunTime", c.MaxRunTime < 0, c.MaxRunTime}, {"TimeTarget", c.TimeTarget < 0, c.TimeTarget},
 	} {
@@ -254,6 +259,7 @@ func (c Config) withDefaults() (*settings, error) {
 	s.Shape = cmp.Or(s.Shape, ifQuick(c.Quick, report.Shape{Batch: 32, Hidden: 32, Input: 32}, report.Shape{Batch: 256, Hidden: 128, Input: 128}))
 	s.Workers = cmp.Or(s.Workers, runtime.GOMAXPROCS(0))
 	s.PeerThreads = cmp.Or(s.PeerThreads, DefaultPeerThreads)
+	s.PeerSplit = cmp.Or(s.PeerSplit, DefaultPeerSplit)
 	return s, nil
 }
 

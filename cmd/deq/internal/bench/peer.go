@@ -41,6 +41,12 @@ const PeerScript = "scripts/torch_peer.py"
 // runs OpenBLAS on one thread (blasimpl.Use).
 const DefaultPeerThreads = 1
 
+// DefaultPeerSplit is Config.PeerSplit where that is zero: our side of
+// the dense model solves each batch as two concurrent parts
+// (train.Config.Split), its faster setting on a machine of two or more
+// cores, where the peer's torch likewise keeps two cores busy.
+const DefaultPeerSplit = 2
+
 // Models of the peer section.
 const (
 	peerDense = "dense"
@@ -82,7 +88,8 @@ type peerSetup struct {
 //   - conv-implicit: the same with implicit differentiation on both sides
 //     (`--backward implicit`: Anderson adjoint solves).
 //
-// Config.PeerPrecision, when set, replaces every model's precision. When
+// Config.PeerPrecision, when set, replaces every model's precision, and
+// Config.PeerSplit sets the dense model's train.Config.Split. When
 // Quick all three run 1 epoch of 256 synthetic training and 128 test images,
 // with 16 hidden units and 8 channels. Config.PeerModels, when set, keeps
 // only the models it names.
@@ -92,6 +99,7 @@ func (s *settings) peerSetups() []peerSetup {
 	// The peer script does not augment its data: neither does our side.
 	conv := train.Config{Seed: seed, Model: train.ModelConfig{Cell: train.ConvCell}, Augment: train.AugmentConfig{Shift: -1}}
 	dense.Model.Precision, conv.Model.Precision = s.PeerPrecision, s.PeerPrecision
+	dense.Split = s.PeerSplit
 	implicit := conv
 	implicit.Backward.Mode = deq.Implicit
 	var setups []peerSetup
@@ -264,6 +272,9 @@ func peerSummary(cfg train.Config) string {
 	}
 	if m.Precision != layers.Float64 {
 		arch += fmt.Sprintf(" Ours computes the cell's matrix products in %v.", m.Precision)
+	}
+	if cfg.Split > 1 {
+		arch += fmt.Sprintf(" Ours solves each batch as %d concurrent parts of its examples, each with its own forward and adjoint solves, their certificates merged (`--split %d`).", cfg.Split, cfg.Split)
 	}
 	backward := fmt.Sprintf("implicit backward %s (tolerance %g relative to the first residual, at most %d iterations)",
 		cfg.Backward.Solver.Method, cfg.Backward.Solver.Tol, cfg.Backward.Solver.MaxIter)

@@ -278,6 +278,30 @@ func TestPeerPrecision(t *testing.T) {
 	require.ErrorContains(t, err, "Config.PeerPrecision")
 }
 
+// TestPeerSplit: Config.PeerSplit sets the dense model's Split (two
+// parts by default), leaves the conv models' alone, is named in the
+// summary, and a negative value is an error naming the field.
+func TestPeerSplit(t *testing.T) {
+	for _, tc := range []struct{ split, want int }{{0, DefaultPeerSplit}, {1, 1}, {3, 3}} {
+		s, err := Config{PeerSplit: tc.split}.withDefaults()
+		require.NoError(t, err)
+		for _, ps := range s.peerSetups() {
+			cfg := ps.cfg
+			cfg.Epochs = ps.epochs
+			cfg, err := cfg.Defaults()
+			require.NoError(t, err, ps.model)
+			want := tc.want
+			if isConv(ps.model) {
+				want = 0
+			}
+			require.Equal(t, want, cfg.Split, ps.model)
+			require.Equal(t, want > 1, strings.Contains(peerSummary(cfg), fmt.Sprintf("`--split %d`", want)), ps.model)
+		}
+	}
+	_, err := Config{PeerSplit: -1}.withDefaults()
+	require.ErrorContains(t, err, "Config.PeerSplit")
+}
+
 // TestUnavailableNote checks that a data set that is not installed is
 // reported with the command that fetches it, not the library's field.
 func TestUnavailableNote(t *testing.T) {
