@@ -38,6 +38,11 @@
 // their input is not finite or the cell returns a non-finite value (a solve
 // then has Status Diverged and no certificate with a NaN bound).
 //
+// Settings.Split solves a batch as concurrent parts of its examples, on
+// forks of the cell (layers.Forker), and merges their results: the
+// certificate of a Batched norm bounds the whole batch's residual by the
+// largest of the parts' bounds.
+//
 // The zero value of every Settings field is its documented default. The
 // modes (Backward, OracleMode, Monitor) are typed values; ParseBackward,
 // ParseOracleMode and ParseMonitor and their text marshalling convert them
