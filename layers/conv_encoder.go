@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/deqgo/deq/internal/mru"
+	"github.com/deqgo/deq/internal/team"
 	"github.com/deqgo/deq/layers/internal/conv"
 )
 
@@ -131,7 +132,7 @@ type encoderWork struct {
 	// Backward).
 	mats  shiftedProducts
 	dy    []float64
-	team  *conv.Team
+	team  *team.Team
 	grads [][][]float64
 }
 
@@ -267,8 +268,8 @@ func (e *ConvEncoder) newWork(n int) *encoderWork {
 	}
 	wk.mats = newShiftedProducts(e.prec, e.c, first.OutH(), first.OutW(), e.c, n)
 	wk.dy = make([]float64, out)
-	wk.team = conv.NewTeam(min(runtime.GOMAXPROCS(0), n))
-	runtime.AddCleanup(wk, (*conv.Team).Close, wk.team)
+	wk.team = team.New(min(runtime.GOMAXPROCS(0), n))
+	runtime.AddCleanup(wk, (*team.Team).Close, wk.team)
 	return wk
 }
 

@@ -5,12 +5,13 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/deqgo/deq/internal/team"
 	"github.com/deqgo/deq/layers/internal/conv"
 	"github.com/deqgo/deq/solver"
 )
 
 // convEval evaluates a Conv cell on batches of n examples, split between
-// the goroutines of a conv.Team (one part per core, at most one per
+// the goroutines of a team.Team (one part per core, at most one per
 // example). The convolutions run as shifted matrix products (see
 // conv.Shifted) on whole-batch matrices that every part shares, each part
 // writing only the columns of its own examples. All scratch is allocated
@@ -35,7 +36,7 @@ type convEval struct {
 	// differentiation does at every iteration).
 	last convKey
 
-	team  *conv.Team
+	team  *team.Team
 	works []*convWork // one per part
 	call  convCall    // the arguments of the running call
 	part  func(part, lo, hi int)
@@ -107,8 +108,8 @@ func newConvEval(c *Conv, n int, prec Precision) *convEval {
 		e.xhat = make([]float64, n*c.m*img)
 		e.rstd = make([]float64, n*c.m*c.groups)
 	}
-	e.team = conv.NewTeam(min(runtime.GOMAXPROCS(0), n))
-	runtime.AddCleanup(e, (*conv.Team).Close, e.team)
+	e.team = team.New(min(runtime.GOMAXPROCS(0), n))
+	runtime.AddCleanup(e, (*team.Team).Close, e.team)
 	r := c.geom.ColRows()
 	for range e.team.Parts() {
 		wk := &convWork{
@@ -354,7 +355,7 @@ func (e *convEval) run(call convCall) {
 	e.c.chainW()
 }
 
-// addPartGrads adds the gradients grads that a part of a conv.Team
+// addPartGrads adds the gradients grads that a part of a team.Team
 // accumulated (one per parameter of ps, in its order) into ps's and clears
 // them.
 func addPartGrads(ps []*Param, grads [][]float64) {

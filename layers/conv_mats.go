@@ -8,7 +8,7 @@ import "github.com/deqgo/deq/layers/internal/conv"
 // *shiftedMats[float32]. The images, the weights and their gradients stay
 // float64; the methods round them into the matrices and widen the results.
 // Methods given a range of examples [lo, hi) touch only their columns, so
-// that the parts of a conv.Team may call them concurrently.
+// that the parts of a team.Team may call them concurrently.
 type shiftedProducts interface {
 	// setWeights writes the rows×9·In OIHW kernels w into the offset-major
 	// weights.

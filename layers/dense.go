@@ -13,7 +13,7 @@ import (
 	"github.com/deqgo/deq/internal/f32"
 	"github.com/deqgo/deq/internal/mru"
 	"github.com/deqgo/deq/internal/numeric"
-	"github.com/deqgo/deq/layers/internal/conv"
+	"github.com/deqgo/deq/internal/team"
 	"github.com/deqgo/deq/solver"
 )
 
@@ -285,7 +285,7 @@ type dense32 struct {
 
 	// team splits the rows of the forward evaluations and hidden VJPs
 	// between goroutines; nil runs them on the caller (newDenseTeam).
-	team *conv.Team
+	team *team.Team
 	call denseCall // the arguments of the split call in progress
 	// evalPart and hiddenPart are the evaluator's methods of the same
 	// names, bound once so that a split call allocates nothing.
@@ -324,7 +324,7 @@ func newDenseEval(c *Dense, n int, prec Precision) *denseEval {
 		e.f32 = &dense32{team: newDenseTeam(e.rows, c.shape.Hidden)}
 		e.f32.evalPart, e.f32.hiddenPart = e.evalPart, e.hiddenPart
 		if e.f32.team != nil {
-			runtime.AddCleanup(e, (*conv.Team).Close, e.f32.team)
+			runtime.AddCleanup(e, (*team.Team).Close, e.f32.team)
 		}
 	}
 	return e

@@ -6,7 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/deqgo/deq/internal/f32"
-	"github.com/deqgo/deq/layers/internal/conv"
+	"github.com/deqgo/deq/internal/team"
 )
 
 // denseSplitMin is the smallest number of multiply–adds of a Float32 Dense
@@ -27,12 +27,12 @@ type denseCall struct {
 // newDenseTeam starts the team that splits the rows of a Float32 evaluator
 // of rows×hidden states, or returns nil when the products are too small
 // (denseSplitMin) or one core is all there is.
-func newDenseTeam(rows, hidden int) *conv.Team {
+func newDenseTeam(rows, hidden int) *team.Team {
 	parts := min(runtime.GOMAXPROCS(0), rows)
 	if parts < 2 || rows*hidden*hidden < denseSplitMin {
 		return nil
 	}
-	return conv.NewTeam(parts)
+	return team.New(parts)
 }
 
 // splitRows calls part(lo, hi) for consecutive ranges of the evaluator's

@@ -35,6 +35,9 @@ type Adam struct {
 
 	t    int
 	m, v [][]float64
+	// split divides Update's elements between goroutines (nil: one
+	// goroutine); a Trainer sets it.
+	split *adamSplit
 }
 
 var _ G.Solver = (*Adam)(nil)
@@ -158,20 +161,54 @@ func (a *Adam) Update(ws, gs [][]float64) error {
 		}
 	}
 	a.t++
-	c1 := 1 / (1 - math.Pow(a.Beta1, float64(a.t)))
-	c2 := 1 / (1 - math.Pow(a.Beta2, float64(a.t)))
+	c := adamCall{
+		ws: ws, gs: gs,
+		c1: 1 / (1 - math.Pow(a.Beta1, float64(a.t))),
+		c2: 1 / (1 - math.Pow(a.Beta2, float64(a.t))),
+	}
+	total := 0
+	for _, w := range ws {
+		total += len(w)
+	}
+	if a.split == nil || total < adamSplitMin {
+		a.updateRange(&c, 0, total)
+		return nil
+	}
+	a.split.call = c
+	a.split.team.Run(total, a.split.part)
+	a.split.call = adamCall{}
+	return nil
+}
+
+// adamCall holds the operands of an Update: the values and gradients and
+// the bias corrections 1/(1 − β₁ᵗ) and 1/(1 − β₂ᵗ).
+type adamCall struct {
+	ws, gs [][]float64
+	c1, c2 float64
+}
+
+// updateRange updates the elements [lo, hi) of the parameters taken one
+// after the other. Each element's update reads and writes that element
+// only, so a split Update computes what one goroutine does, bit for bit.
+func (a *Adam) updateRange(c *adamCall, lo, hi int) {
 	om1, om2 := 1-a.Beta1, 1-a.Beta2
 	negLR := -a.LR
-	for i, w := range ws {
-		g, m, v := gs[i], a.m[i], a.v[i]
+	off := 0
+	for i, w := range c.ws {
+		s, e := max(lo-off, 0), min(hi-off, len(w))
+		off += len(w)
+		if s >= e {
+			continue
+		}
+		g, m, v := c.gs[i][s:e], a.m[i][s:e], a.v[i][s:e]
+		w = w[s:e]
 		for j, gj := range g {
 			m[j] = gj*om1 + m[j]*a.Beta1
 			v[j] = gj*gj*om2 + v[j]*a.Beta2
-			w[j] += m[j] * c1 * negLR / (math.Sqrt(v[j]*c2) + a.Eps)
+			w[j] += m[j] * c.c1 * negLR / (math.Sqrt(v[j]*c.c2) + a.Eps)
 			g[j] = 0
 		}
 	}
-	return nil
 }
 
 // globalNorm returns the Euclidean norm of all of grads together.

@@ -63,6 +63,7 @@ type Model struct {
 	cell       layers.Cell
 	io32       bool                // the dense encoder and readout multiply in float32 (Config.Precision)
 	split      int                 // deq.Settings.Split of the layers (train.Config.Split)
+	encSplit   *rowSplit           // splits the dense encoder's products between the cores (nil: one core, or conv)
 	encW, encB *param              // the dense encoder (nil for conv)
 	conv       *layers.ConvEncoder // the conv encoder (nil otherwise)
 	hidW, hidB *param              // the readout's hidden layer (nil without Config.ReadoutHidden)
@@ -158,6 +159,7 @@ func newModelWith(cfg ModelConfig, rows, cols, classes int, norm *datasets.Norma
 		// The dense model's encoder and readout follow the cell's
 		// precision (the conv encoder follows it through ConvEncoder).
 		m.io32 = cfg.Cell == DenseCell && cfg.Precision == layers.Float32
+		m.encSplit = newRowSplit()
 		con, err := layers.ConstraintFor(fnorm)
 		if err != nil {
 			return nil, err
@@ -283,7 +285,7 @@ func (m *Model) encode(w *work, e []float64, n int) error {
 	if m.conv != nil {
 		return m.conv.Forward(e, w.xs)
 	}
-	affine(e, n, w.xs, m.encW, m.encB, m.scratch32(w), opEncoder)
+	affine(e, n, w.xs, m.encW, m.encB, m.scratch32(w), opEncoder, m.encSplit)
 	for i, v := range e {
 		if v < 0 {
 			e[i] = 0
@@ -304,7 +306,7 @@ func (m *Model) encodeBackward(w *work, n int) error {
 			de[i] = 0
 		}
 	}
-	affineBackward(nil, n, w.xs, de, m.encW, m.encB, m.scratch32(w), opEncoder)
+	affineBackward(nil, n, w.xs, de, m.encW, m.encB, m.scratch32(w), opEncoder, m.encSplit)
 	return nil
 }
 
@@ -321,14 +323,14 @@ func (m *Model) readout(w *work, z []float64, n int) {
 	s := m.scratch32(w)
 	if m.hidW != nil {
 		u := w.u[:n*m.hidW.cols]
-		affine(u, n, h, m.hidW, m.hidB, s, opFeatures)
+		affine(u, n, h, m.hidW, m.hidB, s, opFeatures, nil)
 		for i, v := range u {
 			u[i] = max(v, 0)
 		}
-		affine(w.logits[:n*m.Classes], n, u, m.outW, m.outB, s, opHidden)
+		affine(w.logits[:n*m.Classes], n, u, m.outW, m.outB, s, opHidden, nil)
 		return
 	}
-	affine(w.logits[:n*m.Classes], n, h, m.outW, m.outB, s, opFeatures)
+	affine(w.logits[:n*m.Classes], n, h, m.outW, m.outB, s, opFeatures, nil)
 }
 
 // readoutBackward adds the readout's parameter gradients for w.dlogits and
@@ -341,15 +343,15 @@ func (m *Model) readoutBackward(w *work, z []float64, n int) {
 	s := m.scratch32(w)
 	if m.hidW != nil {
 		u, du := w.u[:n*m.hidW.cols], w.du[:n*m.hidW.cols]
-		affineBackward(du, n, u, w.dlogits, m.outW, m.outB, s, opHidden)
+		affineBackward(du, n, u, w.dlogits, m.outW, m.outB, s, opHidden, nil)
 		for i, v := range u {
 			if v <= 0 {
 				du[i] = 0
 			}
 		}
-		affineBackward(dh, n, h, du, m.hidW, m.hidB, s, opFeatures)
+		affineBackward(dh, n, h, du, m.hidW, m.hidB, s, opFeatures, nil)
 	} else {
-		affineBackward(dh, n, h, w.dlogits, m.outW, m.outB, s, opFeatures)
+		affineBackward(dh, n, h, w.dlogits, m.outW, m.outB, s, opFeatures, nil)
 	}
 	if m.conv != nil {
 		m.pool.backward(w.gz, w.dh, n)

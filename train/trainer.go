@@ -184,6 +184,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 		return nil, err
 	}
 	t.adam = &Adam{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.AdamEps}
+	splitAdam(t.adam)
 	var err error
 	m.split = c.Split
 	if t.layer, err = m.layer(c.Forward, &c.Backward, &c.Aids); err != nil {

@@ -1,4 +1,4 @@
-package conv
+package team
 
 import (
 	"sync/atomic"
@@ -7,7 +7,7 @@ import (
 
 func TestTeamRunCoversRange(t *testing.T) {
 	for _, tc := range []struct{ parts, n int }{{1, 5}, {2, 1}, {2, 7}, {3, 10}, {4, 3}} {
-		team := NewTeam(tc.parts)
+		team := New(tc.parts)
 		hits := make([]atomic.Int32, tc.n)
 		used := team.Run(tc.n, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -29,7 +29,7 @@ func TestTeamRunCoversRange(t *testing.T) {
 // BenchmarkTeamRun is the cost of one Run of two parts that do nearly
 // nothing: the latency of handing a part to a helper and waiting for it.
 func BenchmarkTeamRun(b *testing.B) {
-	team := NewTeam(2)
+	team := New(2)
 	defer team.Close()
 	var sink atomic.Int64
 	fn := func(p, lo, hi int) { sink.Add(int64(hi - lo)) }

@@ -1,4 +1,4 @@
-package conv
+package team
 
 import "runtime"
 
@@ -20,9 +20,9 @@ type teamJob struct {
 	lo, hi int
 }
 
-// NewTeam returns a team of parts ≥ 1 parts (parts − 1 helper goroutines).
+// New returns a team of parts ≥ 1 parts (parts − 1 helper goroutines).
 // Zero means runtime.GOMAXPROCS(0).
-func NewTeam(parts int) *Team {
+func New(parts int) *Team {
 	if parts < 1 {
 		parts = runtime.GOMAXPROCS(0)
 	}
