@@ -70,6 +70,10 @@ type DenseConfig struct {
 // (a batch of 64 rows of 128 hidden features), for as many parts as there
 // are cores: the result depends on GOMAXPROCS only through the BLAS's
 // rounding of products of fewer rows.
+//
+// Dense is a Forker: its forks share its parameters and build their own
+// evaluators, so that package deq can solve parts of a batch concurrently
+// (deq.Settings.Split).
 type Dense struct {
 	shape  Shape
 	act    Activation

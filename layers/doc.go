@@ -53,7 +53,9 @@
 //		Gamma: 0.5,
 //	})
 //
-// Cells and evaluators are not safe for concurrent use.
+// Cells and evaluators are not safe for concurrent use. A Forker (Dense)
+// forks into cells that share its parameters and build their own
+// evaluators, which may run on different goroutines at once (see Forker).
 //
 // In the repository, docs/deq-layers.md compares the cells and their proven
 // bounds, and docs/own-cell.md explains writing a cell (by expression or by
