@@ -58,11 +58,12 @@ func BenchmarkLayerBroydenImplicit(b *testing.B) { benchLayerWith(b, Implicit, s
 
 // benchLayerFloat32 times the forward pass of BenchmarkLayerForward's
 // batch through the same dense cell with float32 products, Broyden to an
-// absolute 1e-3, certified on the cell's float64 map or not: the
-// difference is the float64 stage's cost.
-func benchLayerFloat32(b *testing.B, certify bool) {
+// absolute 1e-3, certified on the cell's float64 map or not (the
+// difference is the float64 stage's cost), the batch solved in split
+// concurrent parts (Settings.Split; 0: one solve).
+func benchLayerFloat32(b *testing.B, certify bool, split int) {
 	cell := must(layers.NewDense(layers.DenseConfig{Hidden: 128, Input: 128, Lipschitz: layers.Constraint{Gamma: 0.8}, Precision: layers.Float32, Seed: 1}))
-	l := must(New(cell, &Settings{Forward: solver.Broyden{}, ForwardSettings: solver.Settings{Tol: 1e-3, NoTrace: true}, CertifyFloat64: certify}))
+	l := must(New(cell, &Settings{Forward: solver.Broyden{}, ForwardSettings: solver.Settings{Tol: 1e-3, NoTrace: true}, CertifyFloat64: certify, Split: split}))
 	x := randVec(rand.New(rand.NewPCG(1, 1)), 256*128, 1)
 	calls := int64(0)
 	for b.Loop() {
@@ -75,8 +76,12 @@ func benchLayerFloat32(b *testing.B, certify bool) {
 	b.ReportMetric(float64(calls), "calls")
 }
 
-func BenchmarkLayerForwardFloat32(b *testing.B)          { benchLayerFloat32(b, false) }
-func BenchmarkLayerForwardFloat32Certified(b *testing.B) { benchLayerFloat32(b, true) }
+func BenchmarkLayerForwardFloat32(b *testing.B)          { benchLayerFloat32(b, false, 0) }
+func BenchmarkLayerForwardFloat32Certified(b *testing.B) { benchLayerFloat32(b, true, 0) }
+
+// BenchmarkLayerForwardFloat32CertifiedSplit2 is the certified forward
+// pass with the batch solved as two concurrent parts of 128 examples.
+func BenchmarkLayerForwardFloat32CertifiedSplit2(b *testing.B) { benchLayerFloat32(b, true, 2) }
 
 // redundantMeanField returns a tanh MeanField cell of m units whose units
 // are copies of its first prototypes units plus noise of relative size
