@@ -44,21 +44,26 @@ func TestSplitMatchesOneSolve(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		prec    layers.Precision
+		norm    layers.Normalization
 		certify bool
 		fwd     solver.Method
 		mode    Backward
 		split   int
 		tol     float64 // agreement of the points and gradients
 	}{
-		{"broyden-implicit-2", layers.Float64, false, solver.Broyden{}, Implicit, 2, 1e-8},
-		{"anderson-implicit-3", layers.Float64, false, solver.Anderson{}, Implicit, 3, 1e-8},
-		{"broyden-jacobian-free-2", layers.Float64, false, solver.Broyden{}, JacobianFree, 2, 1e-8},
-		{"picard-phantom-4", layers.Float64, false, solver.Picard{}, Phantom, 4, 1e-8},
-		{"float32-certified-2", layers.Float32, true, solver.Broyden{}, Implicit, 2, 1e-5},
-		{"more-parts-than-examples", layers.Float64, false, solver.Broyden{}, Implicit, 9, 1e-8},
+		{"broyden-implicit-2", layers.Float64, layers.Projection, false, solver.Broyden{}, Implicit, 2, 1e-8},
+		{"anderson-implicit-3", layers.Float64, layers.Projection, false, solver.Anderson{}, Implicit, 3, 1e-8},
+		{"broyden-jacobian-free-2", layers.Float64, layers.Projection, false, solver.Broyden{}, JacobianFree, 2, 1e-8},
+		{"picard-phantom-4", layers.Float64, layers.Projection, false, solver.Picard{}, Phantom, 4, 1e-8},
+		{"float32-certified-2", layers.Float32, layers.Projection, true, solver.Broyden{}, Implicit, 2, 1e-5},
+		{"more-parts-than-examples", layers.Float64, layers.Projection, false, solver.Broyden{}, Implicit, 9, 1e-8},
+		// The forks share the reparameterisation: each part's VJP chains
+		// its own gradient of W into V and g.
+		{"weight-norm-2", layers.Float64, layers.WeightNorm, false, solver.Broyden{}, Implicit, 2, 1e-8},
+		{"spectral-norm-2", layers.Float64, layers.SpectralNorm, false, solver.Broyden{}, Implicit, 2, 1e-8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cell := must(layers.NewDense(layers.DenseConfig{Hidden: 6, Input: 4, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.6}, Precision: tc.prec, Seed: 3}))
+			cell := must(layers.NewDense(layers.DenseConfig{Hidden: 6, Input: 4, Activation: layers.Tanh, Lipschitz: layers.Constraint{Gamma: 0.6}, Normalization: tc.norm, Precision: tc.prec, Seed: 3}))
 			x := randVec(rand.New(rand.NewPCG(1, 2)), n*4, 1)
 			s := Settings{
 				Forward: tc.fwd, Adjoint: solver.Anderson{}, Backward: tc.mode, CertifyFloat64: tc.certify,
