@@ -136,12 +136,30 @@ func clone2(x [][]float64) [][]float64 {
 // ws[i] in place from the gradients gs[i] and zeroes gs[i]. It allocates
 // nothing after the first call.
 func (a *Adam) Update(ws, gs [][]float64) error {
+	c, total, err := a.begin(ws, gs)
+	if err != nil {
+		return err
+	}
+	if a.split == nil || total < adamSplitMin {
+		a.updateRange(&c, 0, total)
+		return nil
+	}
+	a.split.call = c
+	a.split.team.Run(total, a.split.part)
+	a.split.call = adamCall{}
+	return nil
+}
+
+// begin checks the parameters and gradients of an Update, allocates the
+// moments on the first call, counts the step and returns the step's
+// operands and the number of elements.
+func (a *Adam) begin(ws, gs [][]float64) (adamCall, int, error) {
 	if len(ws) != len(gs) {
-		return fmt.Errorf("train: Adam: %d parameters and %d gradients", len(ws), len(gs))
+		return adamCall{}, 0, fmt.Errorf("train: Adam: %d parameters and %d gradients", len(ws), len(gs))
 	}
 	for i := range ws {
 		if len(gs[i]) != len(ws[i]) {
-			return fmt.Errorf("train: Adam: parameter %d has %d values and %d gradients", i, len(ws[i]), len(gs[i]))
+			return adamCall{}, 0, fmt.Errorf("train: Adam: parameter %d has %d values and %d gradients", i, len(ws[i]), len(gs[i]))
 		}
 	}
 	if a.m == nil {
@@ -153,31 +171,21 @@ func (a *Adam) Update(ws, gs [][]float64) error {
 		}
 	}
 	if len(a.m) != len(ws) {
-		return fmt.Errorf("train: Adam: %d parameters, want %d", len(ws), len(a.m))
+		return adamCall{}, 0, fmt.Errorf("train: Adam: %d parameters, want %d", len(ws), len(a.m))
 	}
+	total := 0
 	for i, w := range ws {
 		if len(w) != len(a.m[i]) {
-			return fmt.Errorf("train: Adam: parameter %d has %d values, want %d", i, len(w), len(a.m[i]))
+			return adamCall{}, 0, fmt.Errorf("train: Adam: parameter %d has %d values, want %d", i, len(w), len(a.m[i]))
 		}
+		total += len(w)
 	}
 	a.t++
-	c := adamCall{
+	return adamCall{
 		ws: ws, gs: gs,
 		c1: 1 / (1 - math.Pow(a.Beta1, float64(a.t))),
 		c2: 1 / (1 - math.Pow(a.Beta2, float64(a.t))),
-	}
-	total := 0
-	for _, w := range ws {
-		total += len(w)
-	}
-	if a.split == nil || total < adamSplitMin {
-		a.updateRange(&c, 0, total)
-		return nil
-	}
-	a.split.call = c
-	a.split.team.Run(total, a.split.part)
-	a.split.call = adamCall{}
-	return nil
+	}, total, nil
 }
 
 // adamCall holds the operands of an Update: the values and gradients and

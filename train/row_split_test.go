@@ -1,12 +1,15 @@
 package train
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deqgo/deq/datasets"
 )
 
 // TestRowSplitMatchesOneCall checks the encoder's products split between
@@ -128,4 +131,74 @@ func TestAdamSplitIsBitForBit(t *testing.T) {
 	require.Equal(t, one.State(), split.State())
 	g := mk()
 	require.Zero(t, testing.AllocsPerRun(10, func() { require.NoError(t, split.Update(w2, g)) }))
+}
+
+// TestAdamUpdateThen checks the overlapped update: the parameters end as
+// Update leaves them, bit for bit, then runs once, after the tail's
+// update (it sees the updated tail), and its error is returned.
+func TestAdamUpdateThen(t *testing.T) {
+	sizes := []int{30000, 9000, 16384} // the tail: the last parameter
+	one, over := NewAdam(1e-3), NewAdam(1e-3)
+	splitAdam(over)
+	if over.split == nil {
+		t.Skip("one core: nothing to overlap")
+	}
+	mk := func(seed uint64) [][]float64 {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		var v [][]float64
+		for _, n := range sizes {
+			s := make([]float64, n)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+			}
+			v = append(v, s)
+		}
+		return v
+	}
+	w1, w2 := mk(1), mk(1)
+	for step := range 3 {
+		g1, g2 := mk(uint64(10+step)), mk(uint64(10+step))
+		require.NoError(t, one.Update(w1, g1))
+		runs := 0
+		var seen []float64
+		err := over.updateThen(w2, g2, 2, func() error {
+			runs++
+			seen = slices.Clone(w2[2])
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, 1, runs)
+		require.Equal(t, w1[2], seen, "then sees the tail updated")
+		require.Equal(t, w1, w2, "step %d", step)
+	}
+	g := mk(20)
+	err := over.updateThen(w2, g, 2, func() error { return errors.New("projection failed") })
+	require.ErrorContains(t, err, "projection failed")
+}
+
+// TestCellTail checks that the trainer finds the cell's parameters at the
+// end of the model's, for the dense and conv models, and refuses a list
+// that does not end with them.
+func TestCellTail(t *testing.T) {
+	for _, tc := range []struct {
+		cell CellKind
+		data func() (train, test *datasets.Dataset)
+	}{
+		{DenseCell, func() (train, test *datasets.Dataset) { return blobData(64, 30) }},
+		{ConvCell, func() (train, test *datasets.Dataset) {
+			return squares("squares/train", 32, 8, 1), squares("squares/test", 16, 8, 2)
+		}},
+	} {
+		cfg := tinyConfig()
+		cfg.Model = ModelConfig{Cell: tc.cell}
+		if tc.cell == ConvCell {
+			cfg.BatchSize, cfg.Model.Channels = 16, 4
+		}
+		tr, te := tc.data()
+		trn, err := New(cfg, tr, te, nil)
+		require.NoError(t, err)
+		ps := trn.model.cell.Params()
+		require.Equal(t, len(trn.vals)-len(ps), trn.cellFrom, "%v", tc.cell)
+		require.Equal(t, -1, cellTail(trn.vals[:len(trn.vals)-1], ps))
+	}
 }

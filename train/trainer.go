@@ -95,6 +95,13 @@ type Trainer struct {
 	// The parameters' values and gradients in checkpoint order, and
 	// whether weight decay applies to each.
 	vals, grads [][]float64
+	// cellFrom is the index in vals of the cell's first parameter when
+	// the cell's parameters come last, in the cell's order, so that Adam
+	// can overlap the cell's projection with the update of the others
+	// (Adam.updateThen); -1 otherwise. project is the cell's Project,
+	// bound once.
+	cellFrom int
+	project  func() error
 	decay       []bool
 	bm          BatchMetrics // the metrics of the last batch
 
@@ -198,6 +205,7 @@ func newTrainer(c Config, m *Model, train, test *datasets.Dataset, opts *Options
 		t.grads = append(t.grads, p.grad)
 		t.decay = append(t.decay, p.decay)
 	}
+	t.cellFrom, t.project = cellTail(t.vals, m.cell.Params()), m.cell.Project
 	t.batcher, err = datasets.NewBatcher(train, c.BatchSize, &datasets.BatchOptions{Shuffle: true, Seed: numeric.Mix(c.Seed, streamShuffle), DropLast: true})
 	if err != nil {
 		return nil, err
