@@ -102,8 +102,8 @@ type Trainer struct {
 	// bound once.
 	cellFrom int
 	project  func() error
-	decay       []bool
-	bm          BatchMetrics // the metrics of the last batch
+	decay    []bool
+	bm       BatchMetrics // the metrics of the last batch
 
 	epoch, batch int // position: the next batch to train
 	steps        int // optimiser steps taken
