@@ -140,14 +140,20 @@ func (a *Adam) Update(ws, gs [][]float64) error {
 	if err != nil {
 		return err
 	}
+	a.update(&c, total)
+	return nil
+}
+
+// update updates the total elements of c's parameters, split between
+// goroutines from adamSplitMin elements on a split Adam.
+func (a *Adam) update(c *adamCall, total int) {
 	if a.split == nil || total < adamSplitMin {
-		a.updateRange(&c, 0, total)
-		return nil
+		a.updateRange(c, 0, total)
+		return
 	}
-	a.split.call = c
+	a.split.call = *c
 	a.split.team.Run(total, a.split.part)
 	a.split.call = adamCall{}
-	return nil
 }
 
 // begin checks the parameters and gradients of an Update, allocates the

@@ -52,20 +52,21 @@ func splitAdam(a *Adam) {
 // needs only the parameters ws[k:] updated: on a split Adam, one goroutine
 // updates ws[k:] and then runs then while another updates ws[:k]. Each
 // element's update is Update's, so the result is Update's, bit for bit,
-// followed by then's. It returns Update's error, or else then's.
+// followed by then's; with k = 0 it is Update, then then. It returns
+// Update's error, or else then's.
 func (a *Adam) updateThen(ws, gs [][]float64, k int, then func() error) error {
 	c, total, err := a.begin(ws, gs)
 	if err != nil {
 		return err
 	}
-	s := a.split
-	if s == nil || total < adamSplitMin {
-		a.updateRange(&c, 0, total)
-		return then()
-	}
 	from := 0
 	for _, w := range ws[:k] {
 		from += len(w)
+	}
+	s := a.split
+	if s == nil || total < adamSplitMin || from == 0 {
+		a.update(&c, total)
+		return then()
 	}
 	s.call, s.from, s.total, s.then = c, from, total, then
 	s.team.Run(2, s.pair)
@@ -76,16 +77,17 @@ func (a *Adam) updateThen(ws, gs [][]float64, k int, then func() error) error {
 
 // cellTail returns the index in vals of the first of the cell's
 // parameters ps when they are vals' last entries, in order and over the
-// same memory, and -1 otherwise.
+// same memory, and 0 otherwise (Adam.updateThen then updates every
+// parameter before the projection).
 func cellTail(vals [][]float64, ps []*layers.Param) int {
 	k := len(vals) - len(ps)
 	if k < 0 {
-		return -1
+		return 0
 	}
 	for i, p := range ps {
 		v, d := vals[k+i], p.Data()
 		if len(v) != len(d) || (len(d) > 0 && &v[0] != &d[0]) {
-			return -1
+			return 0
 		}
 	}
 	return k

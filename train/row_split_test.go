@@ -171,6 +171,17 @@ func TestAdamUpdateThen(t *testing.T) {
 		require.Equal(t, w1[2], seen, "then sees the tail updated")
 		require.Equal(t, w1, w2, "step %d", step)
 	}
+	// k = 0: every parameter is updated before then runs.
+	g1, g2 := mk(30), mk(30)
+	require.NoError(t, one.Update(w1, g1))
+	var seen [][]float64
+	require.NoError(t, over.updateThen(w2, g2, 0, func() error {
+		for _, w := range w2 {
+			seen = append(seen, slices.Clone(w))
+		}
+		return nil
+	}))
+	require.Equal(t, w1, seen, "then sees every parameter updated")
 	g := mk(20)
 	err := over.updateThen(w2, g, 2, func() error { return errors.New("projection failed") })
 	require.ErrorContains(t, err, "projection failed")
@@ -199,6 +210,6 @@ func TestCellTail(t *testing.T) {
 		require.NoError(t, err)
 		ps := trn.model.cell.Params()
 		require.Equal(t, len(trn.vals)-len(ps), trn.cellFrom, "%v", tc.cell)
-		require.Equal(t, -1, cellTail(trn.vals[:len(trn.vals)-1], ps))
+		require.Zero(t, cellTail(trn.vals[:len(trn.vals)-1], ps))
 	}
 }

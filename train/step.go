@@ -47,19 +47,9 @@ func (t *Trainer) trainBatch(b *datasets.Batch) (*BatchMetrics, error) {
 		decay(t.vals, t.decay, 1-lr*wd)
 	}
 	t.adam.LR = lr
-	if t.cellFrom >= 0 {
-		// The cell's projection overlaps the update of the other
-		// parameters.
-		if err := t.adam.updateThen(t.vals, t.grads, t.cellFrom, t.project); err != nil {
-			return bm, err
-		}
-	} else {
-		if err := t.adam.Update(t.vals, t.grads); err != nil {
-			return bm, err
-		}
-		if err := t.project(); err != nil {
-			return bm, err
-		}
+	// The cell's projection overlaps the update of the other parameters.
+	if err := t.adam.updateThen(t.vals, t.grads, t.cellFrom, t.project); err != nil {
+		return bm, err
 	}
 	if t.afterStep != nil {
 		t.afterStep(t.epoch, t.batch, t.vals)

@@ -98,7 +98,7 @@ type Trainer struct {
 	// cellFrom is the index in vals of the cell's first parameter when
 	// the cell's parameters come last, in the cell's order, so that Adam
 	// can overlap the cell's projection with the update of the others
-	// (Adam.updateThen); -1 otherwise. project is the cell's Project,
+	// (Adam.updateThen); 0 otherwise. project is the cell's Project,
 	// bound once.
 	cellFrom int
 	project  func() error
