@@ -2,7 +2,7 @@
 GO      ?= go
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: all build test test-race test-netlib lint bench bench-netlib fuzz soak clean run bin/deq openblas
+.PHONY: all build test test-race test-netlib test-purego lint bench bench-netlib fuzz soak clean run bin/deq openblas
 
 all: lint test
 
@@ -11,11 +11,13 @@ build:
 
 ## test: the project's test suite (what CI runs): every test, then the
 ## race detector over the short tests, then the short tests again on
-## OpenBLAS (-tags netlib) when it can be linked.
+## OpenBLAS (-tags netlib) when it can be linked, then the solvers' short
+## tests without their assembly kernels (-tags purego).
 test: build
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory test-race
 	@$(MAKE) --no-print-directory test-netlib
+	@$(MAKE) --no-print-directory test-purego
 
 ## test-netlib: go test -short with -tags netlib (OpenBLAS behind gonum and
 ## gorgonia). Skipped with a note when cgo or libopenblas is missing, except
@@ -29,6 +31,12 @@ test-netlib:
 		if [ -n "$$CI" ]; then exit 1; fi; \
 		echo "test-netlib: skipped" >&2; \
 	fi
+
+## test-purego: the short tests of the solvers and their vector kernels
+## with the build tag purego, which replaces the kernels' AVX2 assembly by
+## gonum's floats, so that both paths are tested on an AVX2 machine.
+test-purego:
+	$(GO) test -tags purego -short -count=1 ./internal/... ./solver/...
 
 ## test-race: go test -race -short over every package. The race detector
 ## needs cgo and a C compiler; without them it is skipped with a note, except

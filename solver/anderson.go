@@ -138,8 +138,7 @@ func (m Anderson) Run(e *Env) error {
 	ls := newBordered(e.ws, memory)
 	x := e.buffer(n)
 	copy(x, e.X0())
-	dots := &andersonDots{fs: fs, gs: gs, x: x, n: n, nb: blocks(n), partial: e.buffer(memory * blocks(n))}
-	mix := &andersonMixing{fs: fs, gs: gs, x: x, n: n, beta: beta, one: [1]float64{1}}
+	dots, mix := newAndersonPasses(fs, gs, x, memory, beta, e.buffer(memory*blocks(n)))
 	head, count := 0, 0 // next slot; slots in use are 0..count-1
 	for {
 		fi, gi := fs[head*n:(head+1)*n], gs[head*n:(head+1)*n]
@@ -167,11 +166,27 @@ func (m Anderson) Run(e *Env) error {
 	}
 }
 
+// newAndersonPasses returns the passes of Anderson over its rings fs and
+// gs of memory slots and its point x, with the scratch space partial of
+// memory·blocks(len(x)) entries.
+func newAndersonPasses(fs, gs, x []float64, memory int, beta float64, partial []float64) (*andersonDots, *andersonMixing) {
+	n := len(x)
+	fSlots, gSlots := make([][]float64, memory), make([][]float64, memory)
+	for j := range memory {
+		fSlots[j], gSlots[j] = fs[j*n:(j+1)*n], gs[j*n:(j+1)*n]
+	}
+	dots := &andersonDots{fs: fs, gs: gs, gSlots: gSlots, x: x, n: n, nb: blocks(n), partial: partial}
+	mix := &andersonMixing{fSlots: fSlots, gSlots: gSlots, x: x, beta: beta, one: [1]float64{1},
+		w: make([]float64, 0, 2*memory), terms: make([][]float64, 0, 2*memory)}
+	return dots, mix
+}
+
 // andersonDots computes Anderson's residual and the new row of its Gram
 // matrix in one pass over blocks of its vectors.
 type andersonDots struct {
-	fs, gs, x []float64 // Anderson's rings of values and residuals, its point
-	n, nb     int       // the dimension, its number of blocks
+	fs, gs, x []float64   // Anderson's rings of values and residuals, its point
+	gSlots    [][]float64 // the slots of gs
+	n, nb     int         // the dimension, its number of blocks
 
 	// The pass in progress: slot head of the rings, count slots in use,
 	// and the partial inner products ⟨g_head, g_j⟩ of block b at
@@ -185,7 +200,8 @@ type andersonDots struct {
 // the inner products of g with the count stored residuals of gs (slot head
 // being g itself). Each inner product is the sum, in block order, of its
 // partial sums over blocks of parBlock entries, so that it does not depend
-// on the number of workers; a vector of one block gets floats.Dot's value.
+// on the number of workers. The inner products are taken four, then two
+// at a time (dotsStrided).
 func (t *andersonDots) residual(p *parallel, head, count int, gram []float64, memory int) {
 	t.head, t.count = head, count
 	p.run(t.n, t)
@@ -206,50 +222,52 @@ func (t *andersonDots) block(b, lo, hi int) {
 	off := t.head * n
 	g := t.gs[off+lo : off+hi]
 	subInto(g, t.fs[off+lo:off+hi], t.x[lo:hi])
-	for j := range t.count {
-		t.partial[j*t.nb+b] = floats.Dot(g, t.gs[j*n+lo:j*n+hi])
-	}
+	dotsStrided(t.partial[b:], t.nb, t.gSlots[:t.count], lo, hi, g)
 }
 
 // andersonMixing is Anderson's mixing step, a pass over blocks of its
 // vectors.
 type andersonMixing struct {
-	fs, gs, x []float64 // Anderson's rings of values and residuals, its point
-	n         int
-	beta      float64
-	one       [1]float64 // the weights of the plain mixing step
+	fSlots, gSlots [][]float64 // the slots of Anderson's rings of values and residuals
+	x              []float64   // its point
+	beta           float64
+	one            [1]float64 // the weights of the plain mixing step
 
-	alpha []float64   // the weights of the pass in progress
+	// The pass in progress: x = alpha[0]·f_0 + Σ w_k terms_k.
+	alpha []float64
+	w     []float64
+	terms [][]float64
 	bad   atomic.Bool // set by a block holding a NaN or ±Inf
 }
 
 // step sets x to Σ α_j (f_j − (1 − β) g_j) = Σ α_j (x_j + β g_j) over the
 // first len(alpha) stored pairs and reports whether every entry is finite.
-// Within a block each term is one assembly pass over x, two when β < 1
-// (BenchmarkAndersonConvBatch: passes of this kind beat a scalar loop over
-// all terms at once); every entry gets the same operations in the same
-// order whatever the blocks and workers.
+// Within a block the terms are added in the order f_0, g_0, f_1, g_1, …
+// (without the g_j when β = 1), four at a time (addScaledMany), so that
+// x's block is read and written once per four terms; every entry gets the
+// same operations in the same order whatever the blocks and workers.
 func (t *andersonMixing) step(p *parallel, alpha []float64) bool {
 	t.alpha = alpha
+	t.w, t.terms = t.w[:0], t.terms[:0]
+	for j, a := range alpha {
+		if j > 0 {
+			t.w, t.terms = append(t.w, a), append(t.terms, t.fSlots[j])
+		}
+		if t.beta != 1 {
+			t.w, t.terms = append(t.w, -a*(1-t.beta)), append(t.terms, t.gSlots[j])
+		}
+	}
 	t.bad.Store(false)
-	p.run(t.n, t)
+	p.run(len(t.x), t)
 	t.alpha = nil
 	return !t.bad.Load()
 }
 
 // block implements blockTask.
 func (t *andersonMixing) block(_, lo, hi int) {
-	n := t.n
 	x := t.x[lo:hi]
-	floats.ScaleTo(x, t.alpha[0], t.fs[lo:hi])
-	for j, a := range t.alpha {
-		if j > 0 {
-			floats.AddScaled(x, a, t.fs[j*n+lo:j*n+hi])
-		}
-		if t.beta != 1 {
-			floats.AddScaled(x, -a*(1-t.beta), t.gs[j*n+lo:j*n+hi])
-		}
-	}
+	floats.ScaleTo(x, t.alpha[0], t.fSlots[0][lo:hi])
+	addScaledMany(x, t.w, t.terms, lo, hi)
 	if !numeric.AllFinite(x) {
 		t.bad.Store(true)
 	}

@@ -18,6 +18,10 @@ type andersonVectors struct {
 	fs, gs, x, gram, alpha []float64
 	n, memory, head        int
 	beta                   float64
+
+	// The reference's scratch, made on its first call.
+	fSlots, gSlots, terms [][]float64
+	d, w                  []float64
 }
 
 func newAndersonVectors(n, memory int, beta float64, seed uint64) *andersonVectors {
@@ -34,31 +38,43 @@ func (v *andersonVectors) clone() *andersonVectors {
 	c := *v
 	c.fs, c.gs, c.x = append([]float64(nil), v.fs...), append([]float64(nil), v.gs...), append([]float64(nil), v.x...)
 	c.gram, c.alpha = append([]float64(nil), v.gram...), append([]float64(nil), v.alpha...)
+	c.fSlots, c.gSlots, c.terms, c.d, c.w = nil, nil, nil, nil, nil
 	return &c
 }
 
 // andersonReference is Anderson's per-iteration vector work as separate
 // passes over whole vectors: the residual g = f − x of slot head, its
-// inner product with every stored residual (one pass each), and the mixing
-// x = Σ α_j (f_j − (1 − β) g_j) (one pass per term); kept to test and
-// benchmark the fused passes against.
+// inner products with the stored residuals, and the mixing
+// x = Σ α_j (f_j − (1 − β) g_j), the inner products and the terms grouped
+// four at a time as the fused passes group them, with the same kernels;
+// kept to test and benchmark the fused passes against.
 func andersonReference(v *andersonVectors) bool {
 	n, m := v.n, v.memory
 	g := v.gs[v.head*n : (v.head+1)*n]
 	subInto(g, v.fs[v.head*n:(v.head+1)*n], v.x)
-	for j := range m {
-		d := floats.Dot(g, v.gs[j*n:(j+1)*n])
-		v.gram[v.head*m+j], v.gram[j*m+v.head] = d, d
+	if v.fSlots == nil {
+		v.fSlots, v.gSlots, v.d = make([][]float64, m), make([][]float64, m), make([]float64, m)
+		v.w, v.terms = make([]float64, 0, 2*m), make([][]float64, 0, 2*m)
+		for j := range m {
+			v.fSlots[j], v.gSlots[j] = v.fs[j*n:(j+1)*n], v.gs[j*n:(j+1)*n]
+		}
 	}
-	floats.ScaleTo(v.x, v.alpha[0], v.fs[:n])
+	fSlots, gSlots := v.fSlots, v.gSlots
+	dotsStrided(v.d, 1, gSlots, 0, n, g)
+	for j := range m {
+		v.gram[v.head*m+j], v.gram[j*m+v.head] = v.d[j], v.d[j]
+	}
+	w, terms := v.w[:0], v.terms[:0]
 	for j, a := range v.alpha {
 		if j > 0 {
-			floats.AddScaled(v.x, a, v.fs[j*n:(j+1)*n])
+			w, terms = append(w, a), append(terms, fSlots[j])
 		}
 		if v.beta != 1 {
-			floats.AddScaled(v.x, -a*(1-v.beta), v.gs[j*n:(j+1)*n])
+			w, terms = append(w, -a*(1-v.beta)), append(terms, gSlots[j])
 		}
 	}
+	floats.ScaleTo(v.x, v.alpha[0], fSlots[0])
+	addScaledMany(v.x, w, terms, 0, n)
 	return numeric.AllFinite(v.x)
 }
 
@@ -69,11 +85,8 @@ func andersonFused(dots *andersonDots, mix *andersonMixing, par *parallel, v *an
 	return mix.step(par, v.alpha)
 }
 
-func newAndersonPasses(v *andersonVectors) (*andersonDots, *andersonMixing) {
-	nb := blocks(v.n)
-	dots := &andersonDots{fs: v.fs, gs: v.gs, x: v.x, n: v.n, nb: nb, partial: make([]float64, v.memory*nb)}
-	mix := &andersonMixing{fs: v.fs, gs: v.gs, x: v.x, n: v.n, beta: v.beta}
-	return dots, mix
+func newTestAndersonPasses(v *andersonVectors) (*andersonDots, *andersonMixing) {
+	return newAndersonPasses(v.fs, v.gs, v.x, v.memory, v.beta, make([]float64, v.memory*blocks(v.n)))
 }
 
 // TestAndersonPassesMatchReference: Anderson's fused passes compute what
@@ -86,7 +99,7 @@ func TestAndersonPassesMatchReference(t *testing.T) {
 			in := newAndersonVectors(n, 5, beta, uint64(n))
 			ref, got := in.clone(), in.clone()
 			andersonReference(ref)
-			dots, mix := newAndersonPasses(got)
+			dots, mix := newTestAndersonPasses(got)
 			par := &parallel{workers: 2}
 			require.True(t, andersonFused(dots, mix, par, got), name)
 			par.stop()
@@ -123,7 +136,7 @@ func benchAndersonStep(b *testing.B, n int) {
 		}
 		b.Run(name, func(b *testing.B) {
 			v := in.clone()
-			dots, mix := newAndersonPasses(v)
+			dots, mix := newTestAndersonPasses(v)
 			par := &parallel{workers: max(workers, 1)}
 			defer par.stop()
 			b.ReportAllocs()

@@ -142,10 +142,10 @@ func TestAndersonOverflowFallsBack(t *testing.T) {
 }
 
 // TestAndersonDotsFixedBlocks: the Gram row of Anderson's residual pass is,
-// bit for bit, the sum in block order of floats.Dot over blocks of
-// parBlock entries, for every number of workers; floats.Dot itself for a
-// vector of one block; and within rounding of floats.Dot for longer ones.
-// The residual is f − x exactly.
+// bit for bit, the sum in block order of the inner products over blocks of
+// parBlock entries (dotsStrided, the kernels of the pass), for every
+// number of workers, and within rounding of floats.Dot. The residual is
+// f − x exactly.
 func TestAndersonDotsFixedBlocks(t *testing.T) {
 	const memory = 4
 	for _, n := range parLens {
@@ -154,28 +154,29 @@ func TestAndersonDotsFixedBlocks(t *testing.T) {
 		const head, count = 2, memory
 		g := make([]float64, n)
 		subInto(g, fs[head*n:(head+1)*n], x)
-		want := make([]float64, count)
-		for j := range count {
-			gj := gs[j*n : (j+1)*n]
-			if j == head {
-				gj = g
-			}
-			for lo := 0; lo < n; lo += parBlock {
-				hi := min(lo+parBlock, n)
+		slots := make([][]float64, count)
+		for j := range slots {
+			slots[j] = gs[j*n : (j+1)*n]
+		}
+		slots[head] = g
+		want, part := make([]float64, count), make([]float64, count)
+		for lo := 0; lo < n; lo += parBlock {
+			hi := min(lo+parBlock, n)
+			dotsStrided(part, 1, slots, lo, hi, g[lo:hi])
+			for j := range count {
 				if lo == 0 {
-					want[j] = floats.Dot(g[lo:hi], gj[lo:hi])
+					want[j] = part[j]
 				} else {
-					want[j] += floats.Dot(g[lo:hi], gj[lo:hi])
+					want[j] += part[j]
 				}
 			}
-			if n <= parBlock {
-				require.Equal(t, floats.Dot(g, gj), want[j], "n = %d", n)
-			}
-			require.InDelta(t, floats.Dot(g, gj), want[j], 1e-12*floats.Norm(g, 2)*floats.Norm(gj, 2), "n = %d", n)
+		}
+		for j := range count {
+			require.InDelta(t, floats.Dot(g, slots[j]), want[j], 1e-12*floats.Norm(g, 2)*floats.Norm(slots[j], 2), "n = %d", n)
 		}
 		for _, workers := range []int{1, 2, 3, 5} {
 			gsw := append([]float64(nil), gs...)
-			dots := &andersonDots{fs: fs, gs: gsw, x: x, n: n, nb: blocks(n), partial: make([]float64, memory*blocks(n))}
+			dots, _ := newAndersonPasses(fs, gsw, x, memory, 1, make([]float64, memory*blocks(n)))
 			gram := make([]float64, memory*memory)
 			dots.residual(&parallel{workers: workers}, head, count, gram, memory)
 			require.Equal(t, bitsOf(g), bitsOf(gsw[head*n:(head+1)*n]), "n = %d, %d workers: residual", n, workers)

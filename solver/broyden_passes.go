@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/vec"
 )
 
 // broydenPasses are the vector passes of a Broyden iteration, fused so
@@ -22,12 +24,14 @@ import (
 //     overwritten pair.
 //
 // Every entry gets the same operations in the same order as the pass over
-// the whole vector would apply (the vectorised kernels of gonum's floats
-// on a block), and each inner product is the sum, in block order, of its
-// partial sums over the blocks, so that the results do not depend on the
-// number of workers; a vector of one block gets floats.Dot's value. A pass
-// over pairs reads each pair's vectors once instead of once per inner
-// product and once per update.
+// the whole vector would apply, and each inner product is the sum, in
+// block order, of its partial sums over the blocks, so that the results do
+// not depend on the number of workers. A pass over pairs reads each pair's
+// vectors once instead of once per inner product and once per update, and
+// takes them four at a time (dotsStrided, addScaledMany: the kernels of
+// package internal/vec), so that the current vector's block is read once
+// per four inner products and the updated one's read and written once per
+// four updates.
 type broydenPasses struct {
 	n, nb  int
 	us, vs [][]float64 // the ring of pairs
@@ -118,11 +122,8 @@ func (p *broydenPasses) dotsBlock(b, lo, hi int) {
 	for i, t := range tx {
 		g[i] = t - g[i]
 	}
-	nb := p.nb
-	for i := range p.count {
-		p.pa[i*nb+b] = floats.Dot(p.vs[i][lo:hi], g)
-		p.pb[i*nb+b] = floats.Dot(p.us[i][lo:hi], s)
-	}
+	dotsStrided(p.pa[b:], p.nb, p.vs[:p.count], lo, hi, g)
+	dotsStrided(p.pb[b:], p.nb, p.us[:p.count], lo, hi, s)
 	if p.oldV != nil {
 		p.pe[b] = floats.Dot(p.oldV[lo:hi], tx)
 	}
@@ -142,15 +143,11 @@ func (p *broydenPasses) combineBlock(b, lo, hi int) {
 	for i, yi := range y {
 		hy[i] = -yi
 	}
-	for i := range p.count {
-		floats.AddScaled(hy, p.a[i], p.us[i][lo:hi])
-	}
+	addScaledMany(hy, p.a, p.us[:p.count], lo, hi)
 	for i, si := range s {
 		v[i] = -si
 	}
-	for i := range p.count {
-		floats.AddScaled(v, p.bs[i], p.vs[i][lo:hi])
-	}
+	addScaledMany(v, p.bs, p.vs[:p.count], lo, hi)
 	for i, si := range s {
 		sn[i] = si - hy[i]
 	}
@@ -172,26 +169,12 @@ func (p *broydenPasses) pair(par *parallel, s, sn, next, v []float64, inv, f, e 
 
 func (p *broydenPasses) pairBlock(_, lo, hi int) {
 	s, sn, next, v := p.s[lo:hi], p.sn[lo:hi], p.next[lo:hi], p.v[lo:hi]
-	inv, nf := p.inv, -p.f
-	finite := true
-	for i, d := range sn {
-		u := d * inv
-		s[i] = u
-		if u-u != 0 || v[i]-v[i] != 0 {
-			finite = false
-		}
-		// The explicit conversions keep the compiler from fusing the
-		// multiply and add, so that the rounding is that of
-		// floats.AddScaled.
-		next[i] = d + float64(nf*u)
-	}
+	floats.ScaleTo(s, p.inv, sn)
+	floats.AddScaledTo(next, sn, -p.f, s)
 	if p.oldU != nil {
-		old, e := p.oldU[lo:hi], p.e
-		for i, o := range old {
-			next[i] += float64(e * o)
-		}
+		floats.AddScaled(next, p.e, p.oldU[lo:hi])
 	}
-	if !finite {
+	if !vec.AllFinite(s) || !vec.AllFinite(v) {
 		p.bad.Store(true)
 	}
 }

@@ -17,6 +17,7 @@ type broydenVectors struct {
 	x, xn, s, g, tx, hy, v, sn, next []float64
 	us, vs                           [][]float64
 	count, head                      int
+	a                                []float64 // the reference's scratch
 }
 
 // newBroydenVectors returns random vectors of length n with count pairs
@@ -54,9 +55,10 @@ func (v *broydenVectors) clone() *broydenVectors {
 }
 
 // broydenReference is Broyden's per-iteration vector work as separate
-// passes, one per operation (each inner product and each update its own
-// pass over whole vectors), the unfused form of broydenPasses, to test
-// and benchmark the fused passes against.
+// passes over whole vectors, one per operation (the inner products and
+// updates with the stored pairs grouped four at a time, as the fused
+// passes group them, with the same kernels), the unfused form of
+// broydenPasses, to test and benchmark the fused passes against.
 // It returns sᵀs, sᵀHy, (Hy)ᵀHy and whether the pair was taken; the
 // corrected next step is in sn and the new u in s.
 func broydenReference(v *broydenVectors) (ss, den, hh float64, took bool) {
@@ -66,9 +68,13 @@ func broydenReference(v *broydenVectors) (ss, den, hh float64, took bool) {
 		y := t - v.g[i]
 		v.g[i], v.hy[i] = y, -y
 	}
-	for i := 0; i < v.count; i++ {
-		floats.AddScaled(v.hy, floats.Dot(v.vs[i], v.g), v.us[i])
+	n := len(v.g)
+	if len(v.a) < v.count {
+		v.a = make([]float64, v.count)
 	}
+	a := v.a[:v.count]
+	dotsStrided(a, 1, v.vs[:v.count], 0, n, v.g)
+	addScaledMany(v.hy, a, v.us[:v.count], 0, n)
 	for i, si := range v.s {
 		v.sn[i] = si - v.hy[i]
 	}
@@ -80,9 +86,8 @@ func broydenReference(v *broydenVectors) (ss, den, hh float64, took bool) {
 	for i, si := range v.s {
 		v.v[i] = -si
 	}
-	for i := 0; i < v.count; i++ {
-		floats.AddScaled(v.v, floats.Dot(v.us[i], v.s), v.vs[i])
-	}
+	dotsStrided(a, 1, v.us[:v.count], 0, n, v.s)
+	addScaledMany(v.v, a, v.vs[:v.count], 0, n)
 	inv := 1 / den
 	for i := range v.s {
 		v.s[i] = v.sn[i] * inv

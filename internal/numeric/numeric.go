@@ -3,6 +3,8 @@ package numeric
 import (
 	"bytes"
 	"unsafe"
+
+	"github.com/deqgo/deq/internal/vec"
 )
 
 // Golden is 2⁶⁴/φ, the increment of the SplitMix64 generator.
@@ -26,17 +28,10 @@ func SplitMix64(z uint64) uint64 { return Finalize(z + Golden) }
 // Finalize.
 func Mix(a, b uint64) uint64 { return Finalize(a ^ (b + Golden + (a << 6) + (a >> 2))) }
 
-// AllFinite reports whether x holds no NaN and no ±Inf. It tests v − v,
-// which is 0 for every finite v and NaN otherwise: one subtraction and one
-// comparison per entry.
-func AllFinite(x []float64) bool {
-	for _, v := range x {
-		if v-v != 0 {
-			return false
-		}
-	}
-	return true
-}
+// AllFinite reports whether x holds no NaN and no ±Inf. It is
+// vec.AllFinite, which tests v − v, 0 for every finite v and NaN
+// otherwise, four entries per instruction where the processor has AVX2.
+func AllFinite(x []float64) bool { return vec.AllFinite(x) }
 
 // SameBits reports whether a and b hold the same float64 bit patterns (so
 // a NaN matches itself and 0 does not match −0). It compares their bytes
