@@ -119,9 +119,7 @@ func (p *broydenPasses) dots(par *parallel, g, tx, s []float64, count int, oldV 
 
 func (p *broydenPasses) dotsBlock(b, lo, hi int) {
 	g, tx, s := p.g[lo:hi], p.tx[lo:hi], p.s[lo:hi]
-	for i, t := range tx {
-		g[i] = t - g[i]
-	}
+	subInto(g, tx, g)
 	dotsStrided(p.pa[b:], p.nb, p.vs[:p.count], lo, hi, g)
 	dotsStrided(p.pb[b:], p.nb, p.us[:p.count], lo, hi, s)
 	if p.oldV != nil {
@@ -140,19 +138,12 @@ func (p *broydenPasses) combine(par *parallel, hy, v, sn, g, s, tx []float64) (d
 
 func (p *broydenPasses) combineBlock(b, lo, hi int) {
 	hy, v, sn, y, s := p.hy[lo:hi], p.v[lo:hi], p.sn[lo:hi], p.g[lo:hi], p.s[lo:hi]
-	for i, yi := range y {
-		hy[i] = -yi
-	}
+	floats.ScaleTo(hy, -1, y)
 	addScaledMany(hy, p.a, p.us[:p.count], lo, hi)
-	for i, si := range s {
-		v[i] = -si
-	}
+	floats.ScaleTo(v, -1, s)
 	addScaledMany(v, p.bs, p.vs[:p.count], lo, hi)
-	for i, si := range s {
-		sn[i] = si - hy[i]
-	}
-	p.pden[b] = floats.Dot(s, hy)
-	p.phh[b] = floats.Dot(hy, hy)
+	subInto(sn, s, hy)
+	p.pden[b], p.phh[b] = vec.Dot2(s, hy, hy)
 	p.pf[b] = floats.Dot(v, p.tx[lo:hi])
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/deqgo/deq/internal/vec"
 )
 
 // broydenVectors holds the vectors of one Broyden iteration's vector work:
@@ -78,8 +80,7 @@ func broydenReference(v *broydenVectors) (ss, den, hh float64, took bool) {
 	for i, si := range v.s {
 		v.sn[i] = si - v.hy[i]
 	}
-	den = floats.Dot(v.s, v.hy)
-	hh = floats.Dot(v.hy, v.hy)
+	den, hh = vec.Dot2(v.s, v.hy, v.hy)
 	if !(math.Abs(den) > broydenDenTol*math.Sqrt(ss)*math.Sqrt(hh)) {
 		return ss, den, hh, false
 	}
