@@ -380,7 +380,7 @@ func (l *Layer) Forward(ctx context.Context, x []float64) (*Solution, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.solve(ctx, b, x, z0, n, mask, l.s.ForwardSettings)
+	return l.solve(ctx, b, slices.Clone(x), z0, n, mask, l.s.ForwardSettings)
 }
 
 // start prepares b's forward solve of the n examples x with dropout mask
@@ -419,7 +419,8 @@ func (l *Layer) start(b *batch, x []float64, n int, mask dropMask) ([]float64, e
 }
 
 // solve runs b's forward solve from z0, after start, with settings fs,
-// and returns its Solution for the n examples x.
+// and returns its Solution for the n examples x, which keeps x (the
+// caller passes a copy of the user's input).
 func (l *Layer) solve(ctx context.Context, b *batch, x, z0 []float64, n int, mask dropMask, fs solver.Settings) (*Solution, error) {
 	fs.Workspace = &b.work
 	var traj *trajectory
@@ -455,7 +456,7 @@ func (l *Layer) solve(ctx context.Context, b *batch, x, z0 []float64, n int, mas
 	}
 	sol := &Solution{
 		Z:         res.X,
-		X:         slices.Clone(x),
+		X:         x,
 		Examples:  n,
 		Result:    res,
 		Sampled:   b.fwd.Model() != solver.Deterministic,
@@ -541,7 +542,7 @@ func (l *Layer) adjoint(ctx context.Context, b *batch, sol *Solution, gz []float
 	exact := &adjointOracle{ev: b.ev, z: sol.Z, rhs: gz, mask: sol.mask, exact: true}
 	o := chooseOracle(l.s.AdjointOracle, l.s.Adjoint, adj, exact, b.adjNorm)
 	as.Workspace = &b.work
-	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, slices.Clone(gz), &as, l.s.Adjoint)
+	res, err := solver.Solve(ctx, solver.Problem{Oracle: o, Norm: b.adjNorm}, gz, &as, l.s.Adjoint)
 	if err != nil {
 		return res, fmt.Errorf("deq: adjoint solve: %w", err)
 	}

@@ -67,6 +67,9 @@ func (l *Layer) forwardSplit(ctx context.Context, b *batch, x []float64, mask dr
 	}
 	sols := make([]*Solution, len(b.parts))
 	errs := make([]error, len(b.parts))
+	// The merged Solution's copy of x, whose spans the parts' Solutions
+	// hold (solve keeps the x it is given).
+	x = slices.Clone(x)
 	t0 := time.Now()
 	runParts(len(b.parts), func(i int) {
 		p := b.parts[i]
@@ -166,13 +169,13 @@ func concatX(rs []*solver.Result) []float64 {
 }
 
 // mergeSolutions merges the Solutions of a split batch's parts, in order,
-// into the Solution of the batch x with mask mask; wall is the time the
-// parts' solves took together.
+// into the Solution of the batch x (kept, not copied) with mask mask; wall
+// is the time the parts' solves took together.
 func mergeSolutions(sols []*Solution, x []float64, mask dropMask, wall time.Duration) *Solution {
 	res := make([]*solver.Result, len(sols))
 	var firsts []*solver.Result
 	var lip []*layers.LipschitzStats
-	sol := &Solution{X: slices.Clone(x), Proven: true, Dropout: mask != nil, mask: mask}
+	sol := &Solution{X: x, Proven: true, Dropout: mask != nil, mask: mask}
 	for i, s := range sols {
 		res[i] = s.Result
 		sol.Examples += s.Examples
