@@ -13,7 +13,7 @@ import "github.com/deqgo/deq/internal/mru"
 // concurrently either.
 //
 // Package deq forks a cell to solve groups of a batch's examples
-// concurrently (deq.Settings.Groups). Dense is a Forker.
+// concurrently (deq.Settings.Split). Dense is a Forker.
 type Forker interface {
 	Cell
 	// Fork returns a cell sharing the receiver's parameters, with
