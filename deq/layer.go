@@ -51,6 +51,9 @@ type batch struct {
 	// solves, which run one at a time (a Layer is not safe for concurrent
 	// use), so that they allocate no vectors in steady state.
 	work solver.Workspace
+	// z0 holds the forward solves' starting point (solver.Solve does not
+	// keep it).
+	z0 []float64
 	// parts are the states of the parts of a split batch (Settings.Split),
 	// each on its own fork of the cell; nil for one solve.
 	parts []part
@@ -404,7 +407,11 @@ func (l *Layer) start(b *batch, x []float64, n int, mask dropMask) ([]float64, e
 			b.refMasked.mask = mask
 		}
 	}
-	z0 := make([]float64, b.ev.Len())
+	if len(b.z0) != b.ev.Len() {
+		b.z0 = make([]float64, b.ev.Len())
+	}
+	z0 := b.z0
+	clear(z0)
 	if inj, ok := b.ev.(layers.Injector); ok {
 		// A cell with an injection outside its average (MeanField,
 		// Experts) starts every solver, sampled or exact, there.
