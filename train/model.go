@@ -272,9 +272,12 @@ func (m *Model) standardize(dst, x []float64) {
 		}
 	default:
 		d := m.InputDim
-		for i, v := range x {
-			j := i % d
-			dst[i] = (v - m.Mean[j]) / m.Std[j]
+		mean, std := m.Mean[:d], m.Std[:d]
+		for r := 0; r+d <= len(x); r += d {
+			xr, dr := x[r:r+d], dst[r:r+d]
+			for j, v := range xr {
+				dr[j] = (v - mean[j]) / std[j]
+			}
 		}
 	}
 }
