@@ -1,19 +1,17 @@
 package solver
 
-import (
-	"testing"
-
-	"gonum.org/v1/gonum/floats"
-)
+import "testing"
 
 // The benchmarks below weigh a float32 history for Anderson and Broyden:
 // the inner products of k stored vectors with a float64 vector, as their
-// passes take them every iteration, with the history in float64 (gonum's
-// vectorised floats.Dot, what the methods use) or in float32 (a plain Go
-// loop, gonum having no mixed-precision kernel), at the length of a part
-// of the dense model's batch (64 examples of 128, 10 pairs: 20 vectors,
-// in cache) and of the conv model's batch (64 × 48 × 196, Anderson's
-// memory of 5: 10 vectors, in memory).
+// passes take them every iteration, with the history in float64 (the
+// solvers' kernels, dotsStrided: package internal/vec's AVX2 assembly
+// four vectors at a time where the processor has it) or in float32 (a
+// plain Go loop, neither gonum nor internal/vec having a mixed-precision
+// kernel), at the length of a part of the dense model's batch (64
+// examples of 128, 10 pairs: 20 vectors, in cache) and of the conv
+// model's batch (64 × 48 × 196, Anderson's memory of 5: 10 vectors, in
+// memory).
 
 // mixedDot returns Σ float64(u[i])·y[i], four partial sums at a time.
 func mixedDot(u []float32, y []float64) float64 {
@@ -46,14 +44,18 @@ func benchHistoryDot(b *testing.B, n, k int, single bool) {
 			h32[j][i] = float32(h64[j][i])
 		}
 	}
+	out := make([]float64, k)
 	b.SetBytes(int64(n * k * 8))
 	for b.Loop() {
 		s := 0.0
-		for j := range k {
-			if single {
+		if single {
+			for j := range k {
 				s += mixedDot(h32[j], y)
-			} else {
-				s += floats.Dot(h64[j], y)
+			}
+		} else {
+			dotsStrided(out, 1, h64, 0, n, y)
+			for _, d := range out {
+				s += d
 			}
 		}
 		historySink = s
