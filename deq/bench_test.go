@@ -83,6 +83,38 @@ func BenchmarkLayerForwardFloat32Certified(b *testing.B) { benchLayerFloat32(b, 
 // pass with the batch solved as two concurrent parts of 128 examples.
 func BenchmarkLayerForwardFloat32CertifiedSplit2(b *testing.B) { benchLayerFloat32(b, true, 2) }
 
+// benchBackwardFloat32 times the implicit backward pass (Broyden's adjoint
+// solve to a relative 1e-3 and the parameter gradients) of
+// benchLayerFloat32's batch at its certified fixed point, the batch solved
+// in split parts (0: one solve).
+func benchBackwardFloat32(b *testing.B, split int) {
+	cell := must(layers.NewDense(layers.DenseConfig{Hidden: 128, Input: 128, Lipschitz: layers.Constraint{Gamma: 0.8}, Precision: layers.Float32, Seed: 1}))
+	l := must(New(cell, &Settings{Forward: solver.Broyden{}, ForwardSettings: solver.Settings{Tol: 1e-3, NoTrace: true}, CertifyFloat64: true,
+		Backward: Implicit, Adjoint: solver.Broyden{}, AdjointSettings: solver.Settings{Tol: 1e-3, Relative: true, NoTrace: true}, Split: split}))
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := randVec(rng, 256*128, 1)
+	gz := randVec(rng, 256*128, 1)
+	dx := make([]float64, len(x))
+	ctx := context.Background()
+	sol, err := l.Forward(ctx, x)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := l.Backward(ctx, sol, gz, dx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLayerBackwardFloat32(b *testing.B) { benchBackwardFloat32(b, 0) }
+
+// BenchmarkLayerBackwardFloat32Split2 is the backward pass with the batch
+// in two parts: concurrent adjoint solves, then the parts' products of
+// the parameter gradients concurrently (layers.SplitVJPer) and their
+// additions in order.
+func BenchmarkLayerBackwardFloat32Split2(b *testing.B) { benchBackwardFloat32(b, 2) }
+
 // redundantMeanField returns a tanh MeanField cell of m units whose units
 // are copies of its first prototypes units plus noise of relative size
 // 0.1, then projected: the "redundant" cells of the regime map, whose

@@ -221,8 +221,10 @@ type Settings struct {
 	// stops when its own examples meet the tolerance. The parts' results
 	// are merged into one (see Solution.Parts): since a Batched norm is
 	// the largest per-example norm, the merged certificate bounds the
-	// whole batch's residual. The parameter gradients are then added part
-	// by part, one part at a time. A batch of fewer examples than Split is
+	// whole batch's residual. The parameter gradients are then added in
+	// part order; when the forks' evaluators are layers.SplitVJPer (the
+	// float32 Dense cell's), their products are computed concurrently
+	// first. A batch of fewer examples than Split is
 	// split into one part per example. Zero and one mean one solve of the
 	// whole batch. New refuses Split > 1 for a cell that is not a
 	// layers.Forker, and with CorrectionStates, whose trajectory is one

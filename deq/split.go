@@ -99,7 +99,7 @@ func partErrors(errs []error) error {
 
 // backwardSplit is Backward for a split batch b: the parts' adjoint
 // solves run concurrently; the VJPs, which add into the shared parameter
-// gradients, run one part at a time.
+// gradients, add them one part at a time (partVJPs).
 func (l *Layer) backwardSplit(ctx context.Context, b *batch, sol *Solution, gz, dx []float64, st *BackwardStats) error {
 	sh := l.cell.Shape()
 	dzl, dxl := sh.HiddenLen(), sh.InputLen()
@@ -145,13 +145,48 @@ func (l *Layer) backwardSplit(ctx context.Context, b *batch, sol *Solution, gz, 
 	}
 	st.Adjoint = mergeResults(res, concatX(res), wall)
 	st.AdjointParts = res
+	if err := l.partVJPs(b, views, res, dx, dxl); err != nil {
+		return err
+	}
+	st.VJPs++
+	return nil
+}
+
+// partVJPs adds the parameter gradients of the parts of b at their
+// adjoint solutions res and writes their input cotangents into dx (dxl
+// entries per example): in part order, as l.adjointVJP one part after the
+// other would, with the products of evaluators that are layers.SplitVJPer
+// computed concurrently first (VJPPrepare) and only their additions into
+// the shared gradients in order (VJPCommit).
+func (l *Layer) partVJPs(b *batch, views []*Solution, res []*solver.Result, dx []float64, dxl int) error {
+	prepared := make([]bool, len(b.parts))
+	errs := make([]error, len(b.parts))
+	runParts(len(b.parts), func(i int) {
+		p := b.parts[i]
+		s, ok := p.b.ev.(layers.SplitVJPer)
+		if !ok {
+			return
+		}
+		g := res[i].X
+		if views[i].mask != nil {
+			g = slices.Clone(g)
+			views[i].mask.apply(g)
+		}
+		prepared[i], errs[i] = s.VJPPrepare(nil, p.span(dx, dxl), views[i].Z, g)
+	})
 	var pst BackwardStats
 	for i, p := range b.parts {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		if prepared[i] {
+			p.b.ev.(layers.SplitVJPer).VJPCommit()
+			continue
+		}
 		if err := l.adjointVJP(p.b, views[i], res[i].X, p.span(dx, dxl), &pst); err != nil {
 			return err
 		}
 	}
-	st.VJPs++
 	return nil
 }
 

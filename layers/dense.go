@@ -274,6 +274,8 @@ type denseEval struct {
 	fused  denseScratch
 	jac    jacScratch
 	f32    *dense32 // Float32 only
+	// prepared is set by VJPPrepare until VJPCommit adds its gradients.
+	prepared bool
 }
 
 // dense32 is the single-precision scratch of a Dense evaluator under
@@ -406,30 +408,45 @@ func (e *denseEval) mulWt32(dst []float64, d []float32) {
 // the products are rounded to float32, the gradients accumulated in
 // float64.
 func (e *denseEval) affineVJP32(dz, dx, z, delta []float64) {
+	e.affineVJP32Own(dz, dx, z, delta)
+	e.addGrads32(delta)
+}
+
+// affineVJP32Own is the part of affineVJP32 that writes only dz, dx and
+// the evaluator's own memory: the products, with zᵀδ and xᵀδ kept in the
+// scratch for addGrads32.
+func (e *denseEval) affineVJP32Own(dz, dx, z, delta []float64) {
 	f, c := e.f32, e.c
 	rows, h, d := e.rows, c.shape.Hidden, c.shape.Input
 	d32 := f32.Round(&f.d, delta)
 	if dz != nil {
 		e.mulWt32(dz, d32)
 	}
-	gw := f32.Scratch(&f.gw, h*h)
-	f32.Gemm(blas.Trans, blas.NoTrans, h, h, rows, f32.Round(&f.z, z), d32, 0, gw)
-	f32.AddTo(c.w.GradData(), gw)
+	f32.Gemm(blas.Trans, blas.NoTrans, h, h, rows, f32.Round(&f.z, z), d32, 0, f32.Scratch(&f.gw, h*h))
 	if dx != nil {
 		out := f32.Scratch(&f.dx, rows*d)
 		f32.Gemm(blas.NoTrans, blas.Trans, rows, d, h, d32, f.u.Of(c.u.Data()), 0, out)
 		f32.Convert(dx, out)
 	}
-	gu := f32.Scratch(&f.gu, d*h)
-	f32.Gemm(blas.Trans, blas.NoTrans, d, h, rows, f.x, d32, 0, gu)
-	f32.AddTo(c.u.GradData(), gu)
-	addColSums(c.b.GradData(), delta, rows, h)
+	f32.Gemm(blas.Trans, blas.NoTrans, d, h, rows, f.x, d32, 0, f32.Scratch(&f.gu, d*h))
+}
+
+// addGrads32 adds the parameter gradients of the last affineVJP32Own, for
+// the cotangent δ = delta, to the cell's: zᵀδ to W's, xᵀδ to U's and the
+// column sums of δ to b's.
+func (e *denseEval) addGrads32(delta []float64) {
+	f, c := e.f32, e.c
+	h, d := c.shape.Hidden, c.shape.Input
+	f32.AddTo(c.w.GradData(), f.gw[:h*h])
+	f32.AddTo(c.u.GradData(), f.gu[:d*h])
+	addColSums(c.b.GradData(), delta, e.rows, h)
 }
 
 // fusedFull is VJP. With δ = g ⊙ σ′(zW + c): dz = δWᵀ, dx = δUᵀ,
 // and W, U, b gain zᵀδ, xᵀδ and the column sums of δ.
 func (e *denseEval) fusedFull(dz, dx, z, g []float64) {
 	c := e.c
+	e.prepared = false // the scratch VJPPrepare kept is overwritten
 	if e.f32 != nil {
 		e.affineVJP32(dz, dx, z, e.delta(z, g))
 	} else {

@@ -55,7 +55,10 @@
 //
 // Cells and evaluators are not safe for concurrent use. A Forker (Dense)
 // forks into cells that share its parameters and build their own
-// evaluators, which may run on different goroutines at once (see Forker).
+// evaluators, which may run on different goroutines at once (see Forker);
+// a SplitVJPer evaluator (the float32 Dense cell's) splits its VJP so that
+// the products of several such evaluators run at once and only their
+// additions into the shared parameter gradients one at a time.
 //
 // In the repository, docs/deq-layers.md compares the cells and their proven
 // bounds, and docs/own-cell.md explains writing a cell (by expression or by

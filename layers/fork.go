@@ -31,3 +31,49 @@ func (c *Dense) Fork() Cell {
 	f.refs = mru.Cache[int, *denseEval]{Max: MaxCachedBatches}
 	return &f
 }
+
+// SplitVJPer is an Evaluator whose VJP splits in two, so that the VJPs of
+// evaluators of a cell and of its forks (Forker) can run at the same time:
+// VJPPrepare computes dz, dx and the parameter gradients' terms into the
+// evaluator's own memory, which evaluators may do concurrently, and
+// VJPCommit then adds the terms to the shared parameter gradients, one
+// evaluator at a time. A VJPPrepare followed by VJPCommit is VJP, bit for
+// bit, so that committing in a fixed order gives the gradients of the
+// VJPs made one after the other in that order.
+type SplitVJPer interface {
+	Evaluator
+	// VJPPrepare is VJP without adding the parameter gradients, which it
+	// keeps for VJPCommit. It reports false, and does nothing, when the
+	// evaluator cannot split this VJP; the caller then calls VJP.
+	VJPPrepare(dz, dx, z, g []float64) (bool, error)
+	// VJPCommit adds the parameter gradients kept by the last successful
+	// VJPPrepare, once; without one it does nothing. No other call of the
+	// evaluator may come between them: a VJP drops the kept gradients.
+	VJPCommit()
+}
+
+var _ SplitVJPer = (*denseEval)(nil)
+
+// VJPPrepare implements SplitVJPer for the float32 cell's fused VJP; a
+// float64 cell, or one running its gorgonia graphs, reports false.
+func (e *denseEval) VJPPrepare(dz, dx, z, g []float64) (bool, error) {
+	if e.f32 == nil || e.useGraph {
+		return false, nil
+	}
+	if err := e.checkFull(dz, dx, z, g); err != nil {
+		return false, err
+	}
+	e.affineVJP32Own(dz, dx, z, e.delta(z, g))
+	e.prepared = true
+	return true, nil
+}
+
+// VJPCommit implements SplitVJPer.
+func (e *denseEval) VJPCommit() {
+	if !e.prepared {
+		return
+	}
+	e.prepared = false
+	e.addGrads32(e.fused.delta)
+	e.c.chainW()
+}
