@@ -5,6 +5,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/deqgo/deq/internal/numeric"
 	"github.com/deqgo/deq/internal/vec"
 )
 
@@ -165,7 +166,7 @@ func (p *broydenPasses) pairBlock(_, lo, hi int) {
 	if p.oldU != nil {
 		floats.AddScaled(next, p.e, p.oldU[lo:hi])
 	}
-	if !vec.AllFinite(s) || !vec.AllFinite(v) {
+	if !numeric.AllFinite(s) || !numeric.AllFinite(v) {
 		p.bad.Store(true)
 	}
 }
